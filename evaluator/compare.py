@@ -1,0 +1,147 @@
+"""Compare one rank's candidate output with the reference output, structurally and numerically.
+
+Used only in the trusted judge process (and by tests). Returns None when equal, otherwise a message that says which
+output, where and by how much, with error statistics the JSON reports.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Optional
+
+import torch
+
+
+@dataclasses.dataclass
+class Mismatch:
+    path: str
+    message: str
+    index: Optional[list[int]] = None
+
+
+@dataclasses.dataclass
+class Comparison:
+    ok: bool
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    mismatch: Optional[Mismatch] = None
+
+    def to_dict(self) -> dict:
+        out = {"ok": self.ok, "max_abs_error": _finite(self.max_abs_error), "max_rel_error": _finite(self.max_rel_error)}
+        if self.mismatch:
+            out.update(where=self.mismatch.path, message=self.mismatch.message, first_mismatch_index=self.mismatch.index)
+        return out
+
+
+def _finite(x: float):
+    return x if math.isfinite(x) else str(x)
+
+
+def compare(expected: Any, actual: Any, atol: float, rtol: float,
+            slack: Optional[Callable[[torch.Tensor], float]] = None) -> Comparison:
+    result = Comparison(ok=True)
+    _walk(expected, actual, "output", atol, rtol, slack, result)
+    return result
+
+
+def _fail(result: Comparison, path: str, message: str, index=None) -> None:
+    if result.ok:
+        result.ok = False
+        result.mismatch = Mismatch(path, message, index)
+
+
+def _walk(expected, actual, path, atol, rtol, slack, result: Comparison) -> None:
+    if not result.ok:
+        return
+    if isinstance(expected, torch.Tensor):
+        if type(actual) is not torch.Tensor:
+            return _fail(result, path, f"expected a torch.Tensor, got {type(actual).__name__}")
+        return _tensor(expected, actual, path, atol, rtol, slack, result)
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(actual, (tuple, list)):
+            return _fail(result, path, f"expected a {type(expected).__name__} of {len(expected)}, got {type(actual).__name__}")
+        if len(actual) != len(expected):
+            return _fail(result, path, f"expected {len(expected)} elements, got {len(actual)}")
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            _walk(e, a, f"{path}[{i}]", atol, rtol, slack, result)
+        return
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return _fail(result, path, f"expected a dict, got {type(actual).__name__}")
+        if set(expected) != set(actual):
+            return _fail(result, path, f"expected keys {sorted(map(str, expected))}, got {sorted(map(str, actual))}")
+        for key in expected:
+            _walk(expected[key], actual[key], f"{path}[{key!r}]", atol, rtol, slack, result)
+        return
+    if expected is None:
+        if actual is not None:
+            _fail(result, path, f"expected None, got {type(actual).__name__}")
+        return
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        if expected is not actual and expected != actual:
+            _fail(result, path, f"expected {expected!r}, got {actual!r}")
+        return
+    if isinstance(expected, (int, float)):
+        if isinstance(actual, torch.Tensor) and actual.numel() == 1 and type(actual) is torch.Tensor:
+            actual = actual.item()
+        if not isinstance(actual, (int, float)):
+            return _fail(result, path, f"expected a number, got {type(actual).__name__}")
+        diff = abs(float(actual) - float(expected))
+        if math.isnan(float(actual)) != math.isnan(float(expected)) or diff > atol + rtol * abs(float(expected)):
+            _fail(result, path, f"expected {expected!r}, got {actual!r} (|diff| {diff:.4g})")
+        result.max_abs_error = max(result.max_abs_error, diff)
+        return
+    if expected != actual:
+        _fail(result, path, f"expected {expected!r}, got {actual!r}")
+
+
+def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slack, result: Comparison) -> None:
+    if tuple(actual.shape) != tuple(expected.shape):
+        return _fail(result, path, f"shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
+    if actual.dtype != expected.dtype:
+        return _fail(result, path, f"dtype {actual.dtype} != expected {expected.dtype}")
+    if expected.numel() == 0:
+        return
+    if actual.is_sparse or actual.layout != torch.strided:
+        return _fail(result, path, f"layout {actual.layout} is not strided")
+    if not (expected.is_floating_point() or expected.is_complex()):
+        unequal = actual.cpu() != expected.cpu()
+        if unequal.any():
+            index = _first(unequal)
+            return _fail(result, path, f"{int(unequal.sum())} of {expected.numel()} elements differ; first at "
+                                       f"{index}: {actual.cpu()[tuple(index)].item()} != {expected.cpu()[tuple(index)].item()}", index)
+        return
+    e = expected.detach().cpu()
+    a = actual.detach().cpu()
+    if e.is_complex():
+        e, a = torch.view_as_real(e), torch.view_as_real(a)
+    e, a = e.double(), a.double()
+    bad_value = ~torch.isfinite(a) & torch.isfinite(e)
+    if bad_value.any():
+        index = _first(bad_value)
+        return _fail(result, path, f"{int(bad_value.sum())} non-finite values (NaN/inf) where the reference is finite; "
+                                   f"first at {index}: {a[tuple(index)].item()}", index)
+    nan_mismatch = torch.isnan(e) != torch.isnan(a)
+    diff = (a - e).abs()
+    diff = torch.where(torch.isnan(e) & torch.isnan(a), torch.zeros_like(diff), diff)
+    diff = torch.where(torch.isinf(e) & (a == e), torch.zeros_like(diff), diff)
+    finite = torch.isfinite(diff)
+    max_abs = diff[finite].max().item() if finite.any() else 0.0
+    rel = diff / e.abs().clamp_min(1e-12)
+    max_rel = rel[finite].max().item() if finite.any() else 0.0
+    result.max_abs_error = max(result.max_abs_error, max_abs)
+    result.max_rel_error = max(result.max_rel_error, max_rel)
+    extra = float(slack(expected)) if slack is not None else 0.0
+    allowed = atol + extra + rtol * e.abs()
+    bad = (diff > allowed) | nan_mismatch | ~finite & ~(torch.isinf(e) & (a == e))
+    if bad.any():
+        index = _first(bad)
+        at = tuple(index)
+        _fail(result, path, f"{int(bad.sum())} of {e.numel()} elements outside atol={atol + extra:.3g}, rtol={rtol:.3g}; "
+                            f"max |diff| {max_abs:.4g}; first at {index}: got {a[at].item():.6g}, expected {e[at].item():.6g}",
+              index)
+
+
+def _first(mask: torch.Tensor) -> list[int]:
+    flat = int(mask.reshape(-1).nonzero()[0].item())
+    return [int(i) for i in torch.unravel_index(torch.tensor(flat), mask.shape)] if mask.dim() else []

@@ -1,0 +1,44 @@
+"""The judge's result JSON: verdict names and the shape of the document the site stores.
+
+Example (abridged) of what ``pkb eval ... --json OUT`` writes::
+
+    {
+      "schema": 1,
+      "problem": "13_gemm_allreduce", "problem_id": 13,
+      "candidate": "path/or/reference", "candidate_sha256": "...",
+      "world_size": 2, "device": "cpu", "shape": {"M": 1024, "N": 1024, "dtype": "bfloat16"},
+      "verdict": "correct",                     # one of VERDICTS
+      "message": "human-readable reason for the verdict",
+      "flags": [],                              # e.g. ["timing_crosscheck", "faster_than_light"]; flagged never ranks
+      "trials": [{"trial": 0, "seed": 123, "verdict": "correct",
+                  "ranks": [{"rank": 0, "ok": true, "max_abs_error": 0.0, "max_rel_error": 0.0,
+                             "where": null, "message": null, "first_mismatch_index": null}]}],
+      "timing": {"reference_ms": 1.2, "candidate_ms": 1.0, "speedup": 1.2, "speedup_ci": [1.1, 1.3],
+                 "faster": true, "samples": 120, "ranked": false, "method": "cuda_events|wall_clock",
+                 "crosscheck": {...}} | null,   # null unless every trial was correct
+      "environment": {"host": ..., "gpus": [...], "driver": ..., "torch": ..., "nccl": ..., "triton": ...,
+                      "python": ..., "backend": "gloo|nccl"},
+      "logs": [{"role": "candidate", "rank": 0, "stdout": "...", "stderr": "..."}],  # bounded tails
+      "wall_s": 12.3, "judge_overhead_s": 3.4, "attempts": 1
+    }
+"""
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+CORRECT = "correct"
+INCORRECT = "incorrect"
+COMPILE_ERROR = "compile_error"
+RUNTIME_ERROR = "runtime_error"
+TIMEOUT = "timeout"
+POLICY_VIOLATION = "policy_violation"
+INFRA_ERROR = "infra_error"
+
+VERDICTS = (CORRECT, INCORRECT, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, POLICY_VIOLATION, INFRA_ERROR)
+# Verdicts that are the candidate's responsibility; infra_error never counts against it.
+CANDIDATE_FAULTS = (INCORRECT, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, POLICY_VIOLATION)
+
+# Flags that keep a result off the rankings even when it is correct (see docs/threat-model.md).
+FLAG_TIMING_CROSSCHECK = "timing_crosscheck"
+FLAG_FASTER_THAN_LIGHT = "faster_than_light"
+FLAG_UNRANKED_DEVICE = "unranked_device"

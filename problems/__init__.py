@@ -1,0 +1,56 @@
+"""The 87 ParallelKernelBench workloads, discovered from ``problems/pNN_*.py`` and keyed by id and by PKB stem."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+
+from problems.base import InputContext, Problem, catalogue
+
+_MODULE_RE = re.compile(r"^p(\d{2})_\w+$")
+_REGISTRY: dict[int, Problem] | None = None
+
+
+class UnknownProblem(LookupError):
+    pass
+
+
+def registry() -> dict[int, Problem]:
+    global _REGISTRY
+    if _REGISTRY is None:
+        found: dict[int, Problem] = {}
+        for info in pkgutil.iter_modules(__path__):
+            match = _MODULE_RE.match(info.name)
+            if not match:
+                continue
+            module = importlib.import_module(f"problems.{info.name}")
+            problem: Problem = module.PROBLEM
+            if problem.id != int(match.group(1)):
+                raise RuntimeError(f"problems/{info.name}.py declares id {problem.id}")
+            found[problem.id] = problem
+        _REGISTRY = dict(sorted(found.items()))
+    return _REGISTRY
+
+
+def get(key) -> Problem:
+    """A problem by id (13, "13") or by PKB stem ("13_gemm_allreduce"); raises UnknownProblem."""
+    text = str(key).strip()
+    if text.isdigit():
+        problem = registry().get(int(text))
+    else:
+        problem = next((p for p in registry().values() if p.stem == text), None)
+        if problem is None:
+            # A stem we know from the catalogue but whose module is not written yet.
+            known = {entry["stem"] for entry in catalogue().values()}
+            if text in known:
+                raise UnknownProblem(f"problem {text!r} is in the catalogue but not implemented yet")
+    if problem is None:
+        raise UnknownProblem(f"unknown problem {key!r}: give an id 1-87 or a stem such as 13_gemm_allreduce")
+    return problem
+
+
+def stem_of(problem_id: int) -> str:
+    return catalogue()[problem_id]["stem"]
+
+
+__all__ = ["InputContext", "Problem", "UnknownProblem", "get", "registry", "catalogue", "stem_of"]

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Start PostgreSQL, Redis and RabbitMQ if they are down (as this machine kind starts them), and Chromium if missing.
+set -uo pipefail
+up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+if ! up 5432 && command -v pg_ctlcluster >/dev/null; then
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
+fi
+if ! up 6379 && command -v redis-server >/dev/null; then
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log || true
+fi
+if ! up 5672 && command -v rabbitmq-server >/dev/null; then
+  rabbitmq-server -detached || true
+fi
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ]; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed; browser tests will fail" >&2
+fi
+for i in $(seq 1 60); do
+  up 5432 && up 6379 && up 5672 && exit 0
+  sleep 1
+done
+echo "services: PostgreSQL 5432 / Redis 6379 / RabbitMQ 5672 not all up after 60 s" >&2
+exit 0
