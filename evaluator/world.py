@@ -96,7 +96,8 @@ class RankRun:
 
 
 def run_reference(problem_id: int, world_size: int, M: int = 256, N: int = 256, dtype=torch.bfloat16,
-                  seed: int = 0, trial: int = 0, solution: Callable | None = None) -> list[RankRun]:
+                  seed: int = 0, trial: int = 0, solution: Callable | None = None,
+                  reduced: bool = True) -> list[RankRun]:
     """Build inputs and run the reference (or ``solution``) on every rank; inputs are captured before the call."""
 
     def body(rank: int, W: int):
@@ -105,7 +106,7 @@ def run_reference(problem_id: int, world_size: int, M: int = 256, N: int = 256, 
 
         problem = problems.get(problem_id)
         ctx = InputContext(rank=rank, world_size=W, M=M, N=N, dtype=dtype, device="cpu",
-                           seed_base=seed, trial=trial, problem_id=problem.id)
+                           seed_base=seed, trial=trial, problem_id=problem.id, reduced=reduced)
         inputs = problem.make_inputs(ctx)
         saved = to_portable(tuple(inputs))
         output = (solution or problem.solution)(*inputs)

@@ -54,6 +54,10 @@ class InputContext:
     seed_base: int = 0
     trial: int = 0
     problem_id: int = 0
+    # True only in CPU development runs (tests, ``pkb selfcheck --reduced``): a builder whose spec fixes sizes that
+    # are far too large for a CPU world may shrink those (and must say so in its docstring). Interface, dtypes and
+    # semantics stay the same; the judge never sets it on GPU hosts or for ranked runs.
+    reduced: bool = False
     groups: dict = dataclasses.field(default_factory=dict)
 
     def seed(self, key: Any = None) -> int:
