@@ -1,0 +1,168 @@
+"""``pkb``: the judge's command line.
+
+    pkb problems list [--json]
+    pkb eval PROBLEM CANDIDATE|reference --world-size W --device cpu|cuda [--trials 5] [--seed S] [--json OUT]
+    pkb selfcheck [--problems 1-29] --device cpu --world-size W [--json OUT]
+    pkb submit DIR --model ... --protocol ... --attempts k --profile ...   (the site's upload client)
+
+``eval`` exits 0 whenever the evaluation ran, whatever the verdict; 2 for bad arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from evaluator import judge, schema
+
+
+def _problems_list(args) -> int:
+    import problems
+
+    rows = [p.summary() for p in problems.registry().values()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        print(f"{row['id']:>3}  {row['stem']:<48} {row['category']:<32} {row['world_size_rule']}")
+    print(f"{len(rows)} problems implemented of {len(problems.catalogue())} in the catalogue")
+    return 0
+
+
+def _eval(args) -> int:
+    options = dict(trials=args.trials, seed=args.seed, M=args.M, N=args.N, dtype=args.dtype, reduced=args.reduced,
+                   timing=not args.no_timing, multicast_allowed=args.multicast_allowed, timeout_s=args.timeout)
+    try:
+        result = judge.evaluate(args.problem, args.candidate, args.world_size, args.device, **options)
+    except judge.BadRequest as exc:
+        print(f"pkb eval: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        _write_json(args.json, result)
+    print(summary(result))
+    return 0
+
+
+def _write_json(path: str, document) -> None:
+    if path == "-":
+        print(json.dumps(document, indent=2))
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(document, f, indent=2)
+
+
+def summary(result: dict) -> str:
+    lines = [f"{result['problem']}  W={result['world_size']} {result['device']}  candidate={result['candidate']}",
+             f"verdict: {result['verdict'].upper()}  {result.get('message', '')}"]
+    for trial in result.get("trials", []):
+        worst = max((r.get("max_abs_error") or 0 for r in trial["ranks"] if isinstance(r.get("max_abs_error"), (int, float))),
+                    default=0)
+        lines.append(f"  trial {trial['trial']} seed {trial['seed']}: {trial['verdict']} (max abs err {worst:.3g})")
+    timing = result.get("timing")
+    if timing:
+        lo, hi = timing["speedup_ci"]
+        lines.append(f"timing ({timing['method']}, {timing['samples']} samples, "
+                     f"{'ranked' if timing['ranked'] else 'unranked'}): reference {timing['reference_ms']:.4f} ms, "
+                     f"candidate {timing['candidate_ms']:.4f} ms, speedup {timing['speedup']:.3f}x "
+                     f"[{lo:.3f}, {hi:.3f}] -> {'FASTER' if timing['faster'] else 'not faster'}")
+    if result.get("flags"):
+        lines.append(f"flags: {', '.join(result['flags'])} (never ranked)")
+    if result["verdict"] not in (schema.CORRECT, schema.INCORRECT):
+        for log in result.get("logs", []):
+            if log.get("stderr"):
+                tail = "\n    ".join(log["stderr"].strip().splitlines()[-8:])
+                lines.append(f"  {log['role']} rank {log['rank']} stderr:\n    {tail}")
+    if "wall_s" in result:
+        lines.append(f"wall {result['wall_s']:.2f} s, judge overhead {result.get('judge_overhead_s', 0):.2f} s")
+    return "\n".join(lines)
+
+
+def _parse_ids(text: str | None) -> list[int]:
+    import problems
+
+    if not text:
+        return list(problems.registry())
+    ids: list[int] = []
+    for part in text.split(","):
+        if "-" in part:
+            lo, hi = part.split("-")
+            ids.extend(range(int(lo), int(hi) + 1))
+        else:
+            ids.append(int(part))
+    return ids
+
+
+def _selfcheck(args) -> int:
+    from evaluator import selfcheck
+
+    try:
+        ids = _parse_ids(args.problems)
+    except ValueError:
+        print(f"pkb selfcheck: bad --problems {args.problems!r} (use e.g. 1-29 or 1,2,13)", file=sys.stderr)
+        return 2
+    report = selfcheck.run(ids, args.world_size, args.device, M=args.M, N=args.N, reduced=args.reduced,
+                           trials=args.trials, nulls=not args.no_nulls, seed=args.seed)
+    if args.json:
+        _write_json(args.json, report)
+    print(selfcheck.render(report))
+    return 0 if report["ok"] else 1
+
+
+def _submit(argv: list[str]) -> int:
+    try:
+        from leaderboard import client
+    except ImportError:
+        print("pkb submit: the site client is not installed (pip install -e .[site])", file=sys.stderr)
+        return 2
+    return client.main(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pkb", description="pkb-arena judge")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    plist = sub.add_parser("problems", help="list the problems")
+    plist.add_argument("action", choices=["list"])
+    plist.add_argument("--json", action="store_true")
+    plist.set_defaults(func=_problems_list)
+
+    shape = argparse.ArgumentParser(add_help=False)
+    shape.add_argument("--world-size", "-W", type=int, required=True)
+    shape.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    shape.add_argument("--trials", type=int, default=5)
+    shape.add_argument("--seed", type=int, default=None, help="seed of the trial seeds (default: random)")
+    shape.add_argument("--M", type=int, default=1024)
+    shape.add_argument("--N", type=int, default=1024)
+    shape.add_argument("--reduced", action="store_true", help="CPU development shapes where a spec fixes huge ones")
+    shape.add_argument("--json", metavar="OUT", help="write the result document (- for stdout)")
+
+    pev = sub.add_parser("eval", parents=[shape], help="judge one candidate on one problem")
+    pev.add_argument("problem")
+    pev.add_argument("candidate", help="path to a .py defining solution(*inputs), or 'reference'")
+    pev.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    pev.add_argument("--no-timing", action="store_true")
+    pev.add_argument("--multicast-allowed", action="store_true", help="the host profile permits NVLink multicast")
+    pev.add_argument("--timeout", type=float, default=None, help="seconds per trial/timing block (hang detection)")
+    pev.set_defaults(func=_eval)
+
+    psc = sub.add_parser("selfcheck", parents=[shape], help="references against themselves, and null answers")
+    psc.add_argument("--problems", default=None, help="ids, e.g. 1-29 or 1,2,13 (default: all implemented)")
+    psc.add_argument("--no-nulls", action="store_true")
+    psc.set_defaults(func=_selfcheck)
+
+    sub.add_parser("submit", help="upload a directory of candidates to a pkb-arena site", add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "submit":
+        return _submit(argv[1:])
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""A group of W rank processes (one role: reference or candidate), driven by JSON commands.
+
+Each rank is its own process, in its own process session so that the whole group (and anything it spawned) can be
+killed at once on a timeout, a deadlock or the end of the job. Replies come back on a private pipe; stdout and stderr
+go to files whose tails end up in the result.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Optional
+
+from evaluator import sandbox
+
+LOG_TAIL_BYTES = 8192
+
+
+class GroupFailure(Exception):
+    """A command did not complete on every rank. ``kind`` is a verdict-like word; ``rank`` the first rank at fault."""
+
+    def __init__(self, kind: str, message: str, rank: Optional[int] = None):
+        super().__init__(message)
+        self.kind = kind
+        self.rank = rank
+        self.message = message
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclasses.dataclass
+class _Rank:
+    rank: int
+    proc: subprocess.Popen
+    reply_fd: int
+    buffer: bytes = b""
+    stdout_path: str = ""
+    stderr_path: str = ""
+
+
+class RankGroup:
+    def __init__(self, role: str, world_size: int, device: str, problem: str, candidate: str, workdir: str,
+                 M: int, N: int, dtype: str, reduced: bool, trusted: bool):
+        self.role = role
+        self.world_size = world_size
+        self.workdir = workdir
+        self.ranks: list[_Rank] = []
+        self.seq = 0
+        self.closed = False
+        port = free_port()
+        out_dir = os.path.join(workdir, "out")
+        os.makedirs(out_dir, exist_ok=True)
+        self.out_dir = out_dir
+        for rank in range(world_size):
+            read_fd, write_fd = os.pipe()
+            rank_dir = os.path.join(workdir, f"rank{rank}")
+            os.makedirs(rank_dir, exist_ok=True)
+            stdout_path = os.path.join(rank_dir, "stdout.log")
+            stderr_path = os.path.join(rank_dir, "stderr.log")
+            argv = [sys.executable, "-m", "evaluator.rank_worker", "--role", role, "--rank", str(rank),
+                    "--world-size", str(world_size), "--device", device, "--problem", str(problem),
+                    "--candidate", candidate, "--M", str(M), "--N", str(N), "--dtype", dtype,
+                    "--out", out_dir, "--reply-fd", str(write_fd)] + (["--reduced"] if reduced else [])
+            env = sandbox.rank_environment(rank, world_size, port, rank_dir, trusted=trusted)
+            with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env,
+                                        cwd=sandbox.working_directory(rank_dir, trusted), pass_fds=(write_fd,),
+                                        start_new_session=True,
+                                        preexec_fn=None if trusted else sandbox.limit_candidate)
+            os.close(write_fd)
+            os.set_blocking(read_fd, False)
+            self.ranks.append(_Rank(rank, proc, read_fd, stdout_path=stdout_path, stderr_path=stderr_path))
+
+    # --- protocol ---------------------------------------------------------------------------------------------------
+    def send(self, cmd: dict) -> int:
+        self.seq += 1
+        payload = (json.dumps(dict(cmd, seq=self.seq)) + "\n").encode()
+        for r in self.ranks:
+            try:
+                r.proc.stdin.write(payload)
+                r.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass  # noticed by collect() as an early exit
+        return self.seq
+
+    def collect(self, timeout: float, expect_seq: Optional[int] = None, grace: float = 3.0) -> list[dict]:
+        """Wait for one reply per rank. Raises GroupFailure on an error reply, an early exit or the deadline."""
+        replies: dict[int, dict] = {}
+        deadline = time.monotonic() + timeout
+        failure: Optional[GroupFailure] = None
+        selector = selectors.DefaultSelector()
+        for r in self.ranks:
+            selector.register(r.reply_fd, selectors.EVENT_READ, r)
+        try:
+            while len(replies) < self.world_size:
+                now = time.monotonic()
+                if now >= deadline:
+                    if failure:
+                        raise failure
+                    missing = [r.rank for r in self.ranks if r.rank not in replies]
+                    raise GroupFailure("timeout", f"ranks {missing} did not answer within {timeout:.0f} s "
+                                                  "(hang or distributed deadlock); the process group was killed",
+                                       missing[0])
+                for key, _ in selector.select(timeout=min(0.2, deadline - now)):
+                    r = key.data
+                    for reply in self._read(r):
+                        if expect_seq is not None and reply.get("seq") not in (None, expect_seq):
+                            failure = failure or GroupFailure(
+                                "protocol", f"rank {r.rank} answered out of turn (seq {reply.get('seq')})", r.rank)
+                            continue
+                        replies.setdefault(r.rank, reply)
+                        if not reply.get("ok") and failure is None:
+                            failure = GroupFailure(reply.get("kind", "runtime_error"),
+                                                   reply.get("error", "failed"), r.rank)
+                            # The other ranks are probably blocked in a collective with this one: short grace.
+                            deadline = min(deadline, time.monotonic() + grace)
+                for r in self.ranks:
+                    if r.rank not in replies and r.proc.poll() is not None:
+                        # Drain what it said before dying.
+                        for reply in self._read(r):
+                            replies.setdefault(r.rank, reply)
+                        if r.rank in replies:
+                            if not replies[r.rank].get("ok") and failure is None:
+                                failure = GroupFailure(replies[r.rank].get("kind", "runtime_error"),
+                                                       replies[r.rank].get("error", "failed"), r.rank)
+                            continue
+                        if failure is None:
+                            failure = GroupFailure("exited", _exit_message(r.rank, r.proc.returncode), r.rank)
+                        deadline = min(deadline, time.monotonic() + grace)
+            if failure:
+                raise failure
+            return [replies[r.rank] for r in self.ranks]
+        finally:
+            selector.close()
+
+    def command(self, cmd: dict, timeout: float) -> list[dict]:
+        seq = self.send(cmd)
+        return self.collect(timeout, expect_seq=seq)
+
+    def _read(self, r: _Rank) -> list[dict]:
+        out = []
+        while True:
+            try:
+                chunk = os.read(r.reply_fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                break
+            if not chunk:
+                break
+            r.buffer += chunk
+        while b"\n" in r.buffer:
+            line, r.buffer = r.buffer.split(b"\n", 1)
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                out.append({"ok": False, "kind": "protocol", "error": f"unreadable reply: {line[:200]!r}"})
+        return out
+
+    # --- teardown ---------------------------------------------------------------------------------------------------
+    def close(self, timeout: float = 10.0) -> None:
+        """Ask politely, then kill every process session of the group; no process is left behind."""
+        if self.closed:
+            return
+        self.closed = True
+        self.send({"cmd": "exit"})
+        end = time.monotonic() + timeout
+        for r in self.ranks:
+            try:
+                r.proc.stdin.close()
+            except OSError:
+                pass
+        for r in self.ranks:
+            try:
+                r.proc.wait(max(0.1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        self.closed = True
+        for r in self.ranks:
+            try:
+                os.killpg(r.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for r in self.ranks:
+            try:
+                r.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.close(r.reply_fd)
+            except OSError:
+                pass
+
+    def logs(self) -> list[dict]:
+        return [{"role": "candidate" if self.role == "cand" else "reference", "rank": r.rank,
+                 "exit_code": r.proc.returncode,
+                 "stdout": _tail(r.stdout_path), "stderr": _tail(r.stderr_path)} for r in self.ranks]
+
+
+def _exit_message(rank: int, code: Optional[int]) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        return f"rank {rank} was killed by {name} before answering"
+    return f"rank {rank} exited early with status {code} before answering"
+
+
+def _tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            data = f.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", "replace")
+    return ("[... truncated ...]\n" + text) if size > limit else text

@@ -1,0 +1,299 @@
+"""The program one rank runs: ``python -m evaluator.rank_worker --role ref|cand ...``.
+
+The judge starts W of these per role (reference ranks and candidate ranks are separate process groups, never the same
+processes) and drives them with JSON commands on stdin; replies go back as JSON lines on the file descriptor given by
+--reply-fd; outputs are written as tensors files into --out, which the judge loads with ``weights_only=True``.
+Commands: ``trial`` (build inputs from a seed, run ``solution``, save outputs), ``time`` (one timing block), ``load``
+(switch problem; trusted references only, for self-checks), ``exit``.
+
+Everything here runs in an untrusted process when the role is ``cand``: nothing it reports is believed without a
+check in the judge (outputs are compared there, timings are cross-checked against the judge's own clock).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+import problems
+from evaluator import nulls
+from problems.base import InputContext
+
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+class Reply:
+    def __init__(self, fd: int):
+        self.stream = os.fdopen(fd, "w", buffering=1)
+
+    def __call__(self, **fields) -> None:
+        self.stream.write(json.dumps(fields) + "\n")
+        self.stream.flush()
+
+
+def _error_kind_for_load(exc: BaseException) -> str:
+    """Import-time failures: syntax, imports and kernel builds are compile errors; anything else ran and raised."""
+    if isinstance(exc, (SyntaxError, ImportError)):
+        return "compile_error"
+    text = f"{type(exc).__name__}: {exc}"
+    markers = ("Error building extension", "CompilationError", "nvcc", "ninja", "compile_cuda_extension", "PTXAS")
+    return "compile_error" if any(m in text for m in markers) else "runtime_error"
+
+
+def load_candidate(path: str):
+    spec = importlib.util.spec_from_file_location("candidate_solution", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["candidate_solution"] = module
+    spec.loader.exec_module(module)
+    fn = getattr(module, "solution", None)
+    if not callable(fn):
+        raise ImportError(f"{os.path.basename(path)} defines no callable solution(*inputs)")
+    return fn
+
+
+def resolve_solution(problem, candidate: str):
+    if candidate == "reference":
+        return problem.solution
+    if candidate.startswith("null:"):
+        return nulls.make(candidate[5:], problem)
+    return load_candidate(candidate)
+
+
+def portable(value, path="output"):
+    """Outputs leave the process as plain CPU tensors and builtins; anything else is refused by name."""
+    if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor:
+            raise TypeError(f"{path} is a {type(value).__name__}, not a plain torch.Tensor")
+        return value.detach().to("cpu", copy=True).contiguous() if value.layout == torch.strided else value.detach().cpu()
+    if isinstance(value, (tuple, list)):
+        items = [portable(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if isinstance(value, tuple) else items
+    if isinstance(value, dict):
+        return {k: portable(v, f"{path}[{k!r}]") for k, v in value.items()}
+    if value is None or type(value) in (int, float, bool, str):
+        return value
+    raise TypeError(f"{path} is a {type(value).__name__}; outputs must be tensors, tuples, lists, dicts or numbers")
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        for index in range(torch.cuda.device_count()):
+            torch.cuda.synchronize(index)
+
+
+def environment(backend: str) -> dict:
+    import platform
+    import socket
+
+    env = {"host": socket.gethostname(), "python": platform.python_version(), "torch": torch.__version__,
+           "backend": backend, "gpus": [], "driver": None, "cuda": torch.version.cuda, "nccl": None, "triton": None}
+    if torch.cuda.is_available():
+        env["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        try:
+            env["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        except Exception:  # noqa: BLE001 - informative only
+            pass
+        try:
+            import subprocess
+
+            env["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                           capture_output=True, text=True, timeout=20).stdout.split("\n")[0].strip()
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        import triton
+
+        env["triton"] = triton.__version__
+    except Exception:  # noqa: BLE001
+        pass
+    return env
+
+
+class Worker:
+    def __init__(self, args):
+        self.args = args
+        self.rank = args.rank
+        self.world_size = args.world_size
+        self.device_kind = args.device
+        self.reply = Reply(args.reply_fd)
+        self.dtype = DTYPES[args.dtype]
+        self.groups: dict = {}
+        self.problem = None
+        self.solution = None
+
+    # --- set-up ----------------------------------------------------------------------------------------------------
+    def start(self) -> bool:
+        torch.set_num_threads(max(1, int(os.environ.get("PKB_THREADS_PER_RANK", "1"))))
+        backend = "nccl" if self.device_kind == "cuda" else "gloo"
+        try:
+            if self.device_kind == "cuda":
+                local = self.rank % torch.cuda.device_count()
+                torch.cuda.set_device(local)
+                self.device = torch.device("cuda", local)
+                dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
+                                        timeout=datetime.timedelta(seconds=self.args.dist_timeout),
+                                        device_id=self.device)
+            else:
+                self.device = torch.device("cpu")
+                dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
+                                        timeout=datetime.timedelta(seconds=self.args.dist_timeout))
+        except Exception as exc:  # noqa: BLE001 - the harness failed to start, not the candidate
+            self.reply(ok=False, kind="infra_error", error=f"process group init failed: {exc}")
+            return False
+        self.env = environment(backend) if self.rank == 0 else None
+        return self.load(self.args.problem, self.args.candidate, first=True)
+
+    def load(self, problem_key, candidate: str, first: bool = False) -> bool:
+        self.problem = problems.get(problem_key)
+        try:
+            self.solution = resolve_solution(self.problem, candidate)
+        except BaseException as exc:  # noqa: BLE001 - reported as the candidate's failure
+            self.reply(ok=False, kind=_error_kind_for_load(exc), error=traceback.format_exc(limit=20))
+            return False
+        self.reply(ok=True, event="ready", env=self.env if first else None)
+        return True
+
+    # --- commands ---------------------------------------------------------------------------------------------------
+    def context(self, seed: int, trial: int) -> InputContext:
+        return InputContext(rank=self.rank, world_size=self.world_size, M=self.args.M, N=self.args.N,
+                            dtype=self.dtype, device=self.device, seed_base=seed, trial=trial,
+                            problem_id=self.problem.id, reduced=self.args.reduced, groups=self.groups)
+
+    def trial(self, cmd: dict) -> None:
+        inputs = self.problem.make_inputs(self.context(cmd["seed"], cmd["trial"]))
+        synchronize(self.device_kind)
+        dist.barrier()
+        start = time.perf_counter()
+        output = self.solution(*inputs)
+        synchronize(self.device_kind)
+        elapsed_ms = (time.perf_counter() - start) * 1e3
+        path = os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt")
+        try:
+            saved = portable(output)
+        except TypeError as exc:
+            self.reply(ok=False, kind="incorrect", error=str(exc), seq=cmd["seq"])
+            return
+        torch.save(saved, path)
+        del output, inputs
+        self.reply(ok=True, seq=cmd["seq"], ms=elapsed_ms, path=path)
+
+    def time(self, cmd: dict) -> None:
+        inputs = list(self.problem.make_inputs(self.context(cmd["seed"], cmd["trial"])))
+        index = self.problem.timed_arg_index()
+        clones = self._clones(inputs[index])
+        timer = _EventTimer() if self.device_kind == "cuda" else _WallTimer()
+
+        def call(i: int):
+            inputs[index] = clones[i % len(clones)]
+            return self.solution(*inputs)
+
+        for i in range(cmd["warmup"]):
+            call(i)
+        synchronize(self.device_kind)
+        samples = []
+        for i in range(cmd["iters"]):
+            dist.barrier()
+            synchronize(self.device_kind)
+            timer.start()
+            call(cmd["warmup"] + i)
+            timer.stop()
+            synchronize(self.device_kind)
+            samples.append(timer.elapsed_ms())
+        # The slowest rank defines the iteration: collectives finish together, compute may not.
+        per_rank = torch.tensor(samples, dtype=torch.float64, device=self.device)
+        dist.all_reduce(per_rank, op=dist.ReduceOp.MAX)
+        self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), clones=len(clones))
+
+    def _clones(self, value):
+        """Rotating copies of the timed argument so it is cold in L2 on every iteration (3x L2, at most 128)."""
+        if not isinstance(value, torch.Tensor) or value.numel() == 0:
+            return [value]
+        nbytes = value.numel() * value.element_size()
+        if self.device_kind == "cuda":
+            l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 50 * 2**20)
+            count = min(128, max(2, -(-3 * l2 // nbytes)))
+        else:
+            count = 4
+        return [value.clone() for _ in range(count)]
+
+    def run(self) -> int:
+        if not self.start():
+            return 3
+        for line in sys.stdin:
+            cmd = json.loads(line)
+            op = cmd["cmd"]
+            if op == "exit":
+                break
+            try:
+                if op == "trial":
+                    self.trial(cmd)
+                elif op == "time":
+                    self.time(cmd)
+                elif op == "load":
+                    self.load(cmd["problem"], cmd["candidate"])
+            except BaseException:  # noqa: BLE001 - a candidate exception on this rank
+                self.reply(ok=False, kind="runtime_error", error=traceback.format_exc(limit=20), seq=cmd.get("seq"))
+        try:
+            dist.destroy_process_group()
+        except Exception:  # noqa: BLE001
+            pass
+        self.reply(ok=True, event="bye")
+        return 0
+
+
+class _EventTimer:
+    def start(self):
+        self.begin = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+        self.begin.record()
+
+    def stop(self):
+        self.end.record()
+
+    def elapsed_ms(self) -> float:
+        return self.begin.elapsed_time(self.end)
+
+
+class _WallTimer:
+    def start(self):
+        self.begin = time.perf_counter()
+
+    def stop(self):
+        self.finish = time.perf_counter()
+
+    def elapsed_ms(self) -> float:
+        return (self.finish - self.begin) * 1e3
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--role", choices=["ref", "cand"], required=True)
+    parser.add_argument("--rank", type=int, required=True)
+    parser.add_argument("--world-size", type=int, required=True)
+    parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
+    parser.add_argument("--problem", required=True)
+    parser.add_argument("--candidate", required=True)
+    parser.add_argument("--M", type=int, default=1024)
+    parser.add_argument("--N", type=int, default=1024)
+    parser.add_argument("--dtype", default="bfloat16", choices=sorted(DTYPES))
+    parser.add_argument("--reduced", action="store_true")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--reply-fd", type=int, required=True)
+    parser.add_argument("--dist-timeout", type=float, default=600)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    return Worker(parse_args(argv)).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
