@@ -94,54 +94,61 @@ class RankGroup:
         return self.seq
 
     def collect(self, timeout: float, expect_seq: Optional[int] = None, grace: float = 3.0) -> list[dict]:
-        """Wait for one reply per rank. Raises GroupFailure on an error reply, an early exit or the deadline."""
+        """Wait for one reply per rank. Raises GroupFailure on an error reply, an early exit or the deadline.
+
+        After the first failure the other ranks get a short grace period (they are usually blocked in a collective
+        with the failed rank); the failure reported is the root cause: a rank that died without answering, or one
+        that raised its own error, rather than the peers whose collectives broke because of it.
+        """
         replies: dict[int, dict] = {}
+        failures: list[GroupFailure] = []
         deadline = time.monotonic() + timeout
-        failure: Optional[GroupFailure] = None
         selector = selectors.DefaultSelector()
         for r in self.ranks:
             selector.register(r.reply_fd, selectors.EVENT_READ, r)
+
+        def fail(failure: GroupFailure) -> None:
+            nonlocal deadline
+            failures.append(failure)
+            deadline = min(deadline, time.monotonic() + grace)
+
         try:
             while len(replies) < self.world_size:
                 now = time.monotonic()
                 if now >= deadline:
-                    if failure:
-                        raise failure
+                    if failures:
+                        break
                     missing = [r.rank for r in self.ranks if r.rank not in replies]
                     raise GroupFailure("timeout", f"ranks {missing} did not answer within {timeout:.0f} s "
                                                   "(hang or distributed deadlock); the process group was killed",
                                        missing[0])
-                for key, _ in selector.select(timeout=min(0.2, deadline - now)):
+                for key, _ in selector.select(timeout=min(0.2, max(0.0, deadline - now))):
                     r = key.data
                     for reply in self._read(r):
-                        if expect_seq is not None and reply.get("seq") not in (None, expect_seq):
-                            failure = failure or GroupFailure(
-                                "protocol", f"rank {r.rank} answered out of turn (seq {reply.get('seq')})", r.rank)
-                            continue
-                        replies.setdefault(r.rank, reply)
-                        if not reply.get("ok") and failure is None:
-                            failure = GroupFailure(reply.get("kind", "runtime_error"),
-                                                   reply.get("error", "failed"), r.rank)
-                            # The other ranks are probably blocked in a collective with this one: short grace.
-                            deadline = min(deadline, time.monotonic() + grace)
+                        self._accept(r, reply, expect_seq, replies, fail)
                 for r in self.ranks:
                     if r.rank not in replies and r.proc.poll() is not None:
-                        # Drain what it said before dying.
-                        for reply in self._read(r):
-                            replies.setdefault(r.rank, reply)
-                        if r.rank in replies:
-                            if not replies[r.rank].get("ok") and failure is None:
-                                failure = GroupFailure(replies[r.rank].get("kind", "runtime_error"),
-                                                       replies[r.rank].get("error", "failed"), r.rank)
-                            continue
-                        if failure is None:
-                            failure = GroupFailure("exited", _exit_message(r.rank, r.proc.returncode), r.rank)
-                        deadline = min(deadline, time.monotonic() + grace)
-            if failure:
-                raise failure
+                        for reply in self._read(r):  # what it said before dying
+                            self._accept(r, reply, expect_seq, replies, fail)
+                        if r.rank not in replies:
+                            replies[r.rank] = {"ok": False}
+                            fail(GroupFailure("exited", _exit_message(r.rank, r.proc.returncode), r.rank))
+            if failures:
+                raise _root_cause(failures)
             return [replies[r.rank] for r in self.ranks]
         finally:
             selector.close()
+
+    @staticmethod
+    def _accept(r: _Rank, reply: dict, expect_seq, replies: dict, fail) -> None:
+        if expect_seq is not None and reply.get("seq") not in (None, expect_seq):
+            fail(GroupFailure("protocol", f"rank {r.rank} answered out of turn (seq {reply.get('seq')})", r.rank))
+            return
+        if r.rank in replies:
+            return
+        replies[r.rank] = reply
+        if not reply.get("ok"):
+            fail(GroupFailure(reply.get("kind", "runtime_error"), reply.get("error", "failed"), r.rank))
 
     def command(self, cmd: dict, timeout: float) -> list[dict]:
         seq = self.send(cmd)
@@ -208,6 +215,27 @@ class RankGroup:
         return [{"role": "candidate" if self.role == "cand" else "reference", "rank": r.rank,
                  "exit_code": r.proc.returncode,
                  "stdout": _tail(r.stdout_path), "stderr": _tail(r.stderr_path)} for r in self.ranks]
+
+
+# Text of errors that a rank raises only because a peer failed (its collective lost the other side).
+_PEER_FAILURE_MARKERS = ("Connection closed by peer", "Connection reset", "remote worker", "Broken pipe",
+                         "communicator was aborted", "NCCL Error", "ncclRemoteError", "Socket Timeout",
+                         "Connection refused", "peer", "Timed out")
+
+
+def _root_cause(failures: list[GroupFailure]) -> GroupFailure:
+    def rank_order(f: GroupFailure) -> int:
+        if f.kind in ("exited",):
+            return 0
+        if any(marker in f.message for marker in _PEER_FAILURE_MARKERS):
+            return 2
+        return 1
+
+    best = sorted(failures, key=rank_order)[0]
+    others = sorted({f.rank for f in failures if f is not best and f.rank is not None})
+    if others:
+        best.message += f"\n(ranks {others} failed afterwards, as their peers were gone)"
+    return best
 
 
 def _exit_message(rank: int, code: Optional[int]) -> str:

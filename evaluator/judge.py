@@ -275,7 +275,7 @@ class Pair:
         cand_ms = max(x.get("ms", 0.0) for x in cand_replies)
         self.inside_s += (ref_ms + cand_ms) / 1e3
         record = {"trial": index, "seed": seed, "verdict": schema.CORRECT if ok else schema.INCORRECT,
-                  "ranks": ranks, "reference_call_ms": round(ref_ms, 4), "candidate_call_ms": round(cand_ms, 4)}
+                  "ranks": ranks, "output_shapes": describe(expected[0]), "reference_call_ms": round(ref_ms, 4), "candidate_call_ms": round(cand_ms, 4)}
         return record, max(ref_ms, cand_ms)
 
     def _time(self, seed: int, estimate_ms: float) -> dict:
@@ -339,6 +339,17 @@ def _load_output(out_dir: str, tag: str, rank: int, delete: bool):
     finally:
         if delete:
             os.unlink(path)
+
+
+def describe(value):
+    """The structure of an output with shapes and dtypes instead of values, e.g. [[1024, 1024], "bfloat16"]."""
+    if isinstance(value, torch.Tensor):
+        return [list(value.shape), str(value.dtype).replace("torch.", "")]
+    if isinstance(value, (tuple, list)):
+        return [describe(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): describe(v) for k, v in value.items()}
+    return type(value).__name__
 
 
 def _first_mismatch(record: dict) -> str:

@@ -1,0 +1,113 @@
+"""``pkb selfcheck``: every reference judged against itself (A/A) through the real judge, then the null answers
+(zeros, inputs returned unchanged, no communication), each of which must be rejected.
+
+References are trusted, so one launch of a reference group and a "candidate" group serves all problems of a world
+size (the groups switch problem with the ``load`` command); real candidates always get fresh processes per problem.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+import problems
+from evaluator import judge, schema
+from evaluator.group import RankGroup
+
+NULLS = ("zeros", "inputs", "nocomm")
+
+
+def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: int = 1024, reduced: bool = False,
+        trials: int = 5, nulls: bool = True, seed: int | None = None) -> dict:
+    cfg = judge.Config(world_size=world_size, device=device, trials=trials, seed=seed, M=M, N=N, reduced=reduced)
+    rows = []
+    session = None
+    try:
+        for pid in ids:
+            try:
+                prob = problems.get(pid)
+            except problems.UnknownProblem as exc:
+                rows.append({"id": pid, "verdict": "missing", "ok": False, "message": str(exc)})
+                continue
+            if not prob.allows_world_size(world_size):
+                rows.append({"id": pid, "stem": prob.stem, "verdict": "skipped", "ok": True,
+                             "message": f"W={world_size} not allowed ({prob.world_size_rule})"})
+                continue
+            started = time.monotonic()
+            if session is None:
+                session = _Session(prob, cfg)
+            row = session.check(prob, nulls and world_size >= 1)
+            row["seconds"] = round(time.monotonic() - started, 2)
+            rows.append(row)
+            if row["verdict"] not in (schema.CORRECT, schema.INCORRECT):
+                session.close()
+                session = None  # a failed reference may have left the groups unusable: start afresh
+    finally:
+        if session is not None:
+            session.close()
+    return {"world_size": world_size, "device": device, "M": M, "N": N, "reduced": reduced, "rows": rows,
+            "ok": all(row["ok"] for row in rows)}
+
+
+class _Session:
+    def __init__(self, prob, cfg: judge.Config):
+        self.cfg = cfg
+        self.workdir = tempfile.mkdtemp(prefix="pkb-selfcheck-")
+        common = dict(world_size=cfg.world_size, device=cfg.device, problem=str(prob.id), M=cfg.M, N=cfg.N,
+                      dtype=cfg.dtype, reduced=cfg.reduced, trusted=True)
+        self.ref = RankGroup("ref", candidate="reference", workdir=os.path.join(self.workdir, "ref"), **common)
+        self.cand = RankGroup("cand", candidate="reference", workdir=os.path.join(self.workdir, "cand"), **common)
+        self.fresh = True
+
+    def _pair(self, prob, candidate: str):
+        pair = judge.Pair(prob, self.ref, self.cand, self.cfg)
+        if self.fresh:
+            self.fresh = False
+            return pair, pair.start()
+        return pair, pair.load(candidate)
+
+    def check(self, prob, with_nulls: bool) -> dict:
+        seeds = judge._seeds(self.cfg)
+        pair, failed = self._pair(prob, "reference")
+        outcome = failed or pair.judge(seeds)
+        row = {"id": prob.id, "stem": prob.stem, "verdict": outcome["verdict"], "message": outcome.get("message", ""),
+               "output_shapes": (outcome.get("trials") or [{}])[0].get("output_shapes"),
+               "timing": outcome.get("timing"), "nulls": {}}
+        row["ok"] = outcome["verdict"] == schema.CORRECT and not (outcome.get("timing") or {}).get("faster", False)
+        if with_nulls and row["verdict"] == schema.CORRECT:
+            for kind in NULLS:
+                if kind == "nocomm" and self.cfg.world_size == 1:
+                    continue  # with one rank there is no communication to skip
+                pair, failed = self._pair(prob, f"null:{kind}")
+                null = failed or pair.judge(seeds[:3] + seeds[-1:], timing=False)
+                row["nulls"][kind] = null["verdict"]
+                if null["verdict"] == schema.CORRECT:
+                    row["ok"] = False
+                    row["message"] += f"; null answer '{kind}' PASSED the check"
+                if null["verdict"] not in (schema.CORRECT, schema.INCORRECT):
+                    # A crashed null leaves the groups in an unknown state; rebuild them for what follows.
+                    self.close()
+                    self.__init__(prob, self.cfg)
+        return row
+
+    def close(self):
+        for group in (self.cand, self.ref):
+            group.close()
+        import shutil
+
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def render(report: dict) -> str:
+    lines = [f"selfcheck W={report['world_size']} {report['device']} M={report['M']} N={report['N']}"
+             f"{' reduced' if report['reduced'] else ''}"]
+    for row in report["rows"]:
+        timing = row.get("timing") or {}
+        t = f"ref {timing['reference_ms']:.3f} ms A/A {timing['speedup']:.3f}x" if timing else ""
+        nulls = " ".join(f"{k}={v}" for k, v in row.get("nulls", {}).items())
+        lines.append(f"{'ok ' if row['ok'] else 'BAD'} {row['id']:>3} {row.get('stem', ''):<46} {row['verdict']:<14} "
+                     f"{t:<32} {nulls}  {row.get('seconds', '')}s  shapes={row.get('output_shapes')}"
+                     + ("" if row["ok"] else f"  <- {row['message'][:300]}"))
+    bad = sum(not r["ok"] for r in report["rows"])
+    lines.append(f"{len(report['rows']) - bad} ok, {bad} bad")
+    return "\n".join(lines)

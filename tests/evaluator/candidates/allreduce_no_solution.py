@@ -1,0 +1,2 @@
+def solve(tensor):
+    return tensor

@@ -1,0 +1,77 @@
+import math
+
+import torch
+
+from evaluator.compare import compare
+
+
+def test_equal_tensors_pass_with_zero_error():
+    x = torch.randn(4, 5)
+    result = compare(x, x.clone(), 1e-2, 1e-2)
+    assert result.ok and result.max_abs_error == 0.0
+
+
+def test_value_mismatch_names_first_index_and_size():
+    x = torch.zeros(3, 4)
+    y = x.clone()
+    y[1, 2] = 0.5
+    result = compare(x, y, 1e-2, 1e-2)
+    assert not result.ok
+    assert result.mismatch.index == [1, 2]
+    assert "1 of 12" in result.mismatch.message and "0.5" in result.mismatch.message
+
+
+def test_tolerance_is_atol_plus_rtol_times_expected():
+    expected = torch.tensor([100.0])
+    assert compare(expected, torch.tensor([101.0]), 1e-2, 1e-2).ok  # 1.0 <= 0.01 + 1.0
+    assert not compare(expected, torch.tensor([101.5]), 1e-2, 1e-2).ok
+
+
+def test_nan_and_inf_in_candidate_are_mismatches():
+    x = torch.ones(8)
+    for bad in (float("nan"), float("inf")):
+        y = x.clone()
+        y[3] = bad
+        result = compare(x, y, 1e-2, 1e-2)
+        assert not result.ok and result.mismatch.index == [3]
+        assert "non-finite" in result.mismatch.message
+
+
+def test_nan_where_reference_has_nan_is_equal():
+    x = torch.tensor([1.0, math.nan])
+    assert compare(x, x.clone(), 1e-2, 1e-2).ok
+    assert not compare(x, torch.tensor([1.0, 2.0]), 1e-2, 1e-2).ok
+
+
+def test_shape_dtype_and_structure_differences():
+    x = torch.ones(2, 3, dtype=torch.bfloat16)
+    assert "shape" in compare(x, torch.ones(3, 2, dtype=torch.bfloat16), 1e-2, 1e-2).mismatch.message
+    assert "dtype" in compare(x, torch.ones(2, 3), 1e-2, 1e-2).mismatch.message
+    assert "2 elements" in compare((x, x), (x,), 1e-2, 1e-2).mismatch.message
+    assert "dict" in compare({"a": x}, [x], 1e-2, 1e-2).mismatch.message
+    assert "keys" in compare({"a": x}, {"b": x}, 1e-2, 1e-2).mismatch.message
+    nested = compare((x, {"k": x}), (x, {"k": x + 1}), 1e-2, 1e-2)
+    assert not nested.ok and nested.mismatch.path == "output[1]['k']"
+
+
+def test_scalars_and_integers():
+    assert compare(3, 3, 0, 0).ok
+    assert not compare(3.0, 3.5, 1e-2, 1e-2).ok
+    ints = torch.tensor([1, 2, 3])
+    assert compare(ints, ints.clone(), 0, 0).ok
+    assert compare(ints, torch.tensor([1, 2, 4]), 0, 0).mismatch.index == [2]
+
+
+def test_tensor_subclass_is_refused():
+    class Lazy(torch.Tensor):
+        pass
+
+    x = torch.ones(3)
+    assert "torch.Tensor" in compare(x, x.clone().as_subclass(Lazy), 1e-2, 1e-2).mismatch.message
+
+
+def test_slack_widens_only_where_asked():
+    x = torch.full((4,), 10.0)
+    y = x + 0.5
+    assert not compare(x, y, 1e-2, 1e-2).ok
+    assert compare(x, y, 1e-2, 1e-2, slack=lambda t: 0.5).ok

@@ -1,0 +1,122 @@
+"""End-to-end: the real judge, real rank processes on a CPU gloo world."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+from tests.evaluator import psutil_free
+import pytest
+
+from evaluator import judge, schema
+
+HERE = pathlib.Path(__file__).parent
+CANDIDATES = HERE / "candidates"
+SMALL = dict(M=64, N=32, trials=5, seed=11, timing_budget_ms=60)
+
+
+def run(candidate: str, W: int, **options):
+    path = candidate if candidate == "reference" else str(CANDIDATES / f"{candidate}.py")
+    return judge.evaluate(1, path, W, "cpu", **{**SMALL, **options})
+
+
+@pytest.mark.parametrize("W", [2, 4])
+def test_correct_candidate(W):
+    result = run("allreduce_correct", W)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert len(result["trials"]) == 6 and result["trials"][-1]["after_timing"]
+    assert len({t["seed"] for t in result["trials"]}) == 6  # fresh seed every trial
+    assert all(len(t["ranks"]) == W for t in result["trials"])
+    timing = result["timing"]
+    assert timing["ranked"] is False and timing["method"] == "wall_clock"
+    assert timing["speedup_ci"][0] <= timing["speedup"] <= timing["speedup_ci"][1]
+    assert result["environment"]["backend"] == "gloo" and result["environment"]["torch"]
+
+
+@pytest.mark.parametrize("W", [2, 4])
+def test_wrong_candidate_names_rank_and_place(W):
+    result = run("allreduce_wrong", W)
+    assert result["verdict"] == schema.INCORRECT
+    first = result["trials"][0]["ranks"][0]
+    assert not first["ok"] and first["first_mismatch_index"] is not None and first["max_abs_error"] > 0
+    assert "rank 0" in result["message"] and "elements outside" in result["message"]
+    assert result["timing"] is None
+
+
+@pytest.mark.parametrize("W", [2, 4])
+def test_exception_on_rank_one_only(W):
+    result = run("allreduce_raises_rank1", W, timeout_s=20)
+    assert result["verdict"] == schema.RUNTIME_ERROR
+    assert "rank 1" in result["message"] and "boom on rank 1" in result["message"]
+
+
+@pytest.mark.parametrize("W", [2, 4])
+def test_deadlock_is_killed_as_timeout(W):
+    result = run("allreduce_deadlock", W, timeout_s=6)
+    assert result["verdict"] == schema.TIMEOUT
+    assert "did not answer" in result["message"]
+    assert result["wall_s"] < 60
+
+
+def test_syntax_error_is_compile_error_without_launch():
+    result = run("allreduce_syntax_error", 2)
+    assert result["verdict"] == schema.COMPILE_ERROR and "line 1" in result["message"]
+
+
+@pytest.mark.parametrize("name", ["allreduce_import_error", "allreduce_no_solution"])
+def test_import_failures_are_compile_errors(name):
+    result = run(name, 2)
+    assert result["verdict"] == schema.COMPILE_ERROR, result["message"]
+
+
+@pytest.mark.parametrize("W", [2, 4])
+def test_rank_exiting_early(W):
+    result = run("allreduce_exits_early", W, timeout_s=20)
+    assert result["verdict"] == schema.RUNTIME_ERROR
+    assert "rank 1" in result["message"] and "exited early" in result["message"]
+
+
+def test_nan_and_dtype_are_incorrect():
+    nan = run("allreduce_nan", 2)
+    assert nan["verdict"] == schema.INCORRECT and "non-finite" in nan["message"]
+    dtype = run("allreduce_wrong_dtype", 2)
+    assert dtype["verdict"] == schema.INCORRECT and "dtype" in dtype["message"]
+
+
+def test_multicast_is_policy_violation_unless_allowed():
+    result = run("allreduce_multicast", 2)
+    assert result["verdict"] == schema.POLICY_VIOLATION and "line 3" in result["message"]
+    allowed = run("allreduce_multicast", 2, multicast_allowed=True)
+    assert allowed["verdict"] == schema.CORRECT
+
+
+@pytest.mark.parametrize("W", [1, 2, 4])
+def test_reference_against_itself(W):
+    result = run("reference", W)
+    assert result["verdict"] == schema.CORRECT
+    assert result["timing"]["faster"] is False or result["timing"]["speedup_ci"][0] > 1.0
+
+
+def test_no_process_left_behind():
+    before = psutil_free.rank_workers()
+    run("allreduce_deadlock", 2, timeout_s=5)
+    run("allreduce_correct", 2)
+    assert psutil_free.rank_workers() <= before
+
+
+def test_cli_exit_codes_and_json(tmp_path):
+    env = dict(os.environ)
+    out = tmp_path / "r.json"
+    ok = subprocess.run([sys.executable, "-m", "evaluator", "eval", "1_allreduce", str(CANDIDATES / "allreduce_wrong.py"),
+                         "-W", "2", "--M", "32", "--N", "16", "--json", str(out)], capture_output=True, text=True,
+                        env=env, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    document = json.loads(out.read_text())
+    assert document["verdict"] == "incorrect" and document["problem"] == "1_allreduce"
+    assert "INCORRECT" in ok.stdout
+    for argv, needle in ((["999", "reference", "-W", "2"], "unknown problem"),
+                         (["1", str(tmp_path / "missing.py"), "-W", "2"], "not found"),
+                         (["1", "reference", "-W", "0"], "world size 0")):
+        bad = subprocess.run([sys.executable, "-m", "evaluator", "eval", *argv], capture_output=True, text=True,
+                             env=env, timeout=120)
+        assert bad.returncode == 2 and needle in bad.stderr, bad.stderr
