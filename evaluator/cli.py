@@ -26,6 +26,8 @@ def _problems_list(args) -> int:
         return 0
     for row in rows:
         print(f"{row['id']:>3}  {row['stem']:<48} {row['category']:<32} {row['world_size_rule']}")
+    for pid, error in sorted(problems.BROKEN.items()):
+        print(f"{pid:>3}  BROKEN: {error}")
     print(f"{len(rows)} problems implemented of {len(problems.catalogue())} in the catalogue")
     return 0
 

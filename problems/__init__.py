@@ -9,6 +9,8 @@ from problems.base import InputContext, Problem, catalogue
 
 _MODULE_RE = re.compile(r"^p(\d{2})_\w+$")
 _REGISTRY: dict[int, Problem] | None = None
+# Modules that failed to import, by id: one broken problem must not take the other 86 down with it.
+BROKEN: dict[int, str] = {}
 
 
 class UnknownProblem(LookupError):
@@ -23,8 +25,12 @@ def registry() -> dict[int, Problem]:
             match = _MODULE_RE.match(info.name)
             if not match:
                 continue
-            module = importlib.import_module(f"problems.{info.name}")
-            problem: Problem = module.PROBLEM
+            try:
+                module = importlib.import_module(f"problems.{info.name}")
+                problem: Problem = module.PROBLEM
+            except Exception as exc:  # noqa: BLE001 - reported by get() and `pkb problems list`
+                BROKEN[int(match.group(1))] = f"problems/{info.name}.py failed to import: {type(exc).__name__}: {exc}"
+                continue
             if problem.id != int(match.group(1)):
                 raise RuntimeError(f"problems/{info.name}.py declares id {problem.id}")
             found[problem.id] = problem
@@ -44,6 +50,8 @@ def get(key) -> Problem:
             known = {entry["stem"] for entry in catalogue().values()}
             if text in known:
                 raise UnknownProblem(f"problem {text!r} is in the catalogue but not implemented yet")
+    if problem is None and text.isdigit() and int(text) in BROKEN:
+        raise UnknownProblem(BROKEN[int(text)])
     if problem is None:
         raise UnknownProblem(f"unknown problem {key!r}: give an id 1-87 or a stem such as 13_gemm_allreduce")
     return problem

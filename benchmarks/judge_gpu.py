@@ -1,0 +1,216 @@
+"""Judge benchmarks (issues 2 and 8): overhead vs relaunch-per-trial, A/A precision, sensitivity, GPU backends.
+
+    python3 benchmarks/judge_gpu.py overhead  --device cuda -W 1 [--problems 1-87] [--baseline-problems 1,13]
+    python3 benchmarks/judge_gpu.py aa        --device cuda -W 1 [--problems ...] [--repeats 3]
+    python3 benchmarks/judge_gpu.py sensitivity --device cuda -W 1 [--problem 13] [--repeats 20]
+    python3 benchmarks/judge_gpu.py backends  --device cuda -W 1
+
+Every number is measured in the same run that prints it. ``--out DIR`` writes the raw JSON as well.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+import problems  # noqa: E402
+from evaluator import judge, schema  # noqa: E402
+from evaluator.cli import _parse_ids  # noqa: E402
+from evaluator.group import RankGroup  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def relaunch_per_trial(pid: int, W: int, device: str, trials: int, M: int, N: int) -> float:
+    """The naive protocol: a fresh launch of the reference, then of the candidate, for every trial (each launch runs
+    one trial and one timing block), as harnesses that start torchrun per trial do. Returns wall seconds."""
+    cfg = judge.Config(world_size=W, device=device, M=M, N=N)
+    prob = problems.get(pid)
+    seeds = judge._seeds(cfg)
+    began = time.monotonic()
+    for t in range(trials):
+        for role in ("ref", "cand"):
+            with tempfile.TemporaryDirectory() as work:
+                group = RankGroup(role, W, device, str(pid), "reference", work, M, N, "bfloat16", False, True)
+                try:
+                    group.collect(600)
+                    group.command({"cmd": "trial", "trial": t, "seed": seeds[t], "tag": "x"}, 600)
+                    group.command({"cmd": "time", "trial": t, "seed": seeds[t], "iters": 20, "warmup": 5}, 600)
+                finally:
+                    group.close()
+    return time.monotonic() - began
+
+
+def cmd_overhead(args) -> dict:
+    rows = []
+    for pid in _parse_ids(args.problems):
+        prob = problems.get(pid)
+        if not prob.allows_world_size(args.world_size):
+            continue
+        result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N)
+        row = {"id": pid, "stem": prob.stem, "verdict": result["verdict"], "wall_s": result["wall_s"],
+               "overhead_s": result["judge_overhead_s"]}
+        if pid in _parse_ids(args.baseline_problems):
+            row["relaunch_wall_s"] = round(relaunch_per_trial(pid, args.world_size, args.device, 5, args.M, args.N), 2)
+            row["ratio"] = round(row["relaunch_wall_s"] / result["wall_s"], 2)
+        rows.append(row)
+        print(f"{pid:>3} {prob.stem:<46} {result['verdict']:<14} wall {result['wall_s']:7.2f} s  overhead "
+              f"{result['judge_overhead_s']:6.2f} s" + (f"  relaunch-per-trial {row['relaunch_wall_s']:7.2f} s "
+                                                         f"({row['ratio']:.1f}x)" if "ratio" in row else ""), flush=True)
+    walls = [r["wall_s"] for r in rows]
+    over = [r["overhead_s"] for r in rows]
+    ratios = [r["ratio"] for r in rows if "ratio" in r]
+    summary = {"problems": len(rows), "total_wall_s": round(sum(walls), 1), "median_overhead_s": statistics.median(over),
+               "max_overhead_s": max(over), "relaunch_ratio_median": statistics.median(ratios) if ratios else None,
+               "not_correct": [r["id"] for r in rows if r["verdict"] != schema.CORRECT]}
+    print("SUMMARY", json.dumps(summary))
+    return {"rows": rows, "summary": summary}
+
+
+def cmd_aa(args) -> dict:
+    rows, false_faster, misses = [], 0, 0
+    for pid in _parse_ids(args.problems):
+        prob = problems.get(pid)
+        if not prob.allows_world_size(args.world_size):
+            continue
+        for rep in range(args.repeats):
+            result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N)
+            timing = result.get("timing") or {}
+            ci = timing.get("speedup_ci", [None, None])
+            contains = bool(timing) and ci[0] <= 1.0 <= ci[1]
+            false_faster += bool(timing.get("faster"))
+            misses += not contains
+            rows.append({"id": pid, "repeat": rep, "verdict": result["verdict"], "speedup": timing.get("speedup"),
+                         "ci": ci, "contains_1": contains, "faster": timing.get("faster"),
+                         "ref_ms": timing.get("reference_ms")})
+            print(f"{pid:>3} rep {rep} {result['verdict']:<10} speedup {timing.get('speedup')} ci {ci} "
+                  f"{'' if contains else 'MISSES 1.0'}", flush=True)
+    speedups = [r["speedup"] for r in rows if r["speedup"]]
+    summary = {"runs": len(rows), "false_faster": false_faster, "intervals_missing_1": misses,
+               "speedup_min": min(speedups), "speedup_max": max(speedups),
+               "speedup_p05": sorted(speedups)[int(0.05 * (len(speedups) - 1))],
+               "speedup_p95": sorted(speedups)[int(0.95 * (len(speedups) - 1))]}
+    print("SUMMARY", json.dumps(summary))
+    return {"rows": rows, "summary": summary}
+
+
+SLOW = '''"""Sensitivity probe: the reference plus a documented GPU spin of {delay_us:.2f} us per call."""
+import torch
+import problems
+
+_ref = problems.get({pid}).solution
+
+
+def solution(*inputs):
+    out = _ref(*inputs)
+    torch.cuda._sleep({cycles})
+    return out
+'''
+
+FAST = '''"""Sensitivity probe: a cheaper but correct implementation of problem {pid} at W=1 (no fp32 round trip, no
+collective) plus a documented GPU spin of {delay_us:.2f} us so that it lands near {target:.0%} of the reference."""
+import torch
+
+
+def solution(A_local, B_local):
+    out = A_local @ B_local
+    torch.cuda._sleep({cycles})
+    return out
+'''
+
+
+def _cycles_per_us() -> float:
+    import torch
+
+    torch.cuda._sleep(1000)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(20_000_000)
+    end.record()
+    torch.cuda.synchronize()
+    return 20_000_000 / (start.elapsed_time(end) * 1e3)
+
+
+def cmd_sensitivity(args) -> dict:
+    pid, W = args.problem, args.world_size
+    base = judge.evaluate(pid, "reference", W, args.device, M=args.M, N=args.N)
+    ref_ms = base["timing"]["reference_ms"]
+    rate = _cycles_per_us()
+    work = pathlib.Path(tempfile.mkdtemp())
+    slow = work / "slow5.py"
+    slow.write_text(SLOW.format(pid=pid, cycles=int(0.05 * ref_ms * 1e3 * rate), delay_us=0.05 * ref_ms * 1e3))
+    # The cheaper variant's own time, then a spin that brings it to 90% of the reference.
+    probe = work / "fast_probe.py"
+    probe.write_text(FAST.format(pid=pid, cycles=0, delay_us=0.0, target=0.0))
+    fast_ms = judge.evaluate(pid, str(probe), W, args.device, M=args.M, N=args.N)["timing"]["candidate_ms"]
+    spin_us = max(0.0, 0.9 * ref_ms * 1e3 - fast_ms * 1e3)
+    fast = work / "fast10.py"
+    fast.write_text(FAST.format(pid=pid, cycles=int(spin_us * rate), delay_us=spin_us, target=0.9))
+    out = {"reference_ms": ref_ms, "cheap_variant_ms": fast_ms, "cycles_per_us": rate, "runs": []}
+    for label, path, want in (("5% slower", slow, "slower"), ("10% faster", fast, "faster")):
+        hits = 0
+        for rep in range(args.repeats):
+            result = judge.evaluate(pid, str(path), W, args.device, M=args.M, N=args.N)
+            t = result["timing"] or {}
+            ci = t.get("speedup_ci", [1, 1])
+            hit = (ci[1] < 1.0) if want == "slower" else bool(t.get("faster"))
+            hits += hit
+            out["runs"].append({"case": label, "speedup": t.get("speedup"), "ci": ci, "detected": hit})
+            print(f"{label:<11} rep {rep:>2} speedup {t.get('speedup')} ci {ci} {'detected' if hit else 'MISSED'}",
+                  flush=True)
+        out[label] = hits / args.repeats
+    print("SUMMARY", json.dumps({k: v for k, v in out.items() if k != "runs"}))
+    return out
+
+
+def cmd_backends(args) -> dict:
+    rows = []
+    for name in sorted(p.stem for p in (HERE / "candidates").glob("p*.py")):
+        pid = int(name[1:3])
+        began = time.monotonic()
+        result = judge.evaluate(pid, str(HERE / "candidates" / f"{name}.py"), args.world_size, args.device,
+                                M=args.M, N=args.N)
+        t = result.get("timing") or {}
+        rows.append({"candidate": name, "verdict": result["verdict"], "speedup": t.get("speedup"),
+                     "ci": t.get("speedup_ci"), "faster": t.get("faster"), "ref_ms": t.get("reference_ms"),
+                     "cand_ms": t.get("candidate_ms"), "wall_s": round(time.monotonic() - began, 1),
+                     "message": result["message"][:300]})
+        print(f"{name:<28} {result['verdict']:<14} ref {t.get('reference_ms')} ms cand {t.get('candidate_ms')} ms "
+              f"speedup {t.get('speedup')} ci {t.get('speedup_ci')} faster={t.get('faster')} "
+              f"({rows[-1]['wall_s']} s) {'' if result['verdict'] == 'correct' else result['message'][:300]}",
+              flush=True)
+    return {"rows": rows}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["overhead", "aa", "sensitivity", "backends"])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("-W", "--world-size", type=int, default=1)
+    parser.add_argument("--problems", default=None)
+    parser.add_argument("--baseline-problems", default="1,13")
+    parser.add_argument("--problem", type=int, default=13)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--M", type=int, default=1024)
+    parser.add_argument("--N", type=int, default=1024)
+    parser.add_argument("--out", default=os.environ.get("OUT"))
+    args = parser.parse_args()
+    result = {"overhead": cmd_overhead, "aa": cmd_aa, "sensitivity": cmd_sensitivity, "backends": cmd_backends}[
+        args.what](args)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, f"{args.what}.json"), "w") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

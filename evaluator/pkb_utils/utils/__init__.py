@@ -1,0 +1,1 @@
+"""ParallelKernelBench-compatible helper modules available inside candidate ranks."""
