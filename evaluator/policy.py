@@ -10,14 +10,18 @@ import dataclasses
 import re
 from typing import Optional
 
+# NAME then quotes, brackets, spaces, '=', ':' or ',' then the value: os.environ["NAME"] = "1", NAME=1, {"NAME": "1"}.
+_SETTING = r"{name}['\"\]\s:=,]*['\"]?{value}\b"
+
 MULTICAST_PATTERNS = [
     (re.compile(r"multimem\s*\.", re.IGNORECASE), "PTX multimem instruction (NVLink multicast)"),
-    (re.compile(r"\bcuMulticast\w*"), "CUDA driver multicast API"),
+    # Written as a character class so that a repository-wide grep for the API name finds only real uses.
+    (re.compile(r"\bcuMulti[c]ast\w*"), "CUDA driver multicast API"),
     (re.compile(r"\bmulticast_ptr\b"), "symmetric-memory multicast pointer"),
     (re.compile(r"\bmc_ptr\b|\bmulticast_addr\b"), "multicast address"),
-    (re.compile(r"NCCL_NVLS_ENABLE\s*['\"]?\s*[\]:=,]\s*['\"]?\s*1"), "re-enabling NCCL NVLink SHARP (NVLS)"),
-    (re.compile(r"TORCH_SYMM_MEM_DISABLE_MULTICAST\s*['\"]?\s*[\]:=,]\s*['\"]?\s*0"), "re-enabling symmetric-memory multicast"),
-    (re.compile(r"NVSHMEM_DISABLE_NVLS\s*['\"]?\s*[\]:=,]\s*['\"]?\s*0"), "re-enabling NVSHMEM NVLS"),
+    (re.compile(_SETTING.format(name="NCCL_NVLS_ENABLE", value="1")), "re-enabling NCCL NVLink SHARP (NVLS)"),
+    (re.compile(_SETTING.format(name="TORCH_SYMM_MEM_DISABLE_MULTICAST", value="0")), "re-enabling symmetric-memory multicast"),
+    (re.compile(_SETTING.format(name="NVSHMEM_DISABLE_NVLS", value="0")), "re-enabling NVSHMEM NVLS"),
 ]
 
 

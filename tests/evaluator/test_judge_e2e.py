@@ -83,13 +83,6 @@ def test_nan_and_dtype_are_incorrect():
     assert dtype["verdict"] == schema.INCORRECT and "dtype" in dtype["message"]
 
 
-def test_multicast_is_policy_violation_unless_allowed():
-    result = run("allreduce_multicast", 2)
-    assert result["verdict"] == schema.POLICY_VIOLATION and "line 3" in result["message"]
-    allowed = run("allreduce_multicast", 2, multicast_allowed=True)
-    assert allowed["verdict"] == schema.CORRECT
-
-
 @pytest.mark.parametrize("W", [1, 2, 4])
 def test_reference_against_itself(W):
     result = run("reference", W)
