@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from leaderboard.models import HardwareProfile, LeaderboardEntry, Problem, ProblemScore, Submission
+
+
+class ProfileSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = HardwareProfile
+        fields = ["slug", "name", "gpu_type", "device", "world_size", "ranked", "multicast_allowed", "trials",
+                  "accepting", "description"]
+
+
+class ProblemSerializer(serializers.ModelSerializer):
+    tried = serializers.IntegerField(read_only=True)
+    solved = serializers.IntegerField(read_only=True)
+    faster_count = serializers.IntegerField(read_only=True)
+    solve_rate = serializers.FloatField(read_only=True, allow_null=True)
+    best = serializers.FloatField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Problem
+        fields = ["id", "stem", "title", "category", "parallelism", "world_size_rule", "signature", "timed_arg",
+                  "implemented", "bytes_per_rank", "flops_per_rank", "tried", "solved", "faster_count",
+                  "solve_rate", "best"]
+
+
+class ProblemDetailSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Problem
+        fields = ["id", "stem", "title", "category", "parallelism", "origin", "world_size_rule", "signature",
+                  "timed_arg", "output", "collectives", "implemented", "atol", "rtol", "docstring",
+                  "reference_source", "light", "bytes_per_rank", "flops_per_rank"]
+
+
+class SubmissionSerializer(serializers.ModelSerializer):
+    profile = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    submitter = serializers.CharField(source="submitter.name", read_only=True)
+    url = serializers.CharField(source="get_absolute_url", read_only=True)
+
+    class Meta:
+        model = Submission
+        fields = ["id", "url", "submitter", "profile", "label", "model_name", "agent", "agent_version", "backend",
+                  "protocol", "attempts_k", "selection_rule", "reported_tokens", "reported_dollars",
+                  "feedback_runs", "gpu_seconds", "visibility", "verified", "flagged", "flag_reason", "created_at",
+                  "published_at"]
+
+
+class EntrySerializer(serializers.ModelSerializer):
+    submission = SubmissionSerializer(read_only=True)
+    rank = serializers.IntegerField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = LeaderboardEntry
+        fields = ["rank", "submission", "protocol", "backend", "attempts_k", "ranked", "correct", "faster",
+                  "fast_1_0", "fast_1_5", "fast_2_0", "geomean_speedup", "judged", "pending", "flagged_results"]
+
+
+class ScoreSerializer(serializers.ModelSerializer):
+    submission = serializers.IntegerField(source="submission_id")
+    problem = serializers.IntegerField(source="problem_id")
+
+    class Meta:
+        model = ProblemScore
+        fields = ["submission", "problem", "protocol", "status", "attempt", "correct", "faster", "flagged",
+                  "speedup", "speedup_lo", "speedup_hi", "attempts_correct", "attempts_total"]
+
+
+class UploadSerializer(serializers.Serializer):
+    """Multipart fields of POST /api/v1/submissions/ (metadata may also come from submission.json)."""
+
+    archive = serializers.FileField(required=False, help_text=".zip, .tar, .tar.gz or .tgz in PKB layout")
+    files = serializers.ListField(child=serializers.FileField(), required=False,
+                                  help_text="the files of a directory; give their relative paths in 'paths'")
+    paths = serializers.CharField(required=False, help_text="JSON list of relative paths, one per file")
+    model = serializers.CharField(required=False)
+    protocol = serializers.ChoiceField(choices=[p for p, _ in Submission.PROTOCOLS], required=False)
+    attempts = serializers.IntegerField(required=False, min_value=1)
+    profile = serializers.CharField(required=False)
+    agent = serializers.CharField(required=False)
+    agent_version = serializers.CharField(required=False)
+    backend = serializers.CharField(required=False)
+    selection = serializers.ChoiceField(choices=[s for s, _ in Submission.SELECTIONS], required=False)
+    tokens = serializers.IntegerField(required=False, min_value=0)
+    dollars = serializers.DecimalField(required=False, max_digits=12, decimal_places=2, min_value=0)
+    label = serializers.CharField(required=False)
+    notes = serializers.CharField(required=False)
+    feedback_for = serializers.IntegerField(required=False)
+    publish = serializers.BooleanField(required=False, default=False)
+
+
+class UploadErrorSerializer(serializers.Serializer):
+    file = serializers.CharField()
+    rule = serializers.CharField()
+    message = serializers.CharField()
+
+
+class RefusedSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    errors = UploadErrorSerializer(many=True)
+    next_free_at = serializers.DateTimeField(required=False, allow_null=True)

@@ -1,0 +1,18 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+
+from leaderboard.api import views
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("profiles/", views.ProfileList.as_view(), name="api-profiles"),
+    path("problems/", views.ProblemList.as_view(), name="api-problems"),
+    path("problems/<str:key>/", views.ProblemDetail.as_view(), name="api-problem"),
+    path("leaderboard/<slug:slug>/", views.Leaderboard.as_view(), name="api-leaderboard"),
+    path("submissions/", views.SubmissionList.as_view(), name="api-submissions"),
+    path("submissions/<int:pk>/", views.SubmissionDetail.as_view(), name="api-submission"),
+    path("submissions/<int:pk>/status/", views.SubmissionStatus.as_view(), name="api-submission-status"),
+    path("submissions/<int:pk>/publish/", views.SubmissionPublish.as_view(), name="api-submission-publish"),
+    path("submissions/<int:pk>/rerun/", views.SubmissionRerun.as_view(), name="api-submission-rerun"),
+    path("me/", views.Me.as_view(), name="api-me"),
+]

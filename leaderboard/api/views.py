@@ -1,0 +1,177 @@
+"""REST API v1: the same selectors and services as the pages."""
+from __future__ import annotations
+
+import json
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard import selectors, services, uploads
+from leaderboard.api import serializers as s
+from leaderboard.api.auth import scoped
+
+PROFILE = OpenApiParameter("profile", str, description="hardware profile slug (default: the site's default)")
+PROTOCOL = OpenApiParameter("protocol", str, enum=["one_shot", "best_of_k", "agentic_feedback"])
+METADATA = ("model", "protocol", "attempts", "profile", "agent", "agent_version", "backend", "selection", "tokens",
+            "dollars", "label", "notes", "feedback_for")
+
+
+class ProfileList(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses=s.ProfileSerializer(many=True))
+    def get(self, request):
+        return Response(s.ProfileSerializer(selectors.profiles(), many=True).data)
+
+
+class ProblemList(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(parameters=[PROFILE, PROTOCOL], responses=s.ProblemSerializer(many=True))
+    def get(self, request):
+        profile = selectors.profile_get(request.query_params.get("profile"))
+        protocol = selectors.Filters.from_query(request.query_params).protocol
+        return Response(s.ProblemSerializer(selectors.problems_index(profile, protocol), many=True).data)
+
+
+class ProblemDetail(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(parameters=[PROFILE, PROTOCOL, OpenApiParameter("page", int)])
+    def get(self, request, key):
+        problem = selectors.problem_get(key)
+        profile = selectors.profile_get(request.query_params.get("profile"))
+        filters = selectors.Filters.from_query(request.query_params)
+        data = selectors.problem_scores(problem, profile, filters.protocol, filters.page)
+        return Response({"problem": s.ProblemDetailSerializer(problem).data, "profile": profile.slug,
+                         "scores": s.ScoreSerializer(data["rows"], many=True).data, "more": data["more"]})
+
+
+class Leaderboard(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(parameters=[PROTOCOL, OpenApiParameter("backend", str), OpenApiParameter("k", int),
+                               OpenApiParameter("sort", str, enum=list(selectors.SORTS))],
+                   responses=s.EntrySerializer(many=True))
+    def get(self, request, slug):
+        profile = selectors.profile_get(slug)
+        filters = selectors.Filters.from_query(request.query_params)
+        sections = []
+        for protocol in ([filters.protocol] if filters.protocol else selectors.PROTOCOL_ORDER):
+            filters.protocol = protocol
+            entries = selectors.leaderboard_rows(profile, filters)
+            selectors._number(entries, 0)
+            sections.append({"protocol": protocol, "entries": s.EntrySerializer(entries, many=True).data})
+        return Response({"profile": profile.slug, "ranked_profile": profile.ranked, "sections": sections})
+
+
+class SubmissionList(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_permissions(self):
+        return [scoped("submit")()] if self.request.method == "POST" else [scoped("read")()]
+
+    @extend_schema(responses=s.SubmissionSerializer(many=True))
+    def get(self, request):
+        return Response(s.SubmissionSerializer(selectors.submissions_of(request.user), many=True).data)
+
+    @extend_schema(request={"multipart/form-data": s.UploadSerializer},
+                   responses={201: s.SubmissionSerializer, 400: s.RefusedSerializer, 429: s.RefusedSerializer})
+    def post(self, request):
+        submitter = services.submitter_for(request.user)
+        fields = {key: request.data.get(key) for key in METADATA if key in request.data}
+        try:
+            submission = services.submission_create(submitter, fields, _files(request))
+        except uploads.UploadRejected as exc:
+            return Response({"detail": "upload refused; nothing was stored",
+                             "errors": [e.as_dict() for e in exc.errors]}, status=status.HTTP_400_BAD_REQUEST)
+        except services.QuotaExceeded as exc:
+            return Response({"detail": exc.message, "errors": [{"file": "(upload)", "rule": "quota",
+                                                                 "message": exc.message}],
+                             "next_free_at": exc.next_free_at}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+        if str(request.data.get("publish", "")).lower() in ("1", "true", "yes", "on"):
+            services.submission_publish(submission, request.user)
+            submission.refresh_from_db()
+        data = s.SubmissionSerializer(submission).data
+        data["jobs"] = submission.jobs.count()
+        data["url"] = request.build_absolute_uri(submission.get_absolute_url())
+        return Response(data, status=status.HTTP_201_CREATED)
+
+
+def _files(request) -> list[tuple[str, bytes]]:
+    files = []
+    archive = request.FILES.get("archive")
+    if archive:
+        files.append((archive.name, archive.read()))
+    chosen = request.FILES.getlist("files")
+    try:
+        paths = json.loads(request.data.get("paths") or "[]")
+    except ValueError:
+        paths = []
+    if not isinstance(paths, list) or len(paths) != len(chosen):
+        paths = [f.name for f in chosen]
+    files.extend((str(p), f.read()) for p, f in zip(paths, chosen))
+    return files
+
+
+class SubmissionDetail(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses=s.SubmissionSerializer)
+    def get(self, request, pk):
+        submission = selectors.submission_get(pk, request.user)
+        data = s.SubmissionSerializer(submission).data
+        data["status"] = selectors.submission_status(submission)
+        data["scores"] = s.ScoreSerializer(submission.scores.exclude(status="missing").order_by("problem_id"),
+                                           many=True).data
+        return Response(data)
+
+
+class SubmissionStatus(APIView):
+    permission_classes = [AllowAny]
+
+    def get(self, request, pk):
+        return Response(selectors.submission_status(selectors.submission_get(pk, request.user)))
+
+
+class SubmissionPublish(APIView):
+    permission_classes = [scoped("submit")]
+
+    @extend_schema(request=None, responses=s.SubmissionSerializer)
+    def post(self, request, pk):
+        submission = selectors.submission_get(pk, request.user)
+        try:
+            services.submission_publish(submission, request.user)
+        except services.NotAllowed as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        return Response(s.SubmissionSerializer(submission).data)
+
+
+class SubmissionRerun(APIView):
+    permission_classes = [scoped("submit")]
+
+    @extend_schema(request=None, parameters=[OpenApiParameter("only", str, enum=["failed"])])
+    def post(self, request, pk):
+        submission = selectors.submission_get(pk, request.user)
+        try:
+            count = services.submission_rerun(submission, request.user,
+                                              only_failed=request.query_params.get("only") == "failed")
+        except services.NotAllowed as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        except services.QuotaExceeded as exc:
+            return Response({"detail": exc.message, "next_free_at": exc.next_free_at},
+                            status=status.HTTP_429_TOO_MANY_REQUESTS)
+        return Response({"queued": count})
+
+
+class Me(APIView):
+    permission_classes = [scoped("read")]
+
+    def get(self, request):
+        submitter = services.submitter_for(request.user)
+        quota = selectors.quota_status(submitter)
+        return Response({"username": request.user.get_username(), "quota": quota})

@@ -1,0 +1,176 @@
+"""What a worker does with one job id: claim, run the judge in a subprocess, heartbeat, store the document.
+
+The candidate's code never enters this process: it is written to a private directory and handed to
+``python -m evaluator.cli eval`` (the trusted judge), which runs it in its own rank processes. A judge that exits
+non-zero, writes unreadable JSON, hangs past the job's timeout, or dies with this worker is an ``infra_error``:
+retried, never scored against the candidate, refunded when retries run out.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from leaderboard import services
+from leaderboard.models import VERDICTS
+
+log = logging.getLogger("leaderboard.runner")
+WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+# Variables the judge needs; everything else (DATABASE_URL, BROKER_URL, secrets) stays in the worker.
+PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "OMP_NUM_THREADS")
+PASS_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "TORCH_", "TRITON_", "PKB_JUDGE_")
+TAIL = 8000
+
+
+def run_job(job_id: int, worker: str = WORKER_ID) -> str:
+    """Evaluate one job if this worker can claim it. Returns what happened (for logs and tests)."""
+    job = services.job_claim(job_id, worker)
+    if job is None:
+        return "not_claimed"
+    log.info("job %s: claimed by %s (attempt %s, run %s)", job.pk, worker, job.attempts, job.run)
+    workdir = Path(tempfile.mkdtemp(prefix=f"job{job.pk}-", dir=_work_root()))
+    try:
+        document, error = _judge(job, workdir, worker)
+        close_old_connections()
+        if document is not None:
+            stored = services.job_finish(job.pk, worker, document)
+            return "done" if stored is not None else "lease_lost"
+        stored = services.job_infra_error(job.pk, worker, error["message"], error.get("logs"))
+        return "infra_error" if stored is not None else "lease_lost"
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
+    profile = job.profile
+    command = [sys.executable, "-m", "evaluator.cli", "eval", job.candidate.problem.stem, str(candidate_path),
+               "--world-size", str(profile.world_size), "--device", profile.device, "--trials", str(profile.trials),
+               "--json", str(out_path)]
+    if profile.device == "cpu":
+        command.append("--reduced")
+    if profile.multicast_allowed:
+        command.append("--multicast-allowed")
+    return command
+
+
+def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:
+    candidate = job.candidate
+    path = workdir / Path(candidate.filename).name
+    path.write_text(candidate.code, encoding="utf-8")
+    out = workdir / "result.json"
+    command = judge_command(job, path, out)
+    started = time.monotonic()
+    with open(workdir / "judge.log", "wb") as logfile:
+        process = subprocess.Popen(command, cwd=str(settings.BASE_DIR), env=_judge_env(workdir), stdout=logfile,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                   preexec_fn=_die_with_parent)
+        outcome = _watch(process, job.pk, worker, started)
+    tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
+    logs = [{"role": "judge", "rank": None, "stdout": tail, "stderr": ""}]
+    if outcome == "lease_lost":
+        return None, {"message": "lease lost while judging", "logs": logs}
+    if outcome == "timeout":
+        return None, {"message": f"judge exceeded the job timeout ({settings.PKB_JOB_TIMEOUT_SECONDS} s)",
+                      "logs": logs}
+    if process.returncode != 0:
+        return None, {"message": f"judge exited with status {process.returncode}", "logs": logs}
+    try:
+        document = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return None, {"message": f"judge wrote no readable result: {exc}", "logs": logs}
+    if not isinstance(document, dict) or document.get("verdict") not in VERDICTS:
+        return None, {"message": "judge result has no known verdict", "logs": logs}
+    document.setdefault("wall_s", round(time.monotonic() - started, 3))
+    return document, None
+
+
+def _watch(process: subprocess.Popen, job_id: int, worker: str, started: float) -> str:
+    """Wait for the judge, renewing the lease; kill its whole process group on timeout or a lost lease."""
+    beat = settings.PKB_HEARTBEAT_SECONDS
+    deadline = started + settings.PKB_JOB_TIMEOUT_SECONDS
+    while True:
+        try:
+            process.wait(timeout=beat)
+            return "exited"
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > deadline:
+            _kill(process)
+            return "timeout"
+        close_old_connections()
+        try:
+            alive = services.job_heartbeat(job_id, worker)
+        except Exception:  # the database is unreachable for a moment: keep judging, the lease has slack
+            log.warning("job %s: heartbeat failed", job_id, exc_info=True)
+            continue
+        if not alive:
+            _kill(process)
+            return "lease_lost"
+
+
+def _kill(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def _die_with_parent() -> None:
+    """In the judge's child process: receive SIGKILL when the worker thread that started it dies."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _judge_env(workdir: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k in PASS_ENV or k.startswith(PASS_PREFIXES)}
+    env["PYTHONPATH"] = str(settings.BASE_DIR)
+    env["TMPDIR"] = str(workdir)
+    env.setdefault("PATH", "/usr/bin:/bin")
+    return env
+
+
+def _work_root() -> str:
+    root = Path(settings.PKB_WORK_DIR)
+    root.mkdir(parents=True, exist_ok=True)
+    return str(root)
+
+
+# --- the reaper, run periodically inside workers and by `manage.py reap_jobs` --------------------------------------
+
+class Reaper(threading.Thread):
+    """Calls services.jobs_reap every PKB_REAPER_INTERVAL_SECONDS until stopped."""
+
+    def __init__(self, interval: float | None = None):
+        super().__init__(name="pkb-reaper", daemon=True)
+        self.interval = interval or settings.PKB_REAPER_INTERVAL_SECONDS
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                close_old_connections()
+                services.jobs_reap()
+            except Exception:
+                log.exception("reaper pass failed")
+            self.stopped.wait(self.interval)
+
+    def stop(self) -> None:
+        self.stopped.set()

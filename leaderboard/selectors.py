@@ -1,0 +1,285 @@
+"""Reads shared by the HTML views and the API, so visibility rules live in one place.
+
+Every selector that feeds a public page issues a fixed number of queries whatever the amount of data (the tests
+pin the counts), and works on the materialised tables (LeaderboardEntry, ProblemScore) rather than on raw results.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+from django.conf import settings
+from django.db.models import Count, Max, Q
+from django.http import Http404
+
+from leaderboard.models import (
+    ApiToken,
+    Candidate,
+    EvaluationJob,
+    HardwareProfile,
+    LeaderboardEntry,
+    Problem,
+    ProblemScore,
+    Result,
+    Submission,
+)
+from leaderboard.services import quota_usage
+
+PROTOCOL_ORDER = ["one_shot", "best_of_k", "agentic_feedback"]
+PROTOCOL_LABELS = dict(Submission.PROTOCOLS)
+SORTS = {
+    "correct": ("-correct", "-faster", "-geomean_speedup", "submission_id"),
+    "faster": ("-faster", "-correct", "-geomean_speedup", "submission_id"),
+    "fast_1_5": ("-fast_1_5", "-faster", "-correct", "submission_id"),
+    "fast_2_0": ("-fast_2_0", "-fast_1_5", "-correct", "submission_id"),
+    "geomean": ("-geomean_speedup", "-correct", "submission_id"),
+    "recent": ("-submission__created_at",),
+}
+SECTION_ROWS = 50
+PAGE_ROWS = 100
+
+
+@dataclasses.dataclass
+class Filters:
+    backend: str = ""
+    protocol: str = ""
+    k: int | None = None
+    sort: str = "correct"
+    page: int = 1
+
+    @classmethod
+    def from_query(cls, query) -> "Filters":
+        k = query.get("k", "")
+        page = query.get("page", "1")
+        sort = query.get("sort", "correct")
+        protocol = query.get("protocol", "")
+        return cls(backend=query.get("backend", "")[:40], protocol=protocol if protocol in PROTOCOL_LABELS else "",
+                   k=int(k) if k.isdigit() else None, sort=sort if sort in SORTS else "correct",
+                   page=max(1, int(page)) if page.isdigit() else 1)
+
+
+# --- profiles and problems -----------------------------------------------------------------------------------------
+
+def profiles() -> list[HardwareProfile]:
+    return list(HardwareProfile.objects.all())
+
+
+def profile_get(slug: str | None) -> HardwareProfile:
+    slug = slug or settings.PKB_DEFAULT_PROFILE
+    profile = HardwareProfile.objects.filter(slug=slug).first()
+    if profile is None:
+        raise Http404(f"no hardware profile {slug!r}")
+    return profile
+
+
+def problem_get(key: str) -> Problem:
+    text = str(key)
+    problem = (Problem.objects.filter(pk=int(text)).first() if text.isdigit()
+               else Problem.objects.filter(stem=text).first())
+    if problem is None:
+        raise Http404(f"no problem {key!r}")
+    return problem
+
+
+# --- leaderboard -----------------------------------------------------------------------------------------------------
+
+def _entries(profile: HardwareProfile, filters: Filters):
+    query = (LeaderboardEntry.objects.filter(profile=profile, listed=True)
+             .select_related("submission__submitter__user"))
+    if filters.backend:
+        query = query.filter(backend=filters.backend)
+    if filters.k is not None:
+        query = query.filter(attempts_k=filters.k)
+    return query.order_by(*SORTS[filters.sort])
+
+
+def leaderboard_sections(profile: HardwareProfile, filters: Filters) -> list[dict]:
+    """One ranked table per protocol (protocols are never mixed in a ranking); one query per protocol shown."""
+    protocols = [filters.protocol] if filters.protocol else PROTOCOL_ORDER
+    rows = PAGE_ROWS if filters.protocol else SECTION_ROWS
+    offset = (filters.page - 1) * rows if filters.protocol else 0
+    sections = []
+    for protocol in protocols:
+        entries = list(_entries(profile, filters).filter(protocol=protocol)[offset:offset + rows + 1])
+        more = len(entries) > rows
+        entries = entries[:rows]
+        _number(entries, offset)
+        sections.append({"protocol": protocol, "label": PROTOCOL_LABELS[protocol], "entries": entries,
+                         "more": more, "offset": offset})
+    return sections
+
+
+def _number(entries: list[LeaderboardEntry], offset: int) -> None:
+    """Rank numbers for ranked entries; flagged or unranked ones show without a rank and never take one."""
+    rank = offset
+    for entry in entries:
+        if entry.ranked:
+            rank += 1
+            entry.rank = rank
+        else:
+            entry.rank = None
+
+
+def leaderboard_rows(profile: HardwareProfile, filters: Filters) -> list[LeaderboardEntry]:
+    """Every listed entry matching the filters (exports); protocol filter optional, rows carry their protocol."""
+    query = _entries(profile, filters)
+    if filters.protocol:
+        query = query.filter(protocol=filters.protocol)
+    return list(query)
+
+
+def filter_choices(profile: HardwareProfile) -> dict:
+    listed = LeaderboardEntry.objects.filter(profile=profile, listed=True)
+    return {
+        "backends": sorted(set(listed.values_list("backend", flat=True).distinct())),
+        "ks": sorted(set(listed.values_list("attempts_k", flat=True).distinct())),
+        "protocols": [(p, PROTOCOL_LABELS[p]) for p in PROTOCOL_ORDER],
+        "sorts": list(SORTS),
+    }
+
+
+# --- problems index and heatmap ------------------------------------------------------------------------------------
+
+def problems_index(profile: HardwareProfile, protocol: str = "") -> list[Problem]:
+    """The 87 problems with solve rates over listed submissions on the profile (two queries)."""
+    scores = ProblemScore.objects.filter(profile=profile, listed=True).exclude(status=ProblemScore.NO_CANDIDATE)
+    if protocol:
+        scores = scores.filter(protocol=protocol)
+    stats = {row["problem_id"]: row for row in scores.values("problem_id").annotate(
+        tried=Count("id"), solved=Count("id", filter=Q(correct=True)), faster=Count("id", filter=Q(faster=True)),
+        best=Max("speedup", filter=Q(correct=True)))}
+    problems = list(Problem.objects.defer("docstring", "reference_source", "reference_html"))
+    for problem in problems:
+        row = stats.get(problem.id, {})
+        problem.tried = row.get("tried", 0)
+        problem.solved = row.get("solved", 0)
+        problem.faster_count = row.get("faster", 0)
+        problem.best = row.get("best")
+        problem.solve_rate = problem.solved / problem.tried if problem.tried else None
+    return problems
+
+
+def heatmap(profile: HardwareProfile, protocol: str = "", limit: int = 40) -> dict:
+    """Submissions x problems: the top ``limit`` listed entries and their 87 statuses (two queries)."""
+    entries = LeaderboardEntry.objects.filter(profile=profile, listed=True)
+    if protocol:
+        entries = entries.filter(protocol=protocol)
+    top = list(entries.order_by(*SORTS["correct"]).values_list(
+        "submission_id", "submission__model_name", "submission__agent", "protocol", "attempts_k")[:limit])
+    ids = [row[0] for row in top]
+    grid = defaultdict(dict)
+    for sid, pid, status, correct, faster, speedup in ProblemScore.objects.filter(submission_id__in=ids).values_list(
+            "submission_id", "problem_id", "status", "correct", "faster", "speedup"):
+        grid[sid][pid] = (status, correct, faster, speedup)
+    return {"rows": top, "grid": grid}
+
+
+# --- one problem -------------------------------------------------------------------------------------------------------
+
+def problem_scores(problem: Problem, profile: HardwareProfile, protocol: str = "", page: int = 1) -> dict:
+    """Every listed submission's outcome on one problem: a page of rows and all points for the strip plot."""
+    scores = (ProblemScore.objects.filter(problem=problem, profile=profile, listed=True)
+              .exclude(status=ProblemScore.NO_CANDIDATE))
+    if protocol:
+        scores = scores.filter(protocol=protocol)
+    offset = (page - 1) * PAGE_ROWS
+    rows = list(scores.select_related("submission__submitter__user")
+                .order_by("protocol", "-correct", "-faster", "-speedup", "submission_id")[offset:offset + PAGE_ROWS + 1])
+    points = list(scores.values_list("submission_id", "submission__model_name", "protocol", "status", "speedup",
+                                     "speedup_lo", "speedup_hi", "correct", "flagged"))
+    return {"rows": rows[:PAGE_ROWS], "more": len(rows) > PAGE_ROWS, "points": points, "page": page}
+
+
+# --- submissions -------------------------------------------------------------------------------------------------------
+
+def submission_get(pk: int, user) -> Submission:
+    submission = (Submission.objects.select_related("submitter__user", "profile", "entry", "feedback_for")
+                  .filter(pk=pk).first())
+    if submission is None or not submission.visible_to(user):
+        raise Http404("no such submission")
+    return submission
+
+
+def submission_grid(submission: Submission) -> list[dict]:
+    """Per problem (all 87): the score and every attempt with its job and current result (four queries)."""
+    problems = list(Problem.objects.only("id", "stem", "title", "implemented"))
+    scores = {s.problem_id: s for s in ProblemScore.objects.filter(submission=submission)}
+    candidates = defaultdict(list)
+    jobs = {j.candidate_id: j for j in EvaluationJob.objects.filter(submission=submission)}
+    results = {}
+    for r in Result.objects.filter(job__submission=submission).defer("document").order_by("id"):
+        results.setdefault((r.job_id, r.run), []).append(r)
+    for c in Candidate.objects.filter(submission=submission).defer("code"):
+        job = jobs.get(c.id)
+        history = results.get((job.pk, job.run), []) if job else []
+        final = next((r for r in reversed(history) if r.is_final), None)
+        candidates[c.problem_id].append({"candidate": c, "job": job, "result": final, "history": history})
+    rows = []
+    for problem in problems:
+        rows.append({"problem": problem, "score": scores.get(problem.id),
+                     "attempts": sorted(candidates.get(problem.id, []), key=lambda a: a["candidate"].attempt)})
+    return rows
+
+
+def submission_environment(submission: Submission) -> dict:
+    """Where the latest result ran (GPU, driver, torch, NCCL...): public, unlike logs."""
+    value = (Result.objects.filter(job__submission=submission).exclude(verdict="infra_error").order_by("-id")
+             .values_list("document__environment", flat=True).first())
+    return value if isinstance(value, dict) else {}
+
+
+def submission_status(submission: Submission) -> dict:
+    """Live status: job counts and each problem's current status (two queries)."""
+    counts = dict(EvaluationJob.objects.filter(submission=submission).values_list("status").annotate(n=Count("id")))
+    scores = dict(ProblemScore.objects.filter(submission=submission).exclude(status=ProblemScore.NO_CANDIDATE)
+                  .values_list("problem_id", "status"))
+    entry = LeaderboardEntry.objects.filter(submission=submission).values(
+        "correct", "faster", "judged", "pending", "geomean_speedup").first() or {}
+    jobs = {s: counts.get(s, 0) for s in ("queued", "running", "done", "failed")}
+    return {"submission": submission.pk, "jobs": jobs, "finished": jobs["queued"] + jobs["running"] == 0,
+            "problems": {str(k): v for k, v in scores.items()}, "entry": entry}
+
+
+def result_for_viewer(result_id: int, user) -> Result:
+    result = Result.objects.select_related("job__submission__submitter__user", "job__candidate__problem").filter(
+        pk=result_id).first()
+    if result is None or not result.job.submission.visible_to(user):
+        raise Http404("no such result")
+    return result
+
+
+def candidate_for_viewer(candidate_id: int, user) -> Candidate:
+    candidate = Candidate.objects.select_related("submission__submitter__user", "problem").filter(
+        pk=candidate_id).first()
+    if candidate is None or not candidate.submission.code_visible_to(user):
+        raise Http404("no such candidate")
+    return candidate
+
+
+def submissions_of(user) -> list[Submission]:
+    return list(Submission.objects.filter(submitter__user=user).select_related("profile", "entry")
+                .order_by("-created_at")[:200])
+
+
+def tokens_of(user) -> list[ApiToken]:
+    return list(ApiToken.objects.filter(submitter__user=user).order_by("-created_at"))
+
+
+def quota_status(submitter) -> dict:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from leaderboard.models import QuotaCharge
+
+    now = timezone.now()
+    usage = quota_usage(submitter, now)
+    limits = submitter.limits()
+    oldest = (QuotaCharge.objects.filter(submitter=submitter, refunded_at__isnull=True,
+                                         created_at__gt=now - timedelta(days=1))
+              .order_by("created_at").values_list("created_at", flat=True).first())
+    return {"usage": usage, "limits": limits,
+            "daily_left": max(0, limits["daily"] - usage["daily"]),
+            "concurrent_left": max(0, limits["concurrent"] - usage["concurrent"]),
+            "total_left": max(0, limits["total"] - usage["total"]),
+            "next_daily_slot": oldest + timedelta(days=1) if oldest and usage["daily"] >= limits["daily"] else None}

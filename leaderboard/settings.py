@@ -1,0 +1,176 @@
+"""One settings file; every value from the environment, parsed strictly (see leaderboard/env.py).
+
+Embedded default (``make serve``): SQLite under var/, dramatiq's in-memory StubBroker consumed by a worker thread
+inside ``manage.py runserver_with_worker``, the CPU gloo profile. Production: DATABASE_URL=postgres://...,
+BROKER_URL=amqp://... (or redis://...), DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS; see docs/site.md.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from leaderboard.env import broker_from_url, database_from_url, env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("PKB_DATA_DIR", str(BASE_DIR / "var")))
+
+
+def _secret_key() -> str:
+    key = env_str("DJANGO_SECRET_KEY")
+    if key:
+        return key
+    # Embedded mode: a key generated once and kept beside the SQLite database.
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+SECURE_COOKIES = env_bool("DJANGO_SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = SECURE_COOKIES
+CSRF_COOKIE_SECURE = SECURE_COOKIES
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "drf_spectacular",
+    "django_dramatiq",
+    "leaderboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "leaderboard.urls"
+WSGI_APPLICATION = "leaderboard.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "leaderboard.views.site_context",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": database_from_url(env_str("DATABASE_URL", "sqlite:///var/pkb-arena.sqlite3"), BASE_DIR)}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "account"
+LOGOUT_REDIRECT_URL = "home"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+# The embedded server serves /static/ itself; behind nginx set PKB_SERVE_STATIC=0 and run collectstatic.
+PKB_SERVE_STATIC = env_bool("PKB_SERVE_STATIC", True)
+
+# --- uploads ------------------------------------------------------------------------------------------------------
+PKB_MAX_UPLOAD_BYTES = env_int("PKB_MAX_UPLOAD_BYTES", 16 * 1024 * 1024, minimum=1024)
+PKB_MAX_FILE_BYTES = env_int("PKB_MAX_FILE_BYTES", 512 * 1024, minimum=1024)
+PKB_MAX_ATTEMPTS = env_int("PKB_MAX_ATTEMPTS", 16, minimum=1)
+DATA_UPLOAD_MAX_MEMORY_SIZE = PKB_MAX_UPLOAD_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = PKB_MAX_UPLOAD_BYTES + 1024 * 1024
+DATA_UPLOAD_MAX_NUMBER_FILES = 87 * PKB_MAX_ATTEMPTS + 16
+PKB_OPEN_SIGNUP = env_bool("PKB_OPEN_SIGNUP", True)
+
+# --- quotas: units are evaluations (one candidate file on one hardware profile) -------------------------------------
+PKB_QUOTA_DAILY = env_int("PKB_QUOTA_DAILY", 1000, minimum=1)  # rolling 24 hours
+PKB_QUOTA_TOTAL = env_int("PKB_QUOTA_TOTAL", 20000, minimum=1)
+PKB_QUOTA_CONCURRENT = env_int("PKB_QUOTA_CONCURRENT", 600, minimum=1)  # queued + running at once
+
+# --- jobs -----------------------------------------------------------------------------------------------------------
+PKB_DEFAULT_PROFILE = env_str("PKB_DEFAULT_PROFILE", "cpu-gloo")
+PKB_LEASE_SECONDS = env_int("PKB_LEASE_SECONDS", 120, minimum=2)
+PKB_HEARTBEAT_SECONDS = env_int("PKB_HEARTBEAT_SECONDS", 20, minimum=1)
+PKB_JOB_MAX_ATTEMPTS = env_int("PKB_JOB_MAX_ATTEMPTS", 3, minimum=1)
+PKB_JOB_TIMEOUT_SECONDS = env_int("PKB_JOB_TIMEOUT_SECONDS", 3 * 3600, minimum=10)
+PKB_REQUEUE_QUEUED_AFTER_SECONDS = env_int("PKB_REQUEUE_QUEUED_AFTER_SECONDS", 600, minimum=1)
+PKB_REAPER_INTERVAL_SECONDS = env_int("PKB_REAPER_INTERVAL_SECONDS", 30, minimum=1)
+# Where the worker keeps candidate files and judge output while a job runs.
+PKB_WORK_DIR = Path(env_str("PKB_WORK_DIR", str(DATA_DIR / "work")))
+
+# --- broker (django_dramatiq) -------------------------------------------------------------------------------------
+BROKER_URL = env_str("BROKER_URL", "stub://")
+_broker_class, _broker_options = broker_from_url(BROKER_URL)
+DRAMATIQ_BROKER = {
+    "BROKER": _broker_class,
+    "OPTIONS": _broker_options,
+    "MIDDLEWARE": [
+        "dramatiq.middleware.ShutdownNotifications",
+        "django_dramatiq.middleware.DbConnectionsMiddleware",
+        "leaderboard.broker.OneMessageAtATime",
+    ],
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "leaderboard.api.auth.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "leaderboard.api.errors.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "pkb-arena API",
+    "DESCRIPTION": "Submissions, evaluation jobs and leaderboards of pkb-arena.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "leaderboard": {"handlers": ["console"], "level": env_str("PKB_LOG_LEVEL", "INFO")},
+        "dramatiq": {"handlers": ["console"], "level": "WARNING"},
+        "pika": {"handlers": ["console"], "level": "WARNING"},
+    },
+}

@@ -1,0 +1,61 @@
+from django import template
+
+register = template.Library()
+
+GOOD = {"correct"}
+BAD = {"incorrect", "compile_error", "runtime_error", "timeout", "policy_violation"}
+
+
+@register.filter
+def status_class(status: str) -> str:
+    if status in GOOD:
+        return "ok"
+    if status in BAD:
+        return "bad"
+    if status in ("pending", "queued", "running"):
+        return "wait"
+    return "none"
+
+
+@register.filter
+def label(value: str) -> str:
+    return str(value or "").replace("_", " ")
+
+
+@register.filter
+def speedup(value) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+@register.filter
+def pct(value) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+@register.filter
+def si(value) -> str:
+    value = float(value or 0)
+    for unit in ("", "k", "M", "G", "T", "P"):
+        if abs(value) < 1000:
+            return f"{value:.3g} {unit}".strip()
+        value /= 1000
+    return f"{value:.3g} E"
+
+
+@register.filter
+def get(mapping, key):
+    return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.simple_tag(takes_context=True)
+def query(context, **changes) -> str:
+    """The current query string with some parameters changed (empty value removes one); resets the page."""
+    params = context["request"].GET.copy()
+    params.pop("page", None)
+    for key, value in changes.items():
+        if value in (None, ""):
+            params.pop(key, None)
+        else:
+            params[key] = value
+    encoded = params.urlencode()
+    return f"?{encoded}" if encoded else "?"

@@ -1,0 +1,33 @@
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path, re_path
+from django.views.static import serve
+
+from leaderboard import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("leaderboard/<slug:slug>/", views.leaderboard, name="leaderboard"),
+    path("problems/", views.problems_index, name="problems"),
+    path("problems/<str:key>/", views.problem_detail, name="problem"),
+    path("submissions/<int:pk>/", views.submission_detail, name="submission"),
+    path("submissions/<int:pk>/status.json", views.submission_status, name="submission-status"),
+    path("submissions/<int:pk>/publish", views.submission_publish, name="submission-publish"),
+    path("submissions/<int:pk>/rerun", views.submission_rerun, name="submission-rerun"),
+    path("candidates/<int:pk>/code", views.candidate_code, name="candidate-code"),
+    path("results/<int:pk>.json", views.result_detail, name="result"),
+    path("submit/", views.submit, name="submit"),
+    path("account/", views.account, name="account"),
+    path("account/tokens/<int:pk>/revoke", views.token_revoke, name="token-revoke"),
+    path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("assets/plotly.min.js", views.plotly_js, name="plotly-js"),
+    path("healthz", views.healthz, name="healthz"),
+    path("api/v1/", include("leaderboard.api.urls")),
+    path("admin/", admin.site.urls),
+]
+
+if settings.PKB_SERVE_STATIC:
+    urlpatterns.append(re_path(r"^static/(?P<path>.*)$", serve, {"document_root": settings.BASE_DIR / "static"}))

@@ -1,0 +1,249 @@
+"""Server-rendered pages: short functions over selectors (reads) and services (writes)."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_POST
+
+from leaderboard import export, plots, selectors, services, uploads
+from leaderboard.forms import SignupForm, SubmitForm, TokenForm
+from leaderboard.models import ApiToken
+
+
+def site_context(request) -> dict:
+    return {"site_name": "pkb-arena", "open_signup": settings.PKB_OPEN_SIGNUP}
+
+
+def _uploaded(request) -> list[tuple[str, bytes]]:
+    """(path, bytes) from the form: an archive, or a directory's files with their relative paths (filled by JS)."""
+    files = []
+    archive = request.FILES.get("archive")
+    if archive:
+        files.append((archive.name, archive.read()))
+    chosen = request.FILES.getlist("files")
+    try:
+        paths = json.loads(request.POST.get("paths") or "[]")
+    except ValueError:
+        paths = []
+    if not isinstance(paths, list) or len(paths) != len(chosen):
+        paths = [f.name for f in chosen]
+    files.extend((str(path), f.read()) for path, f in zip(paths, chosen))
+    return files
+
+
+# --- leaderboard -------------------------------------------------------------------------------------------------------
+
+def home(request):
+    return leaderboard(request, None)
+
+
+def leaderboard(request, slug):
+    profile = selectors.profile_get(slug)
+    filters = selectors.Filters.from_query(request.GET)
+    fmt = export.wanted(request)
+    if fmt:
+        entries = selectors.leaderboard_rows(profile, filters)
+        selectors._number(entries, 0) if filters.protocol else None
+        columns, rows = export.leaderboard_table(entries)
+        return export.table_response(fmt, f"leaderboard-{profile.slug}", columns, rows)
+    sections = selectors.leaderboard_sections(profile, filters)
+    return render(request, "leaderboard/leaderboard.html", {
+        "profile": profile, "profiles": selectors.profiles(), "sections": sections, "filters": filters,
+        "choices": selectors.filter_choices(profile), "query": request.GET.urlencode(),
+    })
+
+
+# --- problems ----------------------------------------------------------------------------------------------------------
+
+def problems_index(request):
+    profile = selectors.profile_get(request.GET.get("profile"))
+    protocol = selectors.Filters.from_query(request.GET).protocol
+    problems = selectors.problems_index(profile, protocol)
+    fmt = export.wanted(request)
+    if fmt:
+        columns, rows = export.problems_table(problems)
+        return export.table_response(fmt, f"problems-{profile.slug}", columns, rows)
+    heat = selectors.heatmap(profile, protocol)
+    return render(request, "leaderboard/problems.html", {
+        "profile": profile, "profiles": selectors.profiles(), "problems": problems, "protocol": protocol,
+        "protocols": selectors.PROTOCOL_LABELS.items(), "heatmap_rows": len(heat["rows"]),
+        "heatmap_json": plots.to_json(plots.heatmap_figure(heat, problems)), "heatmap_legend": plots.LEGEND,
+    })
+
+
+def problem_detail(request, key):
+    problem = selectors.problem_get(key)
+    if key != problem.stem:
+        return redirect(reverse("problem", args=[problem.stem]) + (f"?{request.GET.urlencode()}" if request.GET else ""))
+    profile = selectors.profile_get(request.GET.get("profile"))
+    filters = selectors.Filters.from_query(request.GET)
+    data = selectors.problem_scores(problem, profile, filters.protocol, filters.page)
+    fmt = export.wanted(request)
+    if fmt:
+        columns, rows = export.problem_scores_table(data["points"])
+        return export.table_response(fmt, f"problem-{problem.stem}-{profile.slug}", columns, rows)
+    return render(request, "leaderboard/problem.html", {
+        "problem": problem, "profile": profile, "profiles": selectors.profiles(), "data": data,
+        "protocol": filters.protocol, "protocols": selectors.PROTOCOL_LABELS.items(),
+        "strip_json": plots.to_json(plots.strip_figure(data["points"])),
+        "light": problem.light.get(str(profile.world_size)) or problem.light.get("8") or {},
+    })
+
+
+# --- submissions ------------------------------------------------------------------------------------------------------
+
+def submission_detail(request, pk):
+    submission = selectors.submission_get(pk, request.user)
+    grid = selectors.submission_grid(submission)
+    fmt = export.wanted(request)
+    if fmt:
+        columns, rows = export.submission_table(grid)
+        return export.table_response(fmt, f"submission-{submission.pk}", columns, rows)
+    status = selectors.submission_status(submission)
+    return render(request, "leaderboard/submission.html", {
+        "submission": submission, "grid": grid, "status": status, "entry": getattr(submission, "entry", None),
+        "is_owner": submission.is_owner(request.user), "code_visible": submission.code_visible_to(request.user),
+        "environment": selectors.submission_environment(submission),
+    })
+
+
+def submission_status(request, pk):
+    submission = selectors.submission_get(pk, request.user)
+    return JsonResponse(selectors.submission_status(submission))
+
+
+@require_POST
+@login_required
+def submission_publish(request, pk):
+    submission = selectors.submission_get(pk, request.user)
+    try:
+        services.submission_publish(submission, request.user)
+    except services.NotAllowed as exc:
+        raise PermissionDenied(str(exc))
+    messages.success(request, "Published: the submission is listed and its code is public.")
+    return redirect(submission)
+
+
+@require_POST
+@login_required
+def submission_rerun(request, pk):
+    submission = selectors.submission_get(pk, request.user)
+    try:
+        count = services.submission_rerun(submission, request.user, only_failed=request.POST.get("only") == "failed")
+    except services.NotAllowed as exc:
+        raise PermissionDenied(str(exc))
+    except services.QuotaExceeded as exc:
+        messages.error(request, f"Quota: {exc.message}")
+        return redirect(submission)
+    messages.success(request, f"{count} evaluation(s) queued again.")
+    return redirect(submission)
+
+
+def candidate_code(request, pk):
+    candidate = selectors.candidate_for_viewer(pk, request.user)
+    response = HttpResponse(candidate.code, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'inline; filename="{candidate.filename.split("/")[-1]}"'
+    return response
+
+
+def result_detail(request, pk):
+    """The judge's document; logs only for whoever may see the code (the owner until published)."""
+    result = selectors.result_for_viewer(pk, request.user)
+    document = dict(result.document)
+    if not result.job.submission.code_visible_to(request.user):
+        document["logs"] = "visible to the owner until the submission is published"
+    return JsonResponse(document, json_dumps_params={"indent": 1})
+
+
+@login_required
+def submit(request):
+    submitter = services.submitter_for(request.user)
+    form = SubmitForm(request.POST or None)
+    errors = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            submission = services.submission_create(submitter, form.metadata(), _uploaded(request))
+        except uploads.UploadRejected as exc:
+            errors = exc.errors
+        except services.QuotaExceeded as exc:
+            errors = [uploads.UploadError("(upload)", "quota", exc.message)]
+        else:
+            if form.cleaned_data.get("publish"):
+                services.submission_publish(submission, request.user)
+            messages.success(request, f"Submission #{submission.pk} accepted: "
+                                      f"{submission.jobs.count()} evaluation(s) queued.")
+            return redirect(submission)
+    return render(request, "leaderboard/submit.html", {
+        "form": form, "errors": errors, "quota": selectors.quota_status(submitter),
+        "max_upload": settings.PKB_MAX_UPLOAD_BYTES, "max_file": settings.PKB_MAX_FILE_BYTES,
+    }, status=400 if errors else 200)
+
+
+# --- account -----------------------------------------------------------------------------------------------------------
+
+@login_required
+def account(request):
+    submitter = services.submitter_for(request.user)
+    form = TokenForm(request.POST or None)
+    new_token = None
+    if request.method == "POST" and form.is_valid():
+        token, new_token = services.token_create(submitter, form.cleaned_data["name"], form.cleaned_data["scopes"],
+                                                 form.cleaned_data["days"])
+        form = TokenForm()
+    return render(request, "leaderboard/account.html", {
+        "submitter": submitter, "form": form, "new_token": new_token, "tokens": selectors.tokens_of(request.user),
+        "submissions": selectors.submissions_of(request.user), "quota": selectors.quota_status(submitter),
+    })
+
+
+@require_POST
+@login_required
+def token_revoke(request, pk):
+    token = get_object_or_404(ApiToken, pk=pk, submitter__user=request.user)
+    services.token_revoke(token)
+    messages.success(request, f"Token {token.name} revoked.")
+    return redirect("account")
+
+
+def signup(request):
+    if not settings.PKB_OPEN_SIGNUP:
+        raise Http404("sign-up is closed")
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        services.submitter_for(user)
+        login(request, user)
+        return redirect("account")
+    return render(request, "registration/signup.html", {"form": form})
+
+
+# --- assets and health -----------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def _plotly_source() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+@cache_control(public=True, max_age=86400 * 30, immutable=True)
+def plotly_js(request):
+    return HttpResponse(_plotly_source(), content_type="application/javascript; charset=utf-8")
+
+
+def healthz(request):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return HttpResponse("ok", content_type="text/plain")

@@ -1,0 +1,54 @@
+// Progressive enhancement only: every page works without JavaScript.
+(function () {
+  "use strict";
+
+  // Plotly figures embedded as JSON next to their container.
+  function drawPlots() {
+    if (!window.Plotly) return;
+    [["heatmap", "heatmap-data"], ["strip", "strip-data"]].forEach(function (pair) {
+      var el = document.getElementById(pair[0]), data = document.getElementById(pair[1]);
+      if (!el || !data) return;
+      var fig = JSON.parse(data.textContent);
+      window.Plotly.newPlot(el, fig.data, fig.layout, {responsive: true, displaylogo: false});
+    });
+  }
+  window.addEventListener("load", drawPlots);
+
+  // Directory uploads: browsers send only base names, so the relative paths travel in a hidden field.
+  var dir = document.getElementById("id_dir"), paths = document.getElementById("id_paths");
+  if (dir && paths) {
+    dir.addEventListener("change", function () {
+      var list = [];
+      for (var i = 0; i < dir.files.length; i++) {
+        var rel = dir.files[i].webkitRelativePath || dir.files[i].name;
+        list.push(rel.indexOf("/") >= 0 ? rel.slice(rel.indexOf("/") + 1) : rel);  // drop the chosen folder's name
+      }
+      paths.value = JSON.stringify(list);
+    });
+  }
+
+  // Live status of a submission: poll its status.json until every job has finished, then reload once.
+  var live = document.getElementById("live");
+  if (live && live.dataset.finished === "0") {
+    var url = live.dataset.statusUrl;
+    var tick = function () {
+      fetch(url, {headers: {"Accept": "application/json"}, credentials: "same-origin"})
+        .then(function (r) { return r.json(); })
+        .then(function (s) {
+          var j = s.jobs, e = s.entry || {};
+          document.getElementById("live-correct").textContent = e.correct || 0;
+          document.getElementById("live-faster").textContent = e.faster || 0;
+          document.getElementById("live-status").textContent = s.finished
+            ? "Finished: " + j.done + " evaluated, " + j.failed + " failed by the platform."
+            : "Evaluating: " + j.running + " running, " + j.queued + " queued, " + j.done + " done.";
+          Object.keys(s.problems).forEach(function (pid) {
+            var cell = document.querySelector('tr[data-problem="' + pid + '"] [data-status]');
+            if (cell) cell.textContent = s.problems[pid].replace(/_/g, " ");
+          });
+          if (s.finished) { window.location.reload(); } else { setTimeout(tick, 2000); }
+        })
+        .catch(function () { setTimeout(tick, 5000); });
+    };
+    setTimeout(tick, 2000);
+  }
+})();
