@@ -1,6 +1,6 @@
 """Static policy checks on candidate source, before anything runs.
 
-NVLink multicast (the ``multimem`` PTX instructions, the driver's ``cuMulticast*`` API, torch symmetric memory's
+NVLink multicast (the ``multimem`` PTX instructions, the CUDA driver's multicast-object API, torch symmetric memory's
 multicast pointers, NVSHMEM/NCCL NVLS switches) can take a shared host's GPUs out of service; hosts whose profile
 forbids it refuse such candidates with verdict ``policy_violation`` and the offending line.
 """
