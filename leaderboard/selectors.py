@@ -85,7 +85,7 @@ def problem_get(key: str) -> Problem:
 
 def _entries(profile: HardwareProfile, filters: Filters):
     query = (LeaderboardEntry.objects.filter(profile=profile, listed=True)
-             .select_related("submission__submitter__user"))
+             .select_related("submission__submitter__user", "submission__profile"))
     if filters.backend:
         query = query.filter(backend=filters.backend)
     if filters.k is not None:

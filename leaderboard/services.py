@@ -228,6 +228,15 @@ def upload_limits() -> uploads.Limits:
                           max_files=87 * settings.PKB_MAX_ATTEMPTS)
 
 
+def upload_size_check(uploaded) -> None:
+    """Refuse before reading: the sizes of uploaded files are known from the request."""
+    limit = settings.PKB_MAX_UPLOAD_BYTES
+    total = sum(f.size for f in uploaded)
+    if total > limit:
+        raise uploads.UploadRejected([uploads.UploadError("(upload)", "over_size",
+                                                          f"upload is {total:,} bytes; the limit is {limit:,} bytes")])
+
+
 def upload_members(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
     """(path, bytes) of an upload: one archive is unpacked, otherwise the files are the directory."""
     limits = upload_limits()

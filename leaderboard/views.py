@@ -28,9 +28,10 @@ def _uploaded(request) -> list[tuple[str, bytes]]:
     """(path, bytes) from the form: an archive, or a directory's files with their relative paths (filled by JS)."""
     files = []
     archive = request.FILES.get("archive")
+    chosen = request.FILES.getlist("files")
+    services.upload_size_check(([archive] if archive else []) + chosen)
     if archive:
         files.append((archive.name, archive.read()))
-    chosen = request.FILES.getlist("files")
     try:
         paths = json.loads(request.POST.get("paths") or "[]")
     except ValueError:

@@ -105,9 +105,10 @@ class SubmissionList(APIView):
 def _files(request) -> list[tuple[str, bytes]]:
     files = []
     archive = request.FILES.get("archive")
+    chosen = request.FILES.getlist("files")
+    services.upload_size_check(([archive] if archive else []) + chosen)
     if archive:
         files.append((archive.name, archive.read()))
-    chosen = request.FILES.getlist("files")
     try:
         paths = json.loads(request.data.get("paths") or "[]")
     except ValueError:

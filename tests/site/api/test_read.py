@@ -1,0 +1,47 @@
+"""Public read endpoints and the OpenAPI schema."""
+import pytest
+from rest_framework.test import APIClient
+
+from leaderboard import services
+from tests.site.conftest import judge_document
+
+
+@pytest.fixture
+def published(owner, submit, finish):
+    submission = submit(owner)
+    finish(submission.jobs.get(), judge_document())
+    services.submission_publish(submission, owner)
+    return submission
+
+
+def test_schema_is_served(catalogue):
+    response = APIClient().get("/api/v1/schema/")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "/api/v1/submissions/" in text and "bearerToken" in text
+
+
+def test_profiles(catalogue):
+    slugs = [p["slug"] for p in APIClient().get("/api/v1/profiles/").json()]
+    assert set(slugs) == {"cpu-gloo", "gpu-h200x8"}
+
+
+def test_leaderboard_keeps_protocols_apart(published):
+    body = APIClient().get("/api/v1/leaderboard/cpu-gloo/").json()
+    assert [s["protocol"] for s in body["sections"]] == ["one_shot", "best_of_k", "agentic_feedback"]
+    entry = body["sections"][0]["entries"][0]
+    assert (entry["correct"], entry["faster"], entry["rank"]) == (1, 1, None)  # CPU profile: never ranked
+    assert body["ranked_profile"] is False
+
+
+def test_problems_and_problem_detail(published):
+    problems = APIClient().get("/api/v1/problems/?profile=cpu-gloo").json()
+    assert len(problems) == 87 and problems[0]["solved"] == 1
+    detail = APIClient().get("/api/v1/problems/1_allreduce/").json()
+    assert detail["problem"]["implemented"] and "dist.all_reduce" in detail["problem"]["reference_source"]
+    assert detail["scores"][0]["status"] == "correct"
+
+
+def test_unknown_profile_and_problem_are_404(catalogue):
+    assert APIClient().get("/api/v1/leaderboard/nope/").status_code == 404
+    assert APIClient().get("/api/v1/problems/999/").status_code == 404

@@ -1,0 +1,196 @@
+"""Server-rendered pages: content, access rules, exports, and query counts that stay constant as data grows."""
+import csv
+import io
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from leaderboard import services
+from tests.site.conftest import GOOD_1, GOOD_13, judge_document
+
+PAGES = ["/", "/leaderboard/cpu-gloo/", "/problems/", "/problems/1_allreduce/", "/problems/13_gemm_allreduce/"]
+
+
+@pytest.fixture
+def make_published(owner, submit, finish):
+    counter = {"n": 0}
+
+    def make(count=1, protocol="one_shot"):
+        made = []
+        for _ in range(count):
+            counter["n"] += 1
+            k = 2 if protocol == "best_of_k" else 1
+            files = ({"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/13_gemm_allreduce_torch.py": GOOD_13}
+                     if k == 2 else {"1_allreduce_torch.py": GOOD_1, "13_gemm_allreduce_torch.py": GOOD_13})
+            submission = submit(owner, files, model=f"model-{counter['n']}", protocol=protocol, attempts=k)
+            first, second = submission.jobs.order_by("id")
+            finish(first, judge_document(speedup=1.0 + counter["n"] / 10))
+            finish(second, judge_document(verdict="incorrect"))
+            services.submission_publish(submission, owner)
+            made.append(submission)
+        return made
+
+    return make
+
+
+def test_leaderboard_shows_both_columns_per_protocol(client, make_published):
+    make_published(1)
+    make_published(1, protocol="best_of_k")
+    html = client.get("/").content.decode()
+    assert "Correct (of 87)" in html and "Faster (of 87)" in html
+    assert html.index("one-shot") < html.index("best-of-k") < html.index("agentic with feedback")
+    assert "model-1" in html and "model-2" in html
+
+
+def test_filters(client, make_published):
+    make_published(1)
+    make_published(1, protocol="best_of_k")
+    html = client.get("/?protocol=best_of_k").content.decode()
+    assert "model-2" in html and "model-1" not in html
+    assert "model-1" not in client.get("/?k=2").content.decode()
+    assert "model-1" not in client.get("/?backend=cuda").content.decode()
+
+
+def test_private_submissions_are_not_listed(client, owner, submit):
+    submit(owner, model="secret-model")
+    assert "secret-model" not in client.get("/").content.decode()
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_public_pages_render(client, make_published, url):
+    make_published(2)
+    response = client.get(url)
+    assert response.status_code == 200
+    assert b'lang="en"' in response.content and b'id="main"' in response.content
+
+
+def test_problem_page_shows_spec_reference_and_light(client, make_published):
+    make_published(1)
+    html = client.get("/problems/1_allreduce/").content.decode()
+    assert "Specification" in html and "Reference source" in html and "dist.all_reduce" in html
+    assert "Speed of light" in html and 'id="strip-data"' in html
+    assert client.get("/problems/1/").status_code == 302
+
+
+def test_problems_index_has_heatmap_and_solve_rates(client, make_published):
+    make_published(2)
+    html = client.get("/problems/").content.decode()
+    assert 'id="heatmap-data"' in html and "100.0%" in html
+
+
+@pytest.mark.parametrize("url", PAGES + ["/problems/?profile=cpu-gloo&protocol=one_shot"])
+def test_exports(client, make_published, url):
+    make_published(2)
+    sep = "&" if "?" in url else "?"
+    body = client.get(f"{url}{sep}format=csv").content.decode()
+    rows = list(csv.reader(io.StringIO(body)))
+    assert len(rows) >= 2
+    data = client.get(f"{url}{sep}format=json").json()
+    assert data["columns"] == rows[0] and len(data["rows"]) == len(rows) - 1
+
+
+def test_leaderboard_csv_has_both_columns(client, make_published):
+    make_published(1)
+    rows = list(csv.DictReader(io.StringIO(client.get("/?format=csv").content.decode())))
+    assert rows[0]["correct_of_87"] == "1" and rows[0]["faster_of_87"] == "1"
+
+
+def test_submission_page_access(client, owner, outsider, submit, finish):
+    submission = submit(owner)
+    finish(submission.jobs.get(), judge_document())
+    url = submission.get_absolute_url()
+    assert client.get(url).status_code == 404
+    client.force_login(outsider)
+    assert client.get(url).status_code == 404
+    client.force_login(owner)
+    html = client.get(url).content.decode()
+    assert "Publish" in html and "/code" in html
+    assert client.get(f"{url}?format=csv").status_code == 200
+
+
+def test_code_and_logs_are_the_owners_until_published(client, owner, outsider, submit, finish):
+    submission = submit(owner)
+    result = finish(submission.jobs.get(), judge_document())
+    candidate = submission.candidates.get()
+    client.force_login(owner)
+    assert client.get(f"/candidates/{candidate.pk}/code").content == GOOD_1
+    assert "secret log line" in client.get(f"/results/{result.pk}.json").content.decode()
+    client.logout()
+    assert client.get(f"/candidates/{candidate.pk}/code").status_code == 404
+    services.submission_publish(submission, owner)
+    client.force_login(outsider)
+    assert client.get(f"/candidates/{candidate.pk}/code").status_code == 200
+    assert "secret log line" in client.get(f"/results/{result.pk}.json").content.decode()
+
+
+def test_environment_is_public_logs_are_not(client, owner, outsider, submit, finish):
+    submission = submit(owner)
+    result = finish(submission.jobs.get(), judge_document())
+    services.submission_set_visibility(submission, "private")
+    client.force_login(owner)
+    submission.refresh_from_db()
+    assert "gloo" in client.get(submission.get_absolute_url()).content.decode()
+    client.force_login(outsider)
+    assert client.get(f"/results/{result.pk}.json").status_code == 404
+
+
+def test_publish_and_rerun_buttons(client, owner, outsider, submit, finish):
+    submission = submit(owner)
+    finish(submission.jobs.get(), judge_document())
+    client.force_login(outsider)
+    assert client.post(f"/submissions/{submission.pk}/publish").status_code == 404
+    client.force_login(owner)
+    assert client.post(f"/submissions/{submission.pk}/publish").status_code == 302
+    assert client.post(f"/submissions/{submission.pk}/rerun").status_code == 302
+    submission.jobs.get().status == "queued"
+    client.force_login(outsider)
+    assert client.post(f"/submissions/{submission.pk}/rerun").status_code == 403
+
+
+def test_status_json(client, owner, submit):
+    submission = submit(owner)
+    client.force_login(owner)
+    body = client.get(f"/submissions/{submission.pk}/status.json").json()
+    assert body["jobs"]["queued"] == 1 and body["problems"] == {"1": "pending"}
+
+
+def test_healthz_and_plotly(client, db):
+    assert client.get("/healthz").content == b"ok"
+    response = client.get("/assets/plotly.min.js")
+    assert response.status_code == 200 and b"plotly" in response.content[:2000].lower()
+    assert "max-age" in response["Cache-Control"]
+
+
+# --- query counts ------------------------------------------------------------------------------------------------------
+
+def count_queries(client, url) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return len(ctx.captured_queries)
+
+
+@pytest.mark.parametrize("url", ["/", "/leaderboard/cpu-gloo/?protocol=one_shot", "/problems/",
+                                 "/problems/1_allreduce/", "/?format=csv", "/api/v1/leaderboard/cpu-gloo/"])
+def test_query_count_is_constant_as_data_grows(client, make_published, django_assert_num_queries, url):
+    make_published(1)
+    make_published(1, protocol="best_of_k")
+    baseline = count_queries(client, url)
+    make_published(4)
+    make_published(3, protocol="best_of_k")
+    with django_assert_num_queries(baseline):
+        client.get(url)
+
+
+def test_submission_page_query_count_does_not_grow_with_files(client, owner, submit, finish,
+                                                              django_assert_num_queries):
+    small = submit(owner, {"1_allreduce_torch.py": GOOD_1})
+    big = submit(owner, {"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1,
+                         "attempt_1/13_gemm_allreduce_torch.py": GOOD_13,
+                         "attempt_2/13_gemm_allreduce_torch.py": GOOD_13}, protocol="best_of_k", attempts=2)
+    for job in list(small.jobs.all()) + list(big.jobs.all()):
+        finish(job, judge_document())
+    client.force_login(owner)
+    baseline = count_queries(client, small.get_absolute_url())
+    with django_assert_num_queries(baseline):
+        client.get(big.get_absolute_url())
