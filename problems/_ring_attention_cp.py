@@ -67,3 +67,14 @@ def ring_attention(q, k, v, softmax_scale: Optional[float] = None, causal: bool 
         if following is not None:
             k, v = following
     return out.to(q.dtype)
+
+
+def projection_slack(expected: torch.Tensor, world_size: int) -> float:
+    """Extra absolute tolerance, 4% of the output's RMS, for attention blocks with bf16 projections (55, 56).
+
+    The reference rounds q/k/v, the context and the block output to bf16 (and, in 56, feeds stage 0's bf16 output to
+    stage 1); a float64 computation of the same block differs by up to ~2% of the output's RMS (measured at the
+    default shapes), which atol = 1e-2 alone does not cover once the outputs have unit scale. Zeros, a missing TP
+    partial or missing ring blocks miss by O(RMS).
+    """
+    return 0.04 * expected.detach().float().pow(2).mean().sqrt().item() if expected.numel() else 0.0

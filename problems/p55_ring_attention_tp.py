@@ -13,7 +13,10 @@ Decisions:
   same tp_rank (key ("tp", tp_rank)): each TP rank's weights are independent draws, as in the spec.
 - Weight scale: PKB scales randn by 0.02, which gives outputs of std 0.05-0.15 with 6-15% of the elements within
   atol of zero. We scale by fan_in^-0.5 instead (w_qkv by 512^-0.5, w_o by (heads_local*64)^-0.5, multiplied in
-  D), so outputs have std ~ 0.7 and atol = rtol = 1e-2 checks almost every element. Semantics are unchanged.
+  D), so outputs have std ~ 0.6-0.8. Semantics are unchanged. The bf16 roundings of q/k/v, the context and the
+  output then move elements by up to ~2% of the output's RMS against a float64 computation, so the check adds
+  ``projection_slack`` = 0.04 * rms(expected) to atol = rtol = 1e-2 (effective atol ~ 0.04 against std ~ 0.7,
+  far stronger than PKB's 0.01 against std ~ 0.1).
 - TP all-reduce: the reference sums fp32 copies and rounds once; with tp = 2 that equals NCCL's bf16 sum of two.
 - W = 1 or W even, as in the spec; W = 2 gives cp = 1 (a single local causal block, no ring).
 - Null answers: zeros and the input unchanged miss by O(0.7); without the TP all-reduce one head half is missing;
@@ -22,7 +25,7 @@ Decisions:
 import torch
 import torch.distributed as dist
 
-from problems._ring_attention_cp import ring_attention
+from problems._ring_attention_cp import projection_slack, ring_attention
 from problems.base import InputContext, Problem
 
 NUM_HEADS, HEAD_DIM, HIDDEN = 8, 64, 512
@@ -67,5 +70,5 @@ def solution(hidden_states, w_qkv, w_o, num_heads, softmax_scale=None, causal=Fa
     return out
 
 
-PROBLEM = Problem(id=55, make_inputs=make_inputs, solution=solution,
+PROBLEM = Problem(id=55, make_inputs=make_inputs, solution=solution, slack=projection_slack,
                   allows_world_size=lambda W: W == 1 or (W >= 2 and W % 2 == 0))
