@@ -285,7 +285,9 @@ class Pair:
         ref_blocks, cand_blocks, walls = [], [], {"ref": [], "cand": []}
         for b in range(cfg.blocks):
             warmup = max(3, iters // 5) if b == 0 else 1
-            cmd = {"cmd": "time", "trial": 0, "seed": seed, "iters": iters, "warmup": warmup}
+            # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time).
+            spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
+            cmd = {"cmd": "time", "trial": 0, "seed": seed, "iters": iters, "warmup": warmup, "spin_us": spin_us}
             # Alternate which side goes first so neither always follows the other.
             order = (("ref", self._ref_command), ("cand", self._cand_command))
             for side, run in (order if b % 2 == 0 else order[::-1]):

@@ -132,6 +132,7 @@ class Worker:
     # --- set-up ----------------------------------------------------------------------------------------------------
     def start(self) -> bool:
         torch.set_num_threads(max(1, int(os.environ.get("PKB_THREADS_PER_RANK", "1"))))
+        pin_to_cores(self.rank, self.world_size)
         backend = "nccl" if self.device_kind == "cuda" else "gloo"
         try:
             if self.device_kind == "cuda":
@@ -190,6 +191,7 @@ class Worker:
         index = self.problem.timed_arg_index()
         clones = self._clones(inputs[index])
         timer = _EventTimer() if self.device_kind == "cuda" else _WallTimer()
+        spin_cycles = int(cmd.get("spin_us", 0) * _cycles_per_us()) if self.device_kind == "cuda" else 0
 
         def call(i: int):
             inputs[index] = clones[i % len(clones)]
@@ -202,6 +204,11 @@ class Worker:
         for i in range(cmd["iters"]):
             dist.barrier()
             synchronize(self.device_kind)
+            if spin_cycles:
+                # A blocking kernel ahead of the start event (as NVBench does): while the GPU spins, the host queues
+                # the call, so the events time the device work rather than this process's launch latency, which
+                # differs between processes and would make identical code look faster or slower than itself.
+                torch.cuda._sleep(spin_cycles)
             timer.start()
             call(cmd["warmup"] + i)
             timer.stop()
@@ -247,6 +254,35 @@ class Worker:
             pass
         self.reply(ok=True, event="bye")
         return 0
+
+
+def pin_to_cores(rank: int, world_size: int) -> None:
+    """Rank r of every role runs on the same cores, so reference and candidate ranks see the same CPU speed."""
+    if not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    per_rank = max(1, len(cpus) // max(1, world_size))
+    start = (rank * per_rank) % len(cpus)
+    try:
+        os.sched_setaffinity(0, cpus[start:start + per_rank])
+    except OSError:
+        pass
+
+
+_CYCLES_PER_US: list[float] = []
+
+
+def _cycles_per_us() -> float:
+    """The GPU clock as seen by torch.cuda._sleep, measured once per process."""
+    if not _CYCLES_PER_US:
+        torch.cuda._sleep(1000)
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        torch.cuda._sleep(2_000_000)
+        end.record()
+        torch.cuda.synchronize()
+        _CYCLES_PER_US.append(2_000_000 / max(1.0, begin.elapsed_time(end) * 1e3))
+    return _CYCLES_PER_US[0]
 
 
 class _EventTimer:
