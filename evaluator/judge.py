@@ -61,6 +61,8 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", **op
     cfg = Config(world_size=world_size, device=device, **options)
     prob = _resolve(problem, cfg)
     source, digest = _read_candidate(candidate)
+    if source is not None:
+        candidate = os.path.abspath(candidate)  # ranks run in their own scratch directories
     base = _skeleton(prob, candidate, digest, cfg)
     started = time.monotonic()
     pre = _static_checks(source, cfg)
