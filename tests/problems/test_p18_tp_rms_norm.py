@@ -12,8 +12,7 @@ def rms_norm_global(hidden, weight, eps):
     return (weight.double() * normalized).to(hidden.dtype)
 
 
-@pytest.mark.parametrize("seed", [0, 11])
-@pytest.mark.parametrize("W", [1, 2, 4])
+@pytest.mark.parametrize("W,seed", [(1, 0), (2, 0), (2, 11), (4, 11)])
 def test_reference_matches_unsharded_rms_norm(W, seed):
     M, N = 48, 64
     runs = run_reference(18, W, M=M, N=N, seed=seed)
