@@ -100,9 +100,11 @@ def test_no_process_left_behind():
 def test_cli_exit_codes_and_json(tmp_path):
     env = dict(os.environ)
     out = tmp_path / "r.json"
-    ok = subprocess.run([sys.executable, "-m", "evaluator", "eval", "1_allreduce", str(CANDIDATES / "allreduce_wrong.py"),
+    env["PYTHONPATH"] = str(HERE.parents[1])
+    # A relative candidate path, from another directory: the ranks run in their own scratch directories.
+    ok = subprocess.run([sys.executable, "-m", "evaluator", "eval", "1_allreduce", "candidates/allreduce_wrong.py",
                          "-W", "2", "--M", "32", "--N", "16", "--json", str(out)], capture_output=True, text=True,
-                        env=env, timeout=300)
+                        env=env, timeout=300, cwd=HERE)
     assert ok.returncode == 0, ok.stderr
     document = json.loads(out.read_text())
     assert document["verdict"] == "incorrect" and document["problem"] == "1_allreduce"
