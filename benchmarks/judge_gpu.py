@@ -174,6 +174,8 @@ def cmd_sensitivity(args) -> dict:
 def cmd_backends(args) -> dict:
     rows = []
     for name in sorted(p.stem for p in (HERE / "candidates").glob("p*.py")):
+        if args.only and not any(name.startswith(prefix) for prefix in args.only.split(",")):
+            continue
         pid = int(name[1:3])
         began = time.monotonic()
         result = judge.evaluate(pid, str(HERE / "candidates" / f"{name}.py"), args.world_size, args.device,
@@ -198,6 +200,7 @@ def main() -> int:
     parser.add_argument("--problems", default=None)
     parser.add_argument("--baseline-problems", default="1,13")
     parser.add_argument("--problem", type=int, default=13)
+    parser.add_argument("--only", default="", help="backends: candidate name prefixes, e.g. p08,p13")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--M", type=int, default=1024)
     parser.add_argument("--N", type=int, default=1024)
