@@ -42,6 +42,7 @@ def ring_neighbours(group) -> tuple[int, int]:
 def ring_pass(tensors, group):
     """Send each tensor to the next CP rank and receive the previous rank's: one batched isend/irecv."""
     nxt, prv = ring_neighbours(group)
+    tensors = [t.contiguous() for t in tensors]
     received = [torch.empty_like(t) for t in tensors]
     ops = []
     for sent, buffer in zip(tensors, received):
