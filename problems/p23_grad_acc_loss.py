@@ -14,8 +14,10 @@ Decisions (spec Pitfalls):
   bf16 additions of positive terms plus ours, so a bf16 ring in any order, a tree or an fp32 reduction all pass,
   while a rank's local sum (no communication) misses by at least a whole other rank's share.
 - Token counts: PKB gives every rank M*N tokens, so normalized_loss is the plain mean of the losses and grad_loss
-  the constant 1/W. Here each rank's count is random in [M*N/2, M*N] (all ranks know all counts; the global count is
-  their sum, identical on all ranks), so the weighting is checked and grad_loss differs by rank.
+  the constant 1/W. Here each rank's count is random in (M*N/4, M*N] (all ranks know all counts; the global count is
+  their sum, identical on all ranks), so the weighting is checked and grad_loss differs by rank. The counts have at
+  most 8 significant bits, so they are exact in bf16 like PKB's 2^20 (the global count need not be: dividing by it
+  rounds it to D, as PyTorch's promotion does; that error is within the check).
 - grad_normalized_loss (PKB: ones) and grad_loss_sum (PKB: zeros, passed) are random positive scalars shared by all
   ranks, scaled so that both backward terms are of the same size, so both are checked.
 - D = float16 is refused: loss * 2^20 overflows it (the spec notes the problem only makes sense for bf16 or fp32).
@@ -32,7 +34,10 @@ def make_inputs(ctx: InputContext):
         raise ValueError("grad_acc_loss needs bfloat16 or float32: loss * local_valid_tokens overflows float16")
     W, tokens = ctx.world_size, ctx.M * ctx.N
     ctx.seed("shared")
-    counts = torch.randint(tokens // 2, tokens + 1, (W,), dtype=torch.int64)
+    # Random counts in (tokens / 4, tokens] with at most 8 significant bits: exact in bf16, as PKB's 2^20 is, so
+    # PyTorch's int64 -> D conversion in loss * local_valid_tokens loses nothing.
+    shift = max(tokens.bit_length() - 9, 0)
+    counts = (torch.randint(128, 256, (W,), dtype=torch.int64) << shift).clamp(max=tokens)
     total = counts.sum()
     grad_normalized_loss = torch.empty((), device=ctx.device).uniform_(0.5, 2.0).to(ctx.dtype)
     grad_loss_sum = (torch.empty((), device=ctx.device).uniform_(0.5, 2.0) / total).to(ctx.dtype)
