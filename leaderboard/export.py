@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 from django.http import HttpResponse, JsonResponse
 

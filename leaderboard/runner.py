@@ -23,7 +23,8 @@ import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections as _close_old_connections
+from django.db import connection
 
 from leaderboard import services
 from leaderboard.models import VERDICTS
@@ -53,6 +54,12 @@ def run_job(job_id: int, worker: str = WORKER_ID) -> str:
         return "infra_error" if stored is not None else "lease_lost"
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def close_old_connections() -> None:
+    """Drop a database connection that went stale during a long judge run (never inside a transaction)."""
+    if not connection.in_atomic_block:
+        _close_old_connections()
 
 
 def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from leaderboard import uploads
@@ -368,10 +368,11 @@ def _listing_refresh(submission: Submission) -> None:
 # --- jobs: claim, heartbeat, finish, reap, re-run -------------------------------------------------------------------
 
 def job_claim(job_id: int, worker: str, now=None) -> EvaluationJob | None:
-    """Take the job by compare-and-swap; None if another worker has it, it is finished, or its retries are spent."""
+    """Take a queued job by compare-and-swap (UPDATE ... WHERE status = 'queued'); None if another worker has it, it
+    is finished, or its retries are spent. A running job whose lease expired is first re-queued by the reaper,
+    which records the lost attempt."""
     now = now or timezone.now()
-    claimable = Q(status=QUEUED) | Q(status=RUNNING, lease_expires_at__lt=now)
-    taken = EvaluationJob.objects.filter(claimable, pk=job_id, attempts__lt=F("max_attempts")).update(
+    taken = EvaluationJob.objects.filter(pk=job_id, status=QUEUED, attempts__lt=F("max_attempts")).update(
         status=RUNNING, lease_owner=worker, lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS),
         heartbeat_at=now, started_at=now, attempts=F("attempts") + 1)
     if taken != 1:

@@ -15,7 +15,6 @@ import dataclasses
 import hashlib
 import io
 import json
-import posixpath
 import re
 import tarfile
 import zipfile

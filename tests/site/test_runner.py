@@ -1,0 +1,120 @@
+"""leaderboard/runner.py: the worker side of a job. Two tests run the real judge (W = 2, CPU gloo, problem 1);
+the others replace only the judge *command* to simulate platform failures (crash, garbage output, hang, lost
+lease): those must end as infra_error, never as a verdict against the candidate."""
+import sys
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from leaderboard import runner
+from leaderboard.models import EvaluationJob, QuotaCharge, Result
+from tests.site.conftest import GOOD_1, WRONG_1
+
+
+@pytest.fixture
+def quick(cpu):
+    cpu.trials = 1
+    cpu.save()
+    return cpu
+
+
+def test_real_judge_correct_and_incorrect(owner, submit, quick):
+    submission = submit(owner, {"attempt_1/1_allreduce_torch.py": WRONG_1, "attempt_2/1_allreduce_torch.py": GOOD_1},
+                        protocol="best_of_k", attempts=2)
+    jobs = {j.candidate.attempt: j for j in submission.jobs.select_related("candidate")}
+    assert runner.run_job(jobs[1].pk, "test-runner") == "done"
+    assert runner.run_job(jobs[2].pk, "test-runner") == "done"
+    wrong = Result.objects.get(job=jobs[1])
+    right = Result.objects.get(job=jobs[2])
+    assert wrong.verdict == "incorrect" and wrong.speedup is None
+    assert right.verdict == "correct" and right.speedup is not None and right.speedup_lo <= right.speedup
+    assert right.document["environment"]["backend"] == "gloo" and right.document["world_size"] == 2
+    assert not right.timing_ranked  # CPU timings never rank
+    score = submission.scores.get(problem_id=1)
+    assert (score.status, score.attempt, score.attempts_correct) == ("correct", 2, 1)
+    submission.refresh_from_db()
+    assert submission.entry.correct == 1
+    assert runner.run_job(jobs[2].pk, "another-worker") == "not_claimed"  # done jobs are never judged again
+
+
+def fake_command(monkeypatch, code: str):
+    monkeypatch.setattr(runner, "judge_command",
+                        lambda job, path, out: [sys.executable, "-c", code, str(out)])
+
+
+@pytest.mark.parametrize("code, message", [
+    ("import sys; sys.exit(3)", "exited with status 3"),
+    ("import sys; open(sys.argv[1], 'w').write('{not json')", "no readable result"),
+    ("import sys, json; json.dump({'verdict': 'great'}, open(sys.argv[1], 'w'))", "no known verdict"),
+])
+def test_judge_failures_are_infra_errors(owner, submit, cpu, monkeypatch, code, message):
+    fake_command(monkeypatch, code)
+    job = submit(owner).jobs.get()
+    assert runner.run_job(job.pk, "w") == "infra_error"
+    job.refresh_from_db()
+    assert job.status == "queued" and message in job.last_error  # retried
+    result = Result.objects.get(job=job)
+    assert result.verdict == "infra_error" and not result.is_final
+    assert job.submission.scores.get(problem_id=1).status == "pending"
+
+
+def test_retries_run_out_then_refund(owner, submit, cpu, monkeypatch):
+    fake_command(monkeypatch, "import sys; sys.exit(1)")
+    job = submit(owner).jobs.get()
+    for _ in range(job.max_attempts):
+        runner.run_job(job.pk, "w")
+    job.refresh_from_db()
+    assert job.status == "failed" and QuotaCharge.objects.get(job=job).refunded_at is not None
+
+
+def test_hung_judge_is_killed_at_the_job_timeout(owner, submit, cpu, monkeypatch, settings):
+    settings.PKB_JOB_TIMEOUT_SECONDS = 2
+    settings.PKB_HEARTBEAT_SECONDS = 1
+    fake_command(monkeypatch, "import time; time.sleep(60)")
+    job = submit(owner).jobs.get()
+    started = time.monotonic()
+    assert runner.run_job(job.pk, "w") == "infra_error"
+    assert time.monotonic() - started < 20
+    job.refresh_from_db()
+    assert "timeout" in job.last_error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_lost_lease_stops_the_judge_and_writes_nothing(owner, submit, cpu, monkeypatch, settings):
+    settings.PKB_HEARTBEAT_SECONDS = 1
+    fake_command(monkeypatch, "import time; time.sleep(60)")
+    job = submit(owner).jobs.get()
+
+    def steal():
+        time.sleep(1.5)
+        EvaluationJob.objects.filter(pk=job.pk).update(lease_owner="thief")
+        connection.close()
+
+    thief = threading.Thread(target=steal)
+    thief.start()
+    assert runner.run_job(job.pk, "w") == "lease_lost"
+    thief.join()
+    assert not Result.objects.filter(job=job).exists()
+
+
+def test_judge_environment_has_no_secrets(monkeypatch, tmp_path):
+    monkeypatch.setenv("DATABASE_URL", "postgres://u:secret@db/x")
+    monkeypatch.setenv("BROKER_URL", "amqp://u:secret@mq/")
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "k")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    env = runner._judge_env(tmp_path)
+    assert not {"DATABASE_URL", "BROKER_URL", "DJANGO_SECRET_KEY", "AWS_SECRET_ACCESS_KEY"} & set(env)
+    assert env["CUDA_VISIBLE_DEVICES"] == "0,1" and env["TMPDIR"] == str(tmp_path)
+
+
+def test_judge_command_follows_the_profile(owner, submit, gpu, tmp_path):
+    gpu.multicast_allowed = True
+    gpu.save()
+    job = submit(owner, profile="gpu-h200x8").jobs.select_related("profile", "candidate__problem").get()
+    command = runner.judge_command(job, tmp_path / "c.py", tmp_path / "o.json")
+    assert command[1:5] == ["-m", "evaluator.cli", "eval", "1_allreduce"]
+    assert command[command.index("--world-size") + 1] == "8" and command[command.index("--device") + 1] == "cuda"
+    assert "--multicast-allowed" in command and "--reduced" not in command
