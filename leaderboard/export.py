@@ -69,7 +69,7 @@ def submission_table(grid) -> tuple[list[str], list[list]]:
     rows = []
     for row in grid:
         s = row["score"]
-        rows.append([row["problem"].id, row["problem"].stem, s.attempt if s else None, s.status if s else "missing",
+        rows.append([row["problem"]["id"], row["problem"]["stem"], s.attempt if s else None, s.status if s else "missing",
                      bool(s and s.correct), bool(s and s.faster), bool(s and s.flagged), s.speedup if s else None,
                      s.speedup_lo if s else None, s.speedup_hi if s else None, len(row["attempts"])])
     return columns, rows

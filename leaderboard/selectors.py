@@ -100,10 +100,9 @@ def leaderboard_sections(profile: HardwareProfile, filters: Filters) -> list[dic
     offset = (filters.page - 1) * rows if filters.protocol else 0
     sections = []
     for protocol in protocols:
-        entries = list(_entries(profile, filters).filter(protocol=protocol)[offset:offset + rows + 1])
+        entries = leaderboard_slice(profile, dataclasses.replace(filters, protocol=protocol), offset, rows + 1)
         more = len(entries) > rows
         entries = entries[:rows]
-        _number(entries, offset)
         sections.append({"protocol": protocol, "label": PROTOCOL_LABELS[protocol], "entries": entries,
                          "more": more, "offset": offset})
     return sections
@@ -126,6 +125,15 @@ def leaderboard_rows(profile: HardwareProfile, filters: Filters) -> list[Leaderb
     if filters.protocol:
         query = query.filter(protocol=filters.protocol)
     return list(query)
+
+
+def leaderboard_slice(profile: HardwareProfile, filters: Filters, offset: int, limit: int) -> list:
+    """A window of one protocol's table, rank numbers included (ranks count the ranked rows before the window)."""
+    query = _entries(profile, filters).filter(protocol=filters.protocol)
+    ranked_before = sum(query[:offset].values_list("ranked", flat=True)) if offset else 0
+    entries = list(query[offset:offset + limit])
+    _number(entries, ranked_before)
+    return entries
 
 
 def filter_choices(profile: HardwareProfile) -> dict:
@@ -201,24 +209,36 @@ def submission_get(pk: int, user) -> Submission:
 
 
 def submission_grid(submission: Submission) -> list[dict]:
-    """Per problem (all 87): the score and every attempt with its job and current result (four queries)."""
-    problems = list(Problem.objects.only("id", "stem", "title", "implemented"))
-    scores = {s.problem_id: s for s in ProblemScore.objects.filter(submission=submission)}
-    candidates = defaultdict(list)
-    jobs = {j.candidate_id: j for j in EvaluationJob.objects.filter(submission=submission)}
-    results = {}
-    for r in Result.objects.filter(job__submission=submission).defer("document").order_by("id"):
-        results.setdefault((r.job_id, r.run), []).append(r)
-    for c in Candidate.objects.filter(submission=submission).defer("code"):
-        job = jobs.get(c.id)
-        history = results.get((job.pk, job.run), []) if job else []
-        final = next((r for r in reversed(history) if r.is_final), None)
-        candidates[c.problem_id].append({"candidate": c, "job": job, "result": final, "history": history})
-    rows = []
-    for problem in problems:
-        rows.append({"problem": problem, "score": scores.get(problem.id),
-                     "attempts": sorted(candidates.get(problem.id, []), key=lambda a: a["candidate"].attempt)})
-    return rows
+    """Per problem (all 87): the score and every attempt with its job and current result (five queries).
+
+    Rows are plain dicts and tuples (no model instances for the 87 x k attempts): the page must stay fast.
+    """
+    problems = list(Problem.objects.order_by("id").values_list("id", "stem"))
+    scores = {s.problem_id: s for s in ProblemScore.objects.filter(submission=submission).only(
+        "problem_id", "status", "attempt", "correct", "faster", "flagged", "speedup", "speedup_lo", "speedup_hi")}
+    jobs = {row[1]: row for row in EvaluationJob.objects.filter(submission=submission).values_list(
+        "id", "candidate_id", "status", "run", "last_error")}
+    results: dict = {}
+    for row in Result.objects.filter(job__submission=submission).order_by("id").values_list(
+            "id", "job_id", "run", "verdict", "message", "flags"):
+        results.setdefault((row[1], row[2]), []).append(row)
+    attempts = defaultdict(list)
+    for cid, pid, attempt in Candidate.objects.filter(submission=submission).order_by("attempt").values_list(
+            "id", "problem_id", "attempt"):
+        attempts[pid].append(_attempt_cell(cid, attempt, jobs.get(cid), results))
+    return [{"problem": {"id": pid, "stem": stem}, "score": scores.get(pid), "attempts": attempts.get(pid, [])}
+            for pid, stem in problems]
+
+
+def _attempt_cell(candidate_id: int, attempt: int, job, results) -> dict:
+    """One attempt: its job's status and the current run's final result (infra errors are retries, not verdicts)."""
+    history = results.get((job[0], job[3]), []) if job else []
+    final = next((r for r in reversed(history) if r[3] != "infra_error"), None)
+    return {"candidate_id": candidate_id, "attempt": attempt, "judged": job is not None,
+            "status": final[3] if final else (job[2] if job else "not_judged"),
+            "result_id": final[0] if final else None, "message": final[4] if final else "",
+            "flags": final[5] if final else [], "retries": sum(1 for r in history if r[3] == "infra_error"),
+            "failed": bool(job and job[2] == "failed"), "error": job[4] if job else ""}
 
 
 def submission_environment(submission: Submission) -> dict:

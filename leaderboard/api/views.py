@@ -55,18 +55,28 @@ class Leaderboard(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(parameters=[PROTOCOL, OpenApiParameter("backend", str), OpenApiParameter("k", int),
-                               OpenApiParameter("sort", str, enum=list(selectors.SORTS))],
+                               OpenApiParameter("sort", str, enum=list(selectors.SORTS)),
+                               OpenApiParameter("offset", int), OpenApiParameter("limit", int,
+                                                                               description="rows per protocol (max 500)")],
                    responses=s.EntrySerializer(many=True))
     def get(self, request, slug):
         profile = selectors.profile_get(slug)
         filters = selectors.Filters.from_query(request.query_params)
+        offset, limit = _window(request.query_params)
         sections = []
         for protocol in ([filters.protocol] if filters.protocol else selectors.PROTOCOL_ORDER):
             filters.protocol = protocol
-            entries = selectors.leaderboard_rows(profile, filters)
-            selectors._number(entries, 0)
-            sections.append({"protocol": protocol, "entries": s.EntrySerializer(entries, many=True).data})
+            entries = selectors.leaderboard_slice(profile, filters, offset, limit + 1)
+            sections.append({"protocol": protocol, "offset": offset, "more": len(entries) > limit,
+                             "entries": s.EntrySerializer(entries[:limit], many=True).data})
         return Response({"profile": profile.slug, "ranked_profile": profile.ranked, "sections": sections})
+
+
+def _window(params) -> tuple[int, int]:
+    offset, limit = params.get("offset", "0"), params.get("limit", "100")
+    offset = int(offset) if offset.isdigit() else 0
+    limit = min(500, max(1, int(limit))) if limit.isdigit() else 100
+    return offset, limit
 
 
 class SubmissionList(APIView):
