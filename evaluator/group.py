@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -46,40 +47,98 @@ class _Rank:
     buffer: bytes = b""
     stdout_path: str = ""
     stderr_path: str = ""
+    initialized: bool = False  # past process-group init: the candidate's code may have run since
 
 
 class RankGroup:
     def __init__(self, role: str, world_size: int, device: str, problem: str, candidate: str, workdir: str,
-                 M: int, N: int, dtype: str, reduced: bool, trusted: bool):
+                 M: int, N: int, dtype: str, reduced: bool, trusted: bool, isolate: bool = True):
         self.role = role
         self.world_size = world_size
         self.workdir = workdir
+        self.trusted = trusted
         self.ranks: list[_Rank] = []
         self.seq = 0
         self.closed = False
+        self.sandbox_report: dict = {}
+        # Untrusted ranks get a sandbox (own uid and network namespace where possible); trusted ones only the
+        # scrubbed environment. Directories: the group's own is root-only for trusted groups; for a sandboxed one it
+        # can be traversed, its out/ and rank*/ belong to the candidate's uid, logs/ and src/ stay the judge's, so
+        # the candidate can neither swap the log files the judge reads back nor rename out/.
+        self.sandbox = None if trusted else sandbox.Sandbox(enabled=isolate)
+        os.makedirs(workdir, exist_ok=True)
+        os.chmod(workdir, 0o700 if trusted else 0o711)
         port = free_port()
         out_dir = os.path.join(workdir, "out")
+        log_dir = os.path.join(workdir, "logs")
         os.makedirs(out_dir, exist_ok=True)
+        os.makedirs(log_dir, exist_ok=True)
+        os.chmod(log_dir, 0o700)
         self.out_dir = out_dir
-        for rank in range(world_size):
-            read_fd, write_fd = os.pipe()
-            rank_dir = os.path.join(workdir, f"rank{rank}")
-            os.makedirs(rank_dir, exist_ok=True)
-            stdout_path = os.path.join(rank_dir, "stdout.log")
-            stderr_path = os.path.join(rank_dir, "stderr.log")
-            argv = [sys.executable, "-m", "evaluator.rank_worker", "--role", role, "--rank", str(rank),
-                    "--world-size", str(world_size), "--device", device, "--problem", str(problem),
-                    "--candidate", candidate, "--M", str(M), "--N", str(N), "--dtype", dtype,
-                    "--out", out_dir, "--reply-fd", str(write_fd)] + (["--reduced"] if reduced else [])
-            env = sandbox.rank_environment(rank, world_size, port, rank_dir, trusted=trusted)
+        if self.sandbox is not None:
+            self.sandbox.own(out_dir)
+            candidate = self._private_copy(candidate)
+        try:
+            for rank in range(world_size):
+                self._spawn(rank, role, world_size, device, problem, candidate, M, N, dtype, reduced, port, log_dir)
+        except BaseException:
+            self.kill()
+            raise
+
+    def _private_copy(self, candidate: str) -> str:
+        """The candidate's source, copied into a directory the judge owns: readable by the sandbox user whatever the
+        upload's permissions, and not modifiable by it."""
+        if candidate == "reference" or candidate.startswith("null:") or not os.path.isfile(candidate):
+            return candidate
+        src_dir = os.path.join(self.workdir, "src")
+        os.makedirs(src_dir, exist_ok=True)
+        os.chmod(src_dir, 0o755)
+        copy = os.path.join(src_dir, os.path.basename(candidate))
+        shutil.copyfile(candidate, copy)
+        os.chmod(copy, 0o644)
+        return copy
+
+    def _spawn(self, rank, role, world_size, device, problem, candidate, M, N, dtype, reduced, port, log_dir):
+        read_fd, write_fd = os.pipe()
+        rank_dir = os.path.join(self.workdir, f"rank{rank}")
+        os.makedirs(rank_dir, exist_ok=True)
+        stdout_path = os.path.join(log_dir, f"rank{rank}.stdout.log")
+        stderr_path = os.path.join(log_dir, f"rank{rank}.stderr.log")
+        argv = [sys.executable, "-m", "evaluator.rank_worker", "--role", role, "--rank", str(rank),
+                "--world-size", str(world_size), "--device", device, "--problem", str(problem),
+                "--candidate", candidate, "--M", str(M), "--N", str(N), "--dtype", dtype,
+                "--out", self.out_dir, "--reply-fd", str(write_fd)] + (["--reduced"] if reduced else [])
+        box = self.sandbox
+        if box is None:
+            env = sandbox.rank_environment(rank, world_size, port, rank_dir, trusted=True)
+            preexec = None
+        else:
+            env = sandbox.rank_environment(rank, world_size, port, rank_dir, trusted=False,
+                                           loopback_only=box.loopback_only, user=box.user_name)
+            box.own(rank_dir)
+            preexec = box.preexec()
+        try:
             with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
                 proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env,
-                                        cwd=sandbox.working_directory(rank_dir, trusted), pass_fds=(write_fd,),
-                                        start_new_session=True,
-                                        preexec_fn=None if trusted else sandbox.limit_candidate)
+                                        cwd=sandbox.working_directory(rank_dir, self.trusted), pass_fds=(write_fd,),
+                                        start_new_session=True, preexec_fn=preexec)
+        finally:
             os.close(write_fd)
-            os.set_blocking(read_fd, False)
-            self.ranks.append(_Rank(rank, proc, read_fd, stdout_path=stdout_path, stderr_path=stderr_path))
+        os.set_blocking(read_fd, False)
+        self.ranks.append(_Rank(rank, proc, read_fd, stdout_path=stdout_path, stderr_path=stderr_path))
+
+    # --- isolation ----------------------------------------------------------------------------------------------------
+    def pause(self) -> None:
+        """Stop every process of an untrusted group (e.g. while the reference runs); no-op for trusted groups."""
+        if self.sandbox is not None and not self.closed:
+            self.sandbox.pause(r.proc.pid for r in self.ranks)
+
+    def resume(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.resume(r.proc.pid for r in self.ranks)
+
+    def sandbox_notes(self) -> dict:
+        return dict(self.sandbox.notes) if self.sandbox is not None else {}
 
     # --- protocol ---------------------------------------------------------------------------------------------------
     def send(self, cmd: dict) -> int:
@@ -119,6 +178,11 @@ class RankGroup:
                     if failures:
                         break
                     missing = [r.rank for r in self.ranks if r.rank not in replies]
+                    if not self.trusted and not all(r.initialized for r in self.ranks):
+                        stuck = [r.rank for r in self.ranks if not r.initialized]
+                        raise GroupFailure("infra_error", f"ranks {stuck} did not finish process-group start-up "
+                                                          f"within {timeout:.0f} s (before any candidate code ran)",
+                                           stuck[0])
                     raise GroupFailure("timeout", f"ranks {missing} did not answer within {timeout:.0f} s "
                                                   "(hang or distributed deadlock); the process group was killed",
                                        missing[0])
@@ -132,15 +196,19 @@ class RankGroup:
                             self._accept(r, reply, expect_seq, replies, fail)
                         if r.rank not in replies:
                             replies[r.rank] = {"ok": False}
-                            fail(GroupFailure("exited", _exit_message(r.rank, r.proc.returncode), r.rank))
+                            # Dying before process-group init is the platform's problem: no candidate code ran yet.
+                            kind = "exited" if self.trusted or r.initialized else "infra_error"
+                            fail(GroupFailure(kind, _exit_message(r.rank, r.proc.returncode), r.rank))
             if failures:
                 raise _root_cause(failures)
             return [replies[r.rank] for r in self.ranks]
         finally:
             selector.close()
 
-    @staticmethod
-    def _accept(r: _Rank, reply: dict, expect_seq, replies: dict, fail) -> None:
+    def _accept(self, r: _Rank, reply: dict, expect_seq, replies: dict, fail) -> None:
+        if reply.get("event") == "initialized":  # process group up; the candidate's module is loaded next
+            r.initialized = True
+            return
         if expect_seq is not None and reply.get("seq") not in (None, expect_seq):
             fail(GroupFailure("protocol", f"rank {r.rank} answered out of turn (seq {reply.get('seq')})", r.rank))
             return
@@ -148,7 +216,12 @@ class RankGroup:
             return
         replies[r.rank] = reply
         if not reply.get("ok"):
-            fail(GroupFailure(reply.get("kind", "runtime_error"), reply.get("error", "failed"), r.rank))
+            kind = reply.get("kind", "runtime_error")
+            if kind == "infra_error" and not self.trusted and r.initialized:
+                # Once the candidate's code has run in this process it can write any reply; a claim that the
+                # platform failed is believed only before that (process-group init), never from the candidate.
+                kind = "runtime_error"
+            fail(GroupFailure(kind, reply.get("error", "failed"), r.rank))
 
     def command(self, cmd: dict, timeout: float) -> list[dict]:
         seq = self.send(cmd)
@@ -201,6 +274,10 @@ class RankGroup:
                 os.killpg(r.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if self.sandbox is not None:
+            # Everything the candidate's uid still runs (double-forked daemons escape killpg), then its leftovers.
+            self.sandbox_report = self.sandbox.cleanup()
+            self.sandbox.close()
         for r in self.ranks:
             try:
                 r.proc.wait(10)

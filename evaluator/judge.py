@@ -423,7 +423,10 @@ class Pair:
         block_seeds = [derive_seed(seeds[-1], "timing-block", b) & ((1 << 62) - 1) for b in range(cfg.blocks)]
         for b in range(cfg.blocks):
             warmup = max(3, iters // 5) if b == 0 else 1
-            cmd = {"cmd": "time", "trial": 0, "seed": block_seeds[b], "iters": iters, "warmup": warmup, "tag": f"b{b}"}
+            # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time).
+            spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
+            cmd = {"cmd": "time", "trial": 0, "seed": block_seeds[b], "iters": iters, "warmup": warmup,
+                   "spin_us": spin_us, "tag": f"b{b}"}
             timeout = self.timeout + (iters + warmup) * (5 * estimate_ms + 2 * self.build_ms) / 1e3
             # Alternate which side goes first so neither always follows the other.
             order = (("ref", self._ref_command), ("cand", self._cand_command))

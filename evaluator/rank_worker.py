@@ -19,15 +19,33 @@ import os
 import sys
 import time
 import traceback
+from typing import Optional
 
 import torch
 import torch.distributed as dist
 
 import problems
 from evaluator import nulls
-from problems.base import InputContext
+from problems.base import InputContext, derive_seed
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+# The harness's clocks and synchronisation, bound before the candidate's module is imported, so that patching
+# time.perf_counter, torch.cuda.Event, torch.cuda.synchronize or torch.distributed in the candidate's module does not
+# change what the harness calls. (A candidate can still patch these names here: nothing in this process is trusted;
+# the judge cross-checks every block against its own clock.)
+_perf_counter = time.perf_counter
+_CudaEvent = torch.cuda.Event
+_elapsed_time = torch.cuda.Event.elapsed_time
+_record = torch.cuda.Event.record
+_cuda_synchronize = torch.cuda.synchronize
+_barrier = dist.barrier
+_all_reduce = dist.all_reduce
+_urandom = os.urandom
+_cuda_sleep = torch.cuda._sleep
+
+# Bytes of distinct input sets kept at once in one timing block (per rank); beyond that, sets are rebuilt after use.
+POOL_BYTES = {"cuda": 8 * 2**30, "cpu": 256 * 2**20}
 
 
 class Reply:
@@ -86,7 +104,27 @@ def portable(value, path="output"):
 def synchronize(device: str) -> None:
     if device == "cuda":
         for index in range(torch.cuda.device_count()):
-            torch.cuda.synchronize(index)
+            _cuda_synchronize(index)
+
+
+def timing_set_seed(block_seed: int, index: int) -> int:
+    """The seed of the ``index``-th input set of a timing block: every call in a block gets its own inputs."""
+    return derive_seed(block_seed, "timing-set", index) & ((1 << 62) - 1)
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    return 0
+
+
+def _randbelow(n: int) -> int:
+    """Uniform in [0, n) from the OS (not from torch or random, whose state the candidate could read or set)."""
+    return int.from_bytes(_urandom(8), "little") % n
 
 
 def environment(backend: str) -> dict:
@@ -150,6 +188,7 @@ class Worker:
             self.reply(ok=False, kind="infra_error", error=f"process group init failed: {exc}")
             return False
         self.env = environment(backend) if self.rank == 0 else None
+        self.reply(ok=True, event="initialized")  # before any candidate code runs (see group.RankGroup._accept)
         return self.load(self.args.problem, self.args.candidate, first=True)
 
     def load(self, problem_key, candidate: str, first: bool = False) -> bool:
@@ -163,19 +202,21 @@ class Worker:
         return True
 
     # --- commands ---------------------------------------------------------------------------------------------------
-    def context(self, seed: int, trial: int) -> InputContext:
-        return InputContext(rank=self.rank, world_size=self.world_size, M=self.args.M, N=self.args.N,
+    def context(self, seed: int, trial: int, M: Optional[int] = None, N: Optional[int] = None) -> InputContext:
+        return InputContext(rank=self.rank, world_size=self.world_size, M=M or self.args.M, N=N or self.args.N,
                             dtype=self.dtype, device=self.device, seed_base=seed, trial=trial,
                             problem_id=self.problem.id, reduced=self.args.reduced, groups=self.groups)
 
     def trial(self, cmd: dict) -> None:
-        inputs = self.problem.make_inputs(self.context(cmd["seed"], cmd["trial"]))
+        began = _perf_counter()
+        inputs = self.problem.make_inputs(self.context(cmd["seed"], cmd["trial"], cmd.get("M"), cmd.get("N")))
         synchronize(self.device_kind)
-        dist.barrier()
-        start = time.perf_counter()
+        build_ms = (_perf_counter() - began) * 1e3
+        _barrier()
+        start = _perf_counter()
         output = self.solution(*inputs)
         synchronize(self.device_kind)
-        elapsed_ms = (time.perf_counter() - start) * 1e3
+        elapsed_ms = (_perf_counter() - start) * 1e3
         path = os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt")
         try:
             saved = portable(output)
@@ -184,52 +225,78 @@ class Worker:
             return
         torch.save(saved, path)
         del output, inputs
-        self.reply(ok=True, seq=cmd["seq"], ms=elapsed_ms, path=path)
+        self.reply(ok=True, seq=cmd["seq"], ms=elapsed_ms, build_ms=build_ms, path=path)
 
     def time(self, cmd: dict) -> None:
-        inputs = list(self.problem.make_inputs(self.context(cmd["seed"], cmd["trial"])))
-        index = self.problem.timed_arg_index()
-        clones = self._clones(inputs[index])
+        """One timing block: ``warmup`` untimed calls then ``iters`` timed ones, each call on its own input set.
+
+        Input sets are built from the block's seed (fresh per block, chosen by the judge), so no two calls in a job see
+        the same inputs: a cache keyed by pointer, id or content never hits. As many sets as fit in POOL_BYTES are
+        built up front; beyond that each set is rebuilt right after its use, for a call that comes later. On CUDA
+        the L2 cache is flushed before each timed call. After each timed call, and only then, the worker decides
+        (from the OS's randomness) whether to keep a copy of that output (reservoir sampling: one timed call per
+        block, uniformly); the judge checks it against the reference on the same inputs.
+        """
+        seed, trial = cmd["seed"], cmd["trial"]
+        warmup, iters = cmd["warmup"], cmd["iters"]
+        calls = warmup + iters
+        build = lambda k: list(self.problem.make_inputs(self.context(timing_set_seed(seed, k), trial)))  # noqa: E731
+        first = build(0)
+        slots = max(2, min(calls, POOL_BYTES[self.device_kind] // max(1, _nbytes(first))))
+        pool = [first] + [build(k) for k in range(1, min(slots, calls))]
+        flush = self._l2_flush_buffer()
         timer = _EventTimer() if self.device_kind == "cuda" else _WallTimer()
         spin_cycles = int(cmd.get("spin_us", 0) * _cycles_per_us()) if self.device_kind == "cuda" else 0
-
-        def call(i: int):
-            inputs[index] = clones[i % len(clones)]
-            return self.solution(*inputs)
-
-        for i in range(cmd["warmup"]):
-            call(i)
-        synchronize(self.device_kind)
+        keep = "tag" in cmd
+        kept, kept_call = None, None
         samples = []
-        for i in range(cmd["iters"]):
-            dist.barrier()
-            synchronize(self.device_kind)
-            if spin_cycles:
-                # A blocking kernel ahead of the start event (as NVBench does): while the GPU spins, the host queues
-                # the call, so the events time the device work rather than this process's launch latency, which
-                # differs between processes and would make identical code look faster or slower than itself.
-                torch.cuda._sleep(spin_cycles)
-            timer.start()
-            call(cmd["warmup"] + i)
-            timer.stop()
-            synchronize(self.device_kind)
-            samples.append(timer.elapsed_ms())
+        for i in range(calls):
+            inputs = pool[i % slots]
+            if i < warmup:
+                output = self.solution(*inputs)
+                if i == warmup - 1:
+                    synchronize(self.device_kind)
+            else:
+                if flush is not None:
+                    flush.zero_()
+                _barrier()
+                synchronize(self.device_kind)
+                if spin_cycles:
+                    # A blocking kernel ahead of the start event (as NVBench does): while the GPU spins, the host
+                    # queues the call, so the events time the device work rather than this process's launch latency,
+                    # which differs between processes and would make identical code look faster or slower than itself.
+                    _cuda_sleep(spin_cycles)
+                timer.start()
+                output = self.solution(*inputs)
+                timer.stop()
+                synchronize(self.device_kind)
+                samples.append(timer.elapsed_ms())
+                if keep and _randbelow(i - warmup + 1) == 0:
+                    try:
+                        kept, kept_call = portable(output), i
+                    except TypeError as exc:
+                        self.reply(ok=False, kind="incorrect", error=f"timed call {i}: {exc}", seq=cmd["seq"])
+                        return
+            del output
+            if i + slots < calls:  # rebuild this slot for a later call (outside any timed window)
+                pool[i % slots] = None
+                pool[i % slots] = build(i + slots)
+        del pool
         # The slowest rank defines the iteration: collectives finish together, compute may not.
         per_rank = torch.tensor(samples, dtype=torch.float64, device=self.device)
-        dist.all_reduce(per_rank, op=dist.ReduceOp.MAX)
-        self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), clones=len(clones))
+        _all_reduce(per_rank, op=dist.ReduceOp.MAX)
+        extra = {}
+        if keep:
+            torch.save(kept, os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt"))
+            extra = {"kept_call": kept_call, "kept_seed": timing_set_seed(seed, kept_call)}
+        self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), sets=min(slots, calls), calls=calls,
+                   **extra)
 
-    def _clones(self, value):
-        """Rotating copies of the timed argument so it is cold in L2 on every iteration (3x L2, at most 128)."""
-        if not isinstance(value, torch.Tensor) or value.numel() == 0:
-            return [value]
-        nbytes = value.numel() * value.element_size()
-        if self.device_kind == "cuda":
-            l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 50 * 2**20)
-            count = min(128, max(2, -(-3 * l2 // nbytes)))
-        else:
-            count = 4
-        return [value.clone() for _ in range(count)]
+    def _l2_flush_buffer(self):
+        if self.device_kind != "cuda":
+            return None
+        l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 50 * 2**20)
+        return torch.empty(2 * l2 // 4, dtype=torch.int32, device=self.device)
 
     def run(self) -> int:
         if not self.start():
@@ -287,23 +354,23 @@ def _cycles_per_us() -> float:
 
 class _EventTimer:
     def start(self):
-        self.begin = torch.cuda.Event(enable_timing=True)
-        self.end = torch.cuda.Event(enable_timing=True)
-        self.begin.record()
+        self.begin = _CudaEvent(enable_timing=True)
+        self.end = _CudaEvent(enable_timing=True)
+        _record(self.begin)
 
     def stop(self):
-        self.end.record()
+        _record(self.end)
 
     def elapsed_ms(self) -> float:
-        return self.begin.elapsed_time(self.end)
+        return _elapsed_time(self.begin, self.end)
 
 
 class _WallTimer:
     def start(self):
-        self.begin = time.perf_counter()
+        self.begin = _perf_counter()
 
     def stop(self):
-        self.finish = time.perf_counter()
+        self.finish = _perf_counter()
 
     def elapsed_ms(self) -> float:
         return (self.finish - self.begin) * 1e3
