@@ -45,3 +45,19 @@ def test_problems_and_problem_detail(published):
 def test_unknown_profile_and_problem_are_404(catalogue):
     assert APIClient().get("/api/v1/leaderboard/nope/").status_code == 404
     assert APIClient().get("/api/v1/problems/999/").status_code == 404
+
+
+def test_ranks_on_a_ranked_profile_skip_flagged_entries_and_pages(owner, submit, finish, gpu):
+    made = []
+    for speed in (3.0, 2.0, 1.5):
+        submission = submit(owner, profile="gpu-h200x8", model=f"m{speed}")
+        finish(submission.jobs.get(), judge_document(speedup=speed, lo=speed - 0.1, hi=speed + 0.1))
+        services.submission_publish(submission, owner)
+        made.append(submission)
+    services.submission_flag(made[0], "suspicious")
+    body = APIClient().get("/api/v1/leaderboard/gpu-h200x8/?protocol=one_shot&sort=geomean").json()
+    ranks = [(e["submission"]["model_name"], e["rank"]) for e in body["sections"][0]["entries"]]
+    assert ranks == [("m3.0", None), ("m2.0", 1), ("m1.5", 2)]
+    page = APIClient().get("/api/v1/leaderboard/gpu-h200x8/?protocol=one_shot&sort=geomean&offset=2&limit=1").json()
+    assert [(e["submission"]["model_name"], e["rank"]) for e in page["sections"][0]["entries"]] == [("m1.5", 2)]
+    assert page["sections"][0]["more"] is False
