@@ -11,6 +11,8 @@ Decisions (spec Pitfalls):
   rounds once, then adds the bias in D. The check adds ``bf16_sum_slack`` (the rounding error of any order of W
   bf16 additions, from the output's RMS) to atol: a plain NCCL bf16 all-reduce, a ring from any start and an fp32
   reduction all pass, while zeros or one rank's partial (no communication, off by O(RMS)) fail.
+- fp32 runs: cuDNN may run an fp32 convolution in TF32 (PyTorch's default), so for fp32 the slack adds 2^-9 of the
+  output's RMS, about the TF32 error of one partial.
 - PKB's chunking above 2^31 elements is dead code at these sizes and is not reproduced.
 - W may be up to 512 (C_in_local = C_out div W must stay >= 1).
 - Reduced (CPU development only): the input is (1, C_in_local, 4, 8, 8) instead of (.., 19, 66, 66), so the
@@ -42,6 +44,14 @@ def _triple(value):
     return tuple(value) if isinstance(value, (tuple, list)) else (value,) * 3
 
 
+def slack(expected: torch.Tensor, world_size: int) -> float:
+    """Any order of the W low-precision additions; for fp32 also TF32 convolutions."""
+    extra = bf16_sum_slack(expected, world_size)
+    if expected.dtype == torch.float32 and expected.numel():
+        extra += 2.0 ** -9 * expected.float().pow(2).mean().sqrt().item()
+    return extra
+
+
 @torch.no_grad()
 def solution(input, weight, bias, stride, padding, dilation, groups=1, group=None):
     partial = F.conv3d(input, weight, None, _triple(stride), _triple(padding), _triple(dilation), groups)
@@ -53,5 +63,5 @@ def solution(input, weight, bias, stride, padding, dilation, groups=1, group=Non
     return out
 
 
-PROBLEM = Problem(id=76, make_inputs=make_inputs, solution=solution, slack=bf16_sum_slack,
+PROBLEM = Problem(id=76, make_inputs=make_inputs, solution=solution, slack=slack,
                   allows_world_size=lambda W: 1 <= W <= 512)
