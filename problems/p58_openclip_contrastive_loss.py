@@ -86,7 +86,7 @@ def solution(image_features, text_features, logit_scale, logit_bias=0.0, group=N
 
 
 def slack(expected: torch.Tensor, W: int) -> float:
-    return (W + 1) * 2.0 ** -8 * abs(float(expected))
+    return (W + 1) * 2.0 ** -8 * expected.detach().abs().max().item() if expected.numel() else 0.0
 
 
 PROBLEM = Problem(id=58, make_inputs=make_inputs, solution=solution, slack=slack)
