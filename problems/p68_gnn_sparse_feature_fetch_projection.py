@@ -60,4 +60,4 @@ def solution(local_embedding_shard, input_node_ids, proj_matrix, num_total_nodes
     return embeddings @ proj_matrix
 
 
-PROBLEM = Problem(id=68, make_inputs=make_inputs, solution=solution)
+PROBLEM = Problem(id=68, make_inputs=make_inputs, solution=solution, timed_arg="local_embedding_shard")
