@@ -1,4 +1,5 @@
-"""59 physicsnemo_distributed_rfft: slab-distributed forward 2-D real FFT (column slabs in, row-block half spectrum out).
+"""59 physicsnemo_distributed_rfft: slab-distributed forward 2-D real FFT (column slabs in, row-block half
+spectrum out).
 
 Interface as PKB: ``solution(x (B, H, Wd/W) f32, s=(H, Wd), dim=(1, 2), norm="ortho", group=None)`` returns this
 rank's frequency rows [r*H/W, (r+1)*H/W) of ``rfft2(x_full, norm="ortho")``: complex64 (B, H/W, Wd//2 + 1). B =

@@ -15,8 +15,9 @@ Decisions (spec Pitfalls):
   FFT error ~0.1 there flips the bf16 roundings of y and z wherever z is small, and two flipped roundings exceed
   rtol = 1e-2), so even an exact fp64 convolution failed. Our ``compare`` allows, per channel c, an absolute error
   of 1e-2 + 2^-17 * max_t |z[t, c]| (about 100 times the fp32 FFT error, measured 6e-8 * max) plus 2e-2 * |z|
-  (two bf16 ulps: y and z are each rounded once; measured up to 1.24%). The reference keeps PKB's fp32 pipeline; an exact fp64 convolution, another FFT length,
-  or a direct convolution now pass, while zeros, x1, or any missing exchange miss by O(|z|).
+  (two bf16 ulps: y and z are each rounded once; measured up to 1.24%). The reference keeps PKB's fp32
+  pipeline; an exact fp64 convolution, another FFT length, or a direct convolution now pass, while zeros, x1, or
+  any missing exchange miss by O(|z|).
 - timed_arg is v_seq instead of PKB's x1_seq: x1 only enters at the last product, so with x1 timed everything else
   (three quarters of the exchanges, the product, the FFT convolution) could be cached across calls.
 - Only with ``ctx.reduced`` (CPU development runs) the sizes shrink to 128 channels (= num_groups), local sequence
