@@ -20,6 +20,8 @@ Decisions (spec Pitfalls):
 - gaussian_ids keep gsplat's quirk: the offset added is the Gaussian prefix count of the DESTINATION rank, so on
   rank r every id is the source-local index + sum_{k<r} N_k.
 - W = 1 skips every collective and still returns int64 ids.
+- gloo's list all_to_all needs equal chunk sizes; there (only) the uneven row exchanges go through one
+  all_to_all_single with the same bytes (``problems/_uneven_all_to_all.py``); NCCL gets the list all_to_all.
 - All cameras are identical (as PKB); inputs are otherwise random per rank, so a no-communication answer (this
   rank's Gaussians only) has the wrong number of rows and fails.
 """
