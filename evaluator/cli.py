@@ -105,10 +105,12 @@ def _selfcheck(args) -> int:
         print(f"pkb selfcheck: bad --problems {args.problems!r} (use e.g. 1-29 or 1,2,13)", file=sys.stderr)
         return 2
     report = selfcheck.run(ids, args.world_size, args.device, M=args.M, N=args.N, reduced=args.reduced,
-                           trials=args.trials, nulls=not args.no_nulls, seed=args.seed)
+                           trials=args.trials, nulls=not args.no_nulls, seed=args.seed,
+                           on_row=lambda row: print(selfcheck.render_row(row), flush=True))
     if args.json:
         _write_json(args.json, report)
-    print(selfcheck.render(report))
+    bad = sum(not r["ok"] for r in report["rows"])
+    print(f"selfcheck W={args.world_size} {args.device}: {len(report['rows']) - bad} ok, {bad} bad")
     return 0 if report["ok"] else 1
 
 

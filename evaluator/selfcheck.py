@@ -18,7 +18,7 @@ NULLS = ("zeros", "inputs", "nocomm")
 
 
 def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: int = 1024, reduced: bool = False,
-        trials: int = 5, nulls: bool = True, seed: int | None = None) -> dict:
+        trials: int = 5, nulls: bool = True, seed: int | None = None, on_row=None) -> dict:
     cfg = judge.Config(world_size=world_size, device=device, trials=trials, seed=seed, M=M, N=N, reduced=reduced)
     rows = []
     session = None
@@ -39,6 +39,8 @@ def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: 
             row = session.check(prob, nulls and world_size >= 1)
             row["seconds"] = round(time.monotonic() - started, 2)
             rows.append(row)
+            if on_row:
+                on_row(row)
             if row["verdict"] not in (schema.CORRECT, schema.INCORRECT):
                 session.close()
                 session = None  # a failed reference may have left the groups unusable: start afresh
@@ -58,13 +60,23 @@ class _Session:
         self.ref = RankGroup("ref", candidate="reference", workdir=os.path.join(self.workdir, "ref"), **common)
         self.cand = RankGroup("cand", candidate="reference", workdir=os.path.join(self.workdir, "cand"), **common)
         self.fresh = True
+        self.holding = (prob.id, "reference")  # what the groups were launched with
 
     def _pair(self, prob, candidate: str):
+        """A judged pair for (prob, candidate): fresh groups are started for the problem they were launched with,
+        then switched with ``load`` whenever the problem or the candidate differs from what they hold."""
         pair = judge.Pair(prob, self.ref, self.cand, self.cfg)
         if self.fresh:
             self.fresh = False
-            return pair, pair.start()
-        return pair, pair.load(candidate)
+            failed = pair.start()
+            if failed:
+                return pair, failed
+        if self.holding != (prob.id, candidate):
+            failed = pair.load(candidate)
+            if failed:
+                return pair, failed
+        self.holding = (prob.id, candidate)
+        return pair, None
 
     def check(self, prob, with_nulls: bool) -> dict:
         seeds = judge._seeds(self.cfg)
@@ -87,9 +99,10 @@ class _Session:
                 if null["verdict"] == schema.CORRECT and kind == "inputs" and self.cfg.world_size == 1:
                     # With one rank many collectives are the identity: the input IS the right answer.
                     row["nulls"][kind] = "identity_at_W1"
-                elif null["verdict"] == schema.CORRECT and kind in prob.nulls_that_pass:
+                elif null["verdict"] == schema.CORRECT and prob.null_exemption(kind, self.cfg.world_size):
                     row["nulls"][kind] = "exempt"
-                    row["message"] += f"; null '{kind}' passes by the spec's semantics: {prob.nulls_that_pass[kind]}"
+                    row["message"] += (f"; null '{kind}' passes by the spec's semantics: "
+                                       f"{prob.null_exemption(kind, self.cfg.world_size)}")
                 elif null["verdict"] == schema.CORRECT:
                     row["ok"] = False
                     row["message"] += f"; null answer '{kind}' PASSED the check"
@@ -110,13 +123,16 @@ class _Session:
 def render(report: dict) -> str:
     lines = [f"selfcheck W={report['world_size']} {report['device']} M={report['M']} N={report['N']}"
              f"{' reduced' if report['reduced'] else ''}"]
-    for row in report["rows"]:
-        timing = row.get("timing") or {}
-        t = f"ref {timing['reference_ms']:.3f} ms A/A {timing['speedup']:.3f}x" if timing else ""
-        nulls = " ".join(f"{k}={v}" for k, v in row.get("nulls", {}).items())
-        lines.append(f"{'ok ' if row['ok'] else 'BAD'} {row['id']:>3} {row.get('stem', ''):<46} {row['verdict']:<14} "
-                     f"{t:<32} {nulls}  {row.get('seconds', '')}s  shapes={row.get('output_shapes')}"
-                     + ("" if row["ok"] else f"  <- {row['message'][:300]}"))
+    lines.extend(render_row(row) for row in report["rows"])
     bad = sum(not r["ok"] for r in report["rows"])
     lines.append(f"{len(report['rows']) - bad} ok, {bad} bad")
     return "\n".join(lines)
+
+
+def render_row(row: dict) -> str:
+    timing = row.get("timing") or {}
+    t = f"ref {timing['reference_ms']:.3f} ms A/A {timing['speedup']:.3f}x" if timing else ""
+    nulls = " ".join(f"{k}={v}" for k, v in row.get("nulls", {}).items())
+    return (f"{'ok ' if row['ok'] else 'BAD'} {row['id']:>3} {row.get('stem', ''):<46} {row['verdict']:<14} "
+            f"{t:<32} {nulls}  {row.get('seconds', '')}s  shapes={row.get('output_shapes')}"
+            + ("" if row["ok"] else f"  <- {row['message'][:300]}"))

@@ -104,11 +104,16 @@ class Problem:
     timed_arg: Optional[str] = None
     # Seconds the judge allows for one command (one trial or one timing block) before declaring a hang.
     timeout_s: float = 120.0
-    # Null answers (evaluator/nulls.py) that are correct by the spec's own semantics, with the reason; the
-    # self-check reports them as exempt instead of failing. Only for quirks kept for PKB compatibility.
+    # Null answers (evaluator/nulls.py) that are correct by the spec's own semantics: kind -> reason, or kind ->
+    # callable(W) returning the reason at world sizes where it applies (else None). The self-check reports them as
+    # exempt instead of failing. Only for quirks kept for PKB compatibility, each explained in the docstring.
     nulls_that_pass: dict = dataclasses.field(default_factory=dict)
     # Optional: speed_of_light(M, N, W, dtype) -> {"bytes_per_rank": int, "flops_per_rank": int}.
     speed_of_light: Optional[Callable[..., dict]] = None
+
+    def null_exemption(self, kind: str, world_size: int) -> Optional[str]:
+        reason = self.nulls_that_pass.get(kind)
+        return reason(world_size) if callable(reason) else reason
 
     # --- catalogue facts -------------------------------------------------------------------------------------------
     @property
