@@ -133,6 +133,8 @@ def seed(n_submissions: int, k: int) -> None:
         done = min(start + BATCH, n_submissions)
         print(f"\rseeded {done}/{n_submissions} submissions ({time.monotonic() - started:.0f} s)", end="", flush=True)
     print()
+    for protocol in ("best_of_k", "agentic_feedback"):
+        services.problem_stats_refresh(problem_ids, profile.pk, protocol)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
 
@@ -192,6 +194,13 @@ def main() -> int:
     expected = args.submissions * 87 * args.attempts
     if not (args.reuse and Submission.objects.count() == args.submissions and Candidate.objects.count() == expected):
         seed(args.submissions, args.attempts)
+    else:
+        from leaderboard import services
+        from leaderboard.models import HardwareProfile
+
+        profile = HardwareProfile.objects.get(slug="gpu-h200x8")
+        for protocol in ("best_of_k", "agentic_feedback"):
+            services.problem_stats_refresh(range(1, 88), profile.pk, protocol)
     print(f"data: {Submission.objects.count()} submissions, {Candidate.objects.count()} candidates "
           f"(= jobs = results), PostgreSQL {args.database_url.rsplit('/', 1)[-1]}")
     rows = measure(args.requests)

@@ -364,6 +364,22 @@ class ProblemScore(models.Model):
         indexes = [models.Index(fields=["problem", "profile", "listed"], name="score_problem_profile")]
 
 
+class ProblemStat(models.Model):
+    """Materialised: solve rates of one problem over the listed submissions of one profile and protocol."""
+
+    problem = models.ForeignKey(Problem, on_delete=models.CASCADE, related_name="stats")
+    profile = models.ForeignKey(HardwareProfile, on_delete=models.CASCADE, related_name="+")
+    protocol = models.CharField(max_length=20)
+    tried = models.PositiveIntegerField(default=0)
+    solved = models.PositiveIntegerField(default=0)
+    faster = models.PositiveIntegerField(default=0)
+    best_speedup = models.FloatField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["problem", "profile", "protocol"], name="one_stat_per_cell")]
+
+
 class LeaderboardEntry(models.Model):
     """Materialised row of the leaderboard: one per submission, refreshed when one of its jobs finishes."""
 

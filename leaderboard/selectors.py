@@ -9,7 +9,7 @@ import dataclasses
 from collections import defaultdict
 
 from django.conf import settings
-from django.db.models import Count, Max, Q
+from django.db.models import Count
 from django.http import Http404
 
 from leaderboard.models import (
@@ -20,6 +20,7 @@ from leaderboard.models import (
     LeaderboardEntry,
     Problem,
     ProblemScore,
+    ProblemStat,
     Result,
     Submission,
 )
@@ -149,20 +150,24 @@ def filter_choices(profile: HardwareProfile) -> dict:
 # --- problems index and heatmap ------------------------------------------------------------------------------------
 
 def problems_index(profile: HardwareProfile, protocol: str = "") -> list[Problem]:
-    """The 87 problems with solve rates over listed submissions on the profile (two queries)."""
-    scores = ProblemScore.objects.filter(profile=profile, listed=True).exclude(status=ProblemScore.NO_CANDIDATE)
+    """The 87 problems with solve rates over listed submissions on the profile (two queries, materialised stats)."""
+    stats = ProblemStat.objects.filter(profile=profile)
     if protocol:
-        scores = scores.filter(protocol=protocol)
-    stats = {row["problem_id"]: row for row in scores.values("problem_id").annotate(
-        tried=Count("id"), solved=Count("id", filter=Q(correct=True)), faster=Count("id", filter=Q(faster=True)),
-        best=Max("speedup", filter=Q(correct=True)))}
+        stats = stats.filter(protocol=protocol)
+    totals: dict[int, dict] = defaultdict(lambda: {"tried": 0, "solved": 0, "faster": 0, "best": None})
+    for pid, tried, solved, faster, best in stats.values_list("problem_id", "tried", "solved", "faster",
+                                                              "best_speedup"):
+        row = totals[pid]
+        row["tried"] += tried
+        row["solved"] += solved
+        row["faster"] += faster
+        if best is not None and (row["best"] is None or best > row["best"]):
+            row["best"] = best
     problems = list(Problem.objects.defer("docstring", "reference_source", "reference_html"))
     for problem in problems:
-        row = stats.get(problem.id, {})
-        problem.tried = row.get("tried", 0)
-        problem.solved = row.get("solved", 0)
-        problem.faster_count = row.get("faster", 0)
-        problem.best = row.get("best")
+        row = totals.get(problem.id) or {"tried": 0, "solved": 0, "faster": 0, "best": None}
+        problem.tried, problem.solved, problem.faster_count, problem.best = (row["tried"], row["solved"],
+                                                                              row["faster"], row["best"])
         problem.solve_rate = problem.solved / problem.tried if problem.tried else None
     return problems
 
@@ -191,8 +196,10 @@ def problem_scores(problem: Problem, profile: HardwareProfile, protocol: str = "
     if protocol:
         scores = scores.filter(protocol=protocol)
     offset = (page - 1) * PAGE_ROWS
-    rows = list(scores.select_related("submission__submitter__user")
-                .order_by("protocol", "-correct", "-faster", "-speedup", "submission_id")[offset:offset + PAGE_ROWS + 1])
+    rows = list(scores.order_by("protocol", "-correct", "-faster", "-speedup", "submission_id").values(
+        "submission_id", "submission__model_name", "submission__submitter__user__username",
+        "submission__submitter__display_name", "protocol", "attempt", "attempts_total", "status", "flagged", "faster",
+        "correct", "speedup", "speedup_lo", "speedup_hi", "problem_id", "attempts_correct")[offset:offset + PAGE_ROWS + 1])
     points = list(scores.values_list("submission_id", "submission__model_name", "protocol", "status", "speedup",
                                      "speedup_lo", "speedup_hi", "correct", "flagged"))
     return {"rows": rows[:PAGE_ROWS], "more": len(rows) > PAGE_ROWS, "points": points, "page": page}
@@ -243,8 +250,9 @@ def _attempt_cell(candidate_id: int, attempt: int, job, results) -> dict:
 
 def submission_environment(submission: Submission) -> dict:
     """Where the latest result ran (GPU, driver, torch, NCCL...): public, unlike logs."""
-    value = (Result.objects.filter(job__submission=submission).exclude(verdict="infra_error").order_by("-id")
-             .values_list("document__environment", flat=True).first())
+    # No ORDER BY: sorting on the result id would walk the whole results index; any final result tells the host.
+    value = next(iter(Result.objects.filter(job__submission=submission).exclude(verdict="infra_error").order_by()
+                      .values_list("document__environment", flat=True)[:1]), None)
     return value if isinstance(value, dict) else {}
 
 

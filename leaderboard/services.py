@@ -26,6 +26,7 @@ from leaderboard.models import (
     LeaderboardEntry,
     Problem,
     ProblemScore,
+    ProblemStat,
     QuotaCharge,
     Result,
     Submission,
@@ -362,6 +363,7 @@ def submission_verify(submission: Submission, verified: bool = True) -> None:
 
 def _listing_refresh(submission: Submission) -> None:
     ProblemScore.objects.filter(submission=submission).update(listed=submission.visibility == "public")
+    problem_stats_refresh(Problem.objects.values_list("id", flat=True), submission.profile_id, submission.protocol)
     entry_refresh(submission)
 
 
@@ -563,6 +565,35 @@ def scores_refresh(submission: Submission, problem_ids: list[int] | None = None)
         (to_update if score.pk else to_create).append(score)
     ProblemScore.objects.bulk_create(to_create)
     ProblemScore.objects.bulk_update(to_update, SCORE_FIELDS)
+    if submission.visibility == "public":
+        problem_stats_refresh(ids, submission.profile_id, submission.protocol)
+
+
+def problem_stats_refresh(problem_ids, profile_id: int, protocol: str) -> None:
+    """Recompute the solve-rate rows of some problems for one profile and protocol, from the listed scores.
+
+    Each row is locked (in problem order) before its aggregate is read, so two writers refreshing the same problem
+    serialise and the second one sees the first one's committed score: no lost update.
+    """
+    from django.db.models import Count, Max, Q
+
+    ids = sorted(set(problem_ids))
+    ProblemStat.objects.bulk_create([ProblemStat(problem_id=pid, profile_id=profile_id, protocol=protocol)
+                                     for pid in ids], ignore_conflicts=True)
+    with transaction.atomic():
+        stats = list(ProblemStat.objects.select_for_update().filter(
+            problem_id__in=ids, profile_id=profile_id, protocol=protocol).order_by("problem_id"))
+        rows = {row["problem_id"]: row for row in ProblemScore.objects.filter(
+            problem_id__in=ids, profile_id=profile_id, protocol=protocol, listed=True).exclude(
+            status=ProblemScore.NO_CANDIDATE).values("problem_id").annotate(
+            tried=Count("id"), solved=Count("id", filter=Q(correct=True)), fast=Count("id", filter=Q(faster=True)),
+            best=Max("speedup", filter=Q(correct=True)))}
+        now = timezone.now()
+        for stat in stats:
+            row = rows.get(stat.problem_id, {})
+            stat.tried, stat.solved = row.get("tried", 0), row.get("solved", 0)
+            stat.faster, stat.best_speedup, stat.updated_at = row.get("fast", 0), row.get("best"), now
+        ProblemStat.objects.bulk_update(stats, ["tried", "solved", "faster", "best_speedup", "updated_at"])
 
 
 SCORE_FIELDS = ["profile", "protocol", "listed", "status", "attempt", "result", "correct", "faster", "flagged",

@@ -68,7 +68,7 @@ class Leaderboard(APIView):
             filters.protocol = protocol
             entries = selectors.leaderboard_slice(profile, filters, offset, limit + 1)
             sections.append({"protocol": protocol, "offset": offset, "more": len(entries) > limit,
-                             "entries": s.EntrySerializer(entries[:limit], many=True).data})
+                             "entries": [s.entry_dict(e) for e in entries[:limit]]})
         return Response({"profile": profile.slug, "ranked_profile": profile.ranked, "sections": sections})
 
 

@@ -28,6 +28,11 @@ def speedup(value) -> str:
 
 
 @register.filter
+def fixed2(value) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+@register.filter
 def pct(value) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 

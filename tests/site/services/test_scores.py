@@ -99,3 +99,49 @@ def test_measured_cost(owner, submit, finish):
     target.refresh_from_db()
     assert target.feedback_runs == 1
     assert target.gpu_seconds == pytest.approx(2.0 * 2)  # wall_s x W device-seconds
+
+
+def test_problem_stats_follow_listing(owner, submit, finish):
+    from leaderboard.models import ProblemStat
+
+    submission = submit(owner)
+    finish(submission.jobs.get(), judge_document())
+    assert not ProblemStat.objects.filter(tried__gt=0).exists()  # private: not counted
+    services.submission_publish(submission, owner)
+    stat = ProblemStat.objects.get(problem_id=1, protocol="one_shot")
+    assert (stat.tried, stat.solved, stat.faster, stat.best_speedup) == (1, 1, 1, 1.3)
+    services.submission_set_visibility(submission, "hidden")
+    stat.refresh_from_db()
+    assert (stat.tried, stat.solved) == (0, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_problem_stats_do_not_lose_parallel_updates(owner, submit):
+    """Two workers finish the same problem of two published submissions at once: both count (row lock)."""
+    import threading
+
+    from django.db import connection
+
+    from leaderboard.models import ProblemStat
+
+    jobs = []
+    for _ in range(2):
+        submission = submit(owner)
+        services.submission_publish(submission, owner)
+        jobs.append(submission.jobs.get())
+    for i, job in enumerate(jobs):
+        assert services.job_claim(job.pk, f"w{i}")
+    barrier = threading.Barrier(2)
+
+    def finish_one(i, job):
+        barrier.wait()
+        services.job_finish(job.pk, f"w{i}", judge_document())
+        connection.close()
+
+    threads = [threading.Thread(target=finish_one, args=(i, job)) for i, job in enumerate(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stat = ProblemStat.objects.get(problem_id=1, protocol="one_shot")
+    assert (stat.tried, stat.solved) == (2, 2)
