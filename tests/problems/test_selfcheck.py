@@ -1,0 +1,22 @@
+"""`pkb selfcheck` through the real judge on CPU gloo worlds: every reference judged against itself, and the three
+null answers (zeros, inputs unchanged, no communication) rejected, for W = 1, 2, 4 (issues 3, 5 and 6)."""
+import pytest
+
+from evaluator import selfcheck
+
+RANGES = {"1-29": range(1, 30), "30-58": range(30, 59), "59-87": range(59, 88)}
+
+
+@pytest.mark.parametrize("W", [1, 2, 4])
+@pytest.mark.parametrize("span", list(RANGES))
+def test_selfcheck(span, W):
+    report = selfcheck.run(list(RANGES[span]), W, "cpu", M=128, N=256, reduced=True, trials=3, seed=1234 + W)
+    bad = [selfcheck.render_row(row) for row in report["rows"] if not row["ok"]]
+    assert not bad, "\n".join(bad)
+    judged = [row for row in report["rows"] if row["verdict"] != "skipped"]
+    assert judged, "no problem allows this world size?"
+    for row in judged:
+        assert row["verdict"] == "correct" and row["output_shapes"] is not None
+        assert row["timing"]["reference_ms"] > 0
+        expected_nulls = {"zeros", "inputs"} | ({"nocomm"} if W > 1 else set())
+        assert set(row["nulls"]) == expected_nulls
