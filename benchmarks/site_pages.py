@@ -154,7 +154,7 @@ def measure(requests: int) -> list[tuple[str, list[float], int]]:
         ("problem drill-down + strip plot", "/problems/13_gemm_allreduce/?profile=gpu-h200x8"),
         ("submission page (87 x 3)", f"/submissions/{sample.pk}/"),
         ("submission status.json", f"/submissions/{sample.pk}/status.json"),
-        ("API leaderboard (100 rows/protocol)", "/api/v1/leaderboard/gpu-h200x8/"),
+        ("API leaderboard (50 rows/protocol)", "/api/v1/leaderboard/gpu-h200x8/"),
         ("API problem", "/api/v1/problems/13_gemm_allreduce/?profile=gpu-h200x8"),
         ("CSV export, whole leaderboard", "/leaderboard/gpu-h200x8/?format=csv"),
     ]

@@ -30,22 +30,25 @@ def table_response(fmt: str, name: str, columns: list[str], rows: list[list]) ->
     return response
 
 
-def leaderboard_table(entries) -> tuple[list[str], list[list]]:
+def leaderboard_table(rows: list[dict]) -> tuple[list[str], list[list]]:
     columns = ["rank", "submission", "model", "agent", "agent_version", "submitter", "protocol", "k", "selection",
                "backend", "correct_of_87", "faster_of_87", "fast_1_0", "fast_1_5", "fast_2_0", "geomean_speedup",
                "judged", "pending", "flagged_results", "ranked", "verified", "reported_tokens", "reported_dollars",
                "measured_gpu_seconds", "measured_feedback_runs", "created_at"]
-    rows = []
-    for e in entries:
-        s = e.submission
-        rows.append([getattr(e, "rank", None), s.pk, s.model_name, s.agent, s.agent_version, s.submitter.name,
-                     e.protocol, e.attempts_k, s.selection_rule, e.backend, e.correct, e.faster,
-                     round(e.fast_1_0, 4), round(e.fast_1_5, 4), round(e.fast_2_0, 4),
-                     None if e.geomean_speedup is None else round(e.geomean_speedup, 4), e.judged, e.pending,
-                     e.flagged_results, e.ranked, s.verified, s.reported_tokens,
-                     None if s.reported_dollars is None else str(s.reported_dollars), round(s.gpu_seconds, 1),
-                     s.feedback_runs, s.created_at.isoformat()])
-    return columns, rows
+    out = []
+    for r in rows:
+        geomean = r["geomean_speedup"]
+        dollars = r["submission__reported_dollars"]
+        out.append([r["rank"], r["submission_id"], r["submission__model_name"], r["submission__agent"],
+                    r["submission__agent_version"],
+                    r["submission__submitter__display_name"] or r["submission__submitter__user__username"],
+                    r["protocol"], r["attempts_k"], r["submission__selection_rule"], r["backend"], r["correct"],
+                    r["faster"], round(r["fast_1_0"], 4), round(r["fast_1_5"], 4), round(r["fast_2_0"], 4),
+                    None if geomean is None else round(geomean, 4), r["judged"], r["pending"], r["flagged_results"],
+                    r["ranked"], r["submission__verified"], r["submission__reported_tokens"],
+                    None if dollars is None else str(dollars), round(r["submission__gpu_seconds"], 1),
+                    r["submission__feedback_runs"], r["submission__created_at"].isoformat()])
+    return columns, out
 
 
 def problems_table(problems) -> tuple[list[str], list[list]]:

@@ -36,8 +36,8 @@ SORTS = {
     "geomean": ("-geomean_speedup", "-correct", "submission_id"),
     "recent": ("-submission__created_at",),
 }
-SECTION_ROWS = 50
-PAGE_ROWS = 100
+SECTION_ROWS = 20  # per protocol on the overview; "All ... entries" pages through 50 at a time
+PAGE_ROWS = 50
 
 
 @dataclasses.dataclass
@@ -120,12 +120,26 @@ def _number(entries: list[LeaderboardEntry], offset: int) -> None:
             entry.rank = None
 
 
-def leaderboard_rows(profile: HardwareProfile, filters: Filters) -> list[LeaderboardEntry]:
-    """Every listed entry matching the filters (exports); protocol filter optional, rows carry their protocol."""
+EXPORT_FIELDS = ("submission_id", "submission__model_name", "submission__agent", "submission__agent_version",
+                 "submission__submitter__display_name", "submission__submitter__user__username", "protocol",
+                 "attempts_k", "submission__selection_rule", "backend", "correct", "faster", "fast_1_0", "fast_1_5",
+                 "fast_2_0", "geomean_speedup", "judged", "pending", "flagged_results", "ranked",
+                 "submission__verified", "submission__reported_tokens", "submission__reported_dollars",
+                 "submission__gpu_seconds", "submission__feedback_runs", "submission__created_at")
+
+
+def leaderboard_export(profile: HardwareProfile, filters: Filters) -> list[dict]:
+    """Every listed entry matching the filters as plain dicts (one query), ranked within each protocol."""
     query = _entries(profile, filters)
     if filters.protocol:
         query = query.filter(protocol=filters.protocol)
-    return list(query)
+    rows = list(query.order_by("protocol", *SORTS[filters.sort]).values(*EXPORT_FIELDS))
+    ranks: dict[str, int] = defaultdict(int)
+    for row in rows:
+        if row["ranked"]:
+            ranks[row["protocol"]] += 1
+        row["rank"] = ranks[row["protocol"]] if row["ranked"] else None
+    return rows
 
 
 def leaderboard_slice(profile: HardwareProfile, filters: Filters, offset: int, limit: int) -> list:

@@ -53,9 +53,7 @@ def leaderboard(request, slug):
     filters = selectors.Filters.from_query(request.GET)
     fmt = export.wanted(request)
     if fmt:
-        entries = selectors.leaderboard_rows(profile, filters)
-        selectors._number(entries, 0) if filters.protocol else None
-        columns, rows = export.leaderboard_table(entries)
+        columns, rows = export.leaderboard_table(selectors.leaderboard_export(profile, filters))
         return export.table_response(fmt, f"leaderboard-{profile.slug}", columns, rows)
     sections = selectors.leaderboard_sections(profile, filters)
     return render(request, "leaderboard/leaderboard.html", {

@@ -73,9 +73,9 @@ class Leaderboard(APIView):
 
 
 def _window(params) -> tuple[int, int]:
-    offset, limit = params.get("offset", "0"), params.get("limit", "100")
+    offset, limit = params.get("offset", "0"), params.get("limit", "50")
     offset = int(offset) if offset.isdigit() else 0
-    limit = min(500, max(1, int(limit))) if limit.isdigit() else 100
+    limit = min(500, max(1, int(limit))) if limit.isdigit() else 50
     return offset, limit
 
 
