@@ -114,6 +114,12 @@ def _local_collectives() -> dict[str, Callable]:
     def batch_isend_irecv(ops):
         return [_Done() for _ in ops]
 
+    class P2POp:
+        """Stands in for dist.P2POp, whose constructor only accepts the real isend/irecv functions."""
+
+        def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+            self.op, self.tensor, self.peer, self.group, self.tag = op, tensor, peer, group, tag
+
     def barrier(*a, **k):
         return _async(k)
 
@@ -124,7 +130,7 @@ def _local_collectives() -> dict[str, Callable]:
         "reduce_scatter": reduce_scatter, "all_to_all_single": all_to_all_single, "all_to_all": all_to_all,
         "gather": gather, "scatter": scatter, "all_gather_object": all_gather_object,
         "send": point_to_point, "recv": point_to_point, "isend": point_to_point, "irecv": point_to_point,
-        "batch_isend_irecv": batch_isend_irecv, "barrier": barrier,
+        "batch_isend_irecv": batch_isend_irecv, "P2POp": P2POp, "barrier": barrier,
     }
 
 
