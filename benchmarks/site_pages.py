@@ -125,7 +125,7 @@ def seed(n_submissions: int, k: int) -> None:
             scores = []
             for (sid, pid), rows in attempts.items():
                 score = ProblemScore(submission=by_id[sid], problem_id=pid)
-                services._score_fill(score, by_id[sid], rows)
+                services._score_fill(score, by_id[sid], rows, ranked=True)
                 scores.append(score)
             ProblemScore.objects.bulk_create(scores, batch_size=5000)
             for s in subs:

@@ -558,10 +558,11 @@ def scores_refresh(submission: Submission, problem_ids: list[int] | None = None)
         attempts[c.problem_id].append({"attempt": c.attempt, "job": job,
                                        "result": results.get((job.pk, job.run)) if job else None})
     existing = {s.problem_id: s for s in ProblemScore.objects.filter(submission=submission, problem_id__in=ids)}
+    ranked = HardwareProfile.objects.filter(pk=submission.profile_id).values_list("ranked", flat=True).get()
     to_create, to_update = [], []
     for pid in ids:
         score = existing.get(pid) or ProblemScore(submission=submission, problem_id=pid)
-        _score_fill(score, submission, attempts[pid])
+        _score_fill(score, submission, attempts[pid], ranked)
         (to_update if score.pk else to_create).append(score)
     ProblemScore.objects.bulk_create(to_create)
     ProblemScore.objects.bulk_update(to_update, SCORE_FIELDS)
@@ -600,26 +601,33 @@ SCORE_FIELDS = ["profile", "protocol", "listed", "status", "attempt", "result", 
                 "speedup", "speedup_lo", "speedup_hi", "attempts_correct", "attempts_total"]
 
 
-def _score_fill(score: ProblemScore, submission: Submission, attempts: list[dict]) -> None:
+def _score_fill(score: ProblemScore, submission: Submission, attempts: list[dict], ranked: bool) -> None:
     score.profile_id, score.protocol = submission.profile_id, submission.protocol
     score.listed = submission.visibility == "public"
     score.attempts_total = len(attempts)
-    score.attempts_correct = sum(1 for a in attempts if a["result"] and _counts_correct(a["result"]))
-    chosen = _select(submission.selection_rule, attempts)
+    score.attempts_correct = sum(1 for a in attempts if a["result"] and _counts_correct(a["result"], ranked))
+    chosen = _select(submission.selection_rule, attempts, ranked)
     score.attempt = chosen["attempt"] if chosen else None
     result = chosen["result"] if chosen else None
     score.result = result
     score.status = _status(chosen)
     score.flagged = bool(result and result.flags)
-    score.correct = bool(result and _counts_correct(result))
-    score.faster = bool(score.correct and result.faster)
+    score.correct = bool(result and _counts_correct(result, ranked))
+    score.faster = bool(score.correct and result.faster and not result.flags)
     score.speedup = result.speedup if result else None
     score.speedup_lo = result.speedup_lo if result else None
     score.speedup_hi = result.speedup_hi if result else None
 
 
-def _counts_correct(result: Result) -> bool:
-    return result.verdict == CORRECT and not result.flags
+TIMING_FLAGS = {"timing_crosscheck", "faster_than_light", "unranked_device"}
+
+
+def _counts_correct(result: Result, ranked: bool) -> bool:
+    """Correct and unflagged. On an unranked profile (CPU), where timings never rank, a flag that only questions the
+    timing leaves the correctness verdict standing (the result still never counts as faster)."""
+    if result.verdict != CORRECT:
+        return False
+    return not result.flags or (not ranked and set(result.flags) <= TIMING_FLAGS)
 
 
 def _status(chosen: dict | None) -> str:
@@ -635,7 +643,7 @@ def _status(chosen: dict | None) -> str:
     return result.verdict
 
 
-def _select(rule: str, attempts: list[dict]) -> dict | None:
+def _select(rule: str, attempts: list[dict], ranked: bool = True) -> dict | None:
     """The attempt that stands for the problem under the submission's selection rule."""
     if not attempts:
         return None
@@ -648,7 +656,7 @@ def _select(rule: str, attempts: list[dict]) -> dict | None:
     pending = [a for a in ordered if a["job"] is not None and a["job"].status in (QUEUED, RUNNING)]
     if pending:
         return pending[0]
-    good = [a for a in ordered if a["result"] and _counts_correct(a["result"])]
+    good = [a for a in ordered if a["result"] and _counts_correct(a["result"], ranked)]
     if good:
         return max(good, key=lambda a: (a["result"].faster, a["result"].speedup or 0.0, -a["attempt"]))
     judged = [a for a in ordered if a["result"]]
@@ -660,7 +668,8 @@ def entry_refresh(submission: Submission) -> LeaderboardEntry:
     scores = list(ProblemScore.objects.filter(submission=submission).only(
         "status", "correct", "faster", "flagged", "speedup", "speedup_lo"))
     correct = [s for s in scores if s.correct]
-    speedups = [s.speedup for s in correct if s.speedup and s.speedup > 0]
+    timed = [s for s in correct if not s.flagged]  # a flagged timing never counts, even where correctness stands
+    speedups = [s.speedup for s in timed if s.speedup and s.speedup > 0]
     total = Problem.objects.count() or 87
     profile = HardwareProfile.objects.get(pk=submission.profile_id)
     values = dict(
@@ -669,8 +678,8 @@ def entry_refresh(submission: Submission) -> LeaderboardEntry:
         ranked=submission.visibility == "public" and profile.ranked and not submission.flagged,
         correct=len(correct), faster=sum(1 for s in correct if s.faster),
         fast_1_0=sum(1 for s in correct if s.faster) / total,
-        fast_1_5=sum(1 for s in correct if (s.speedup_lo or 0) > 1.5) / total,
-        fast_2_0=sum(1 for s in correct if (s.speedup_lo or 0) > 2.0) / total,
+        fast_1_5=sum(1 for s in timed if (s.speedup_lo or 0) > 1.5) / total,
+        fast_2_0=sum(1 for s in timed if (s.speedup_lo or 0) > 2.0) / total,
         geomean_speedup=math.exp(sum(math.log(x) for x in speedups) / len(speedups)) if speedups else None,
         judged=sum(1 for s in scores if s.status not in (ProblemScore.PENDING, ProblemScore.NOT_JUDGED,
                                                          ProblemScore.NO_CANDIDATE, INFRA_ERROR)),

@@ -39,8 +39,8 @@ def test_best_measured_prefers_a_correct_attempt(owner, submit, finish):
     assert (score.attempt, score.status, score.correct) == (1, "correct", True)
 
 
-def test_flagged_results_show_but_never_count(owner, submit, finish):
-    submission = submit(owner)
+def test_flagged_results_show_but_never_count(owner, submit, finish, gpu):
+    submission = submit(owner, profile="gpu-h200x8")
     finish(submission.jobs.get(), judge_document(flags=["faster_than_light"]))
     score = submission.scores.get(problem_id=1)
     assert score.status == "correct" and score.flagged and not score.correct and not score.faster
@@ -145,3 +145,18 @@ def test_problem_stats_do_not_lose_parallel_updates(owner, submit):
         t.join()
     stat = ProblemStat.objects.get(problem_id=1, protocol="one_shot")
     assert (stat.tried, stat.solved) == (2, 2)
+
+
+def test_timing_flag_on_an_unranked_profile_keeps_correctness_not_speed(owner, submit, finish):
+    submission = submit(owner)  # cpu-gloo: unranked
+    finish(submission.jobs.get(), judge_document(flags=["timing_crosscheck"]))
+    score = submission.scores.get(problem_id=1)
+    assert score.flagged and score.correct and not score.faster
+    entry = LeaderboardEntry.objects.get(submission=submission)
+    assert (entry.correct, entry.faster, entry.flagged_results, entry.geomean_speedup) == (1, 0, 1, None)
+
+
+def test_unknown_flag_on_an_unranked_profile_still_never_counts(owner, submit, finish):
+    submission = submit(owner)
+    finish(submission.jobs.get(), judge_document(flags=["something_new"]))
+    assert not submission.scores.get(problem_id=1).correct
