@@ -76,6 +76,7 @@ class RankGroup:
         os.chmod(log_dir, 0o700)
         self.out_dir = out_dir
         if self.sandbox is not None:
+            self.sandbox.scratch_root = os.path.abspath(workdir)
             self.sandbox.own(out_dir)
             candidate = self._private_copy(candidate)
         try:
@@ -274,10 +275,6 @@ class RankGroup:
                 os.killpg(r.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        if self.sandbox is not None:
-            # Everything the candidate's uid still runs (double-forked daemons escape killpg), then its leftovers.
-            self.sandbox_report = self.sandbox.cleanup()
-            self.sandbox.close()
         for r in self.ranks:
             try:
                 r.proc.wait(10)
@@ -287,6 +284,10 @@ class RankGroup:
                 os.close(r.reply_fd)
             except OSError:
                 pass
+        if self.sandbox is not None:
+            # Everything the candidate's uid still runs (double-forked daemons escape killpg), then its leftovers.
+            self.sandbox_report = self.sandbox.cleanup()
+            self.sandbox.close()
 
     def logs(self) -> list[dict]:
         return [{"role": "candidate" if self.role == "cand" else "reference", "rank": r.rank,

@@ -122,7 +122,7 @@ class Sandbox:
         self.enabled = enabled
         self.uid: Optional[int] = None
         self.netns_fd: Optional[int] = None
-        self.pgids: list[int] = []
+        self.scratch_root: Optional[str] = None  # set by the group: its directory, in each rank's PKB_SCRATCH
         self.paused = False
         self.closed = False
         self.notes: dict = {"enabled": enabled,
@@ -223,51 +223,53 @@ class Sandbox:
         if not self.enabled or self.closed:
             return
         self.paused = True
-        self._signal_all(pgids, signal.SIGSTOP)
+        self._stopped: set[int] = set()
+        for pgid in pgids:
+            _signal_group(pgid, signal.SIGSTOP)
+        if self.uid is not None:  # processes in other sessions (daemons) too; a stopped process cannot fork
+            for _ in range(3):
+                fresh = [pid for pid in processes_of(self.uid) if pid not in self._stopped]
+                if not fresh:
+                    break
+                for pid in fresh:
+                    _signal(pid, signal.SIGSTOP)
+                self._stopped.update(fresh)
 
     def resume(self, pgids: Iterable[int]) -> None:
         if not self.paused:
             return
         self.paused = False
-        self._signal_all(pgids, signal.SIGCONT)
-
-    def _signal_all(self, pgids: Iterable[int], sig: int) -> None:
         for pgid in pgids:
-            try:
-                os.killpg(pgid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if self.uid is not None:
-            seen: set[int] = set()
-            for _ in range(3):  # a process forked during the sweep is caught by the next one
-                fresh = [pid for pid in processes_of(self.uid) if pid not in seen]
-                if not fresh:
-                    break
-                for pid in fresh:
-                    try:
-                        os.kill(pid, sig)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-                seen.update(fresh)
+            _signal_group(pgid, signal.SIGCONT)
+        for pid in self._stopped:
+            _signal(pid, signal.SIGCONT)
 
     def cleanup(self) -> dict:
-        """Kill every process of the candidate's uid (daemons included) and remove its files in shared places."""
+        """Kill every process of the candidate's uid (daemons included), and every process that still carries this
+        group's scratch path in its environment (the fallback without a separate uid), then remove its files in
+        shared places."""
         report = {"killed_outliving": 0, "removed_files": 0}
-        if self.uid is None or self.closed:
+        if self.closed:
             return report
         self.closed = True
         for _ in range(20):
-            pids = processes_of(self.uid)
+            pids = set(processes_of(self.uid)) if self.uid is not None else set()
+            if self.scratch_root:
+                pids.update(processes_with_scratch(self.scratch_root))
+            pids.discard(os.getpid())
             if not pids:
                 break
             report["killed_outliving"] += len(pids)
-            _kill_as(self.uid)  # kill(-1) as the uid: everything it owns, in one atomic sweep
+            if self.uid is not None:
+                _kill_as(self.uid)  # kill(-1) as the uid: everything it owns, in one sweep
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
             time.sleep(0.02)
+        if self.uid is None:
+            return report
         for place in SWEPT_DIRS:
             try:
                 entries = list(os.scandir(place))
@@ -297,21 +299,50 @@ class Sandbox:
             self.netns_fd = None
 
 
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def processes_of(uid: int) -> list[int]:
-    """Process ids whose real or effective uid is ``uid`` (from /proc; no psutil)."""
+    """Live (not zombie) process ids whose real or effective uid is ``uid`` (from /proc; no psutil)."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/status", "rb") as f:
-                for line in f:
-                    if line.startswith(b"Uid:"):
-                        ids = [int(x) for x in line.split()[1:3]]
-                        if uid in ids:
-                            found.append(int(name))
-                        break
-        except (OSError, ValueError):
+                fields = dict(line.split(b":", 1) for line in f if b":" in line)
+            if fields.get(b"State", b"").strip()[:1] in (b"Z", b"X"):
+                continue
+            if uid in [int(x) for x in fields[b"Uid"].split()[:2]]:
+                found.append(int(name))
+        except (OSError, ValueError, KeyError):
+            pass
+    return found
+
+
+def processes_with_scratch(root: str) -> list[int]:
+    """Process ids whose environment has PKB_SCRATCH inside ``root`` (readable for the judge's own uid, or root)."""
+    needle = b"PKB_SCRATCH=" + os.path.join(root, "").encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if any(item.startswith(needle) for item in f.read().split(b"\0")):
+                    found.append(int(name))
+        except OSError:
             pass
     return found
 

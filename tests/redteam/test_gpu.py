@@ -1,0 +1,59 @@
+"""GPU-only red-team tests (NCCL, CUDA events): skipped without CUDA. Run on the lent H200 with
+``python3 -m pytest -q -p no:django tests/redteam/test_gpu.py`` (one GPU: W=1, problem 1 at 1024 x 1024 bf16).
+
+Covers what CPU gloo cannot show: stale allocator memory on the device, CUDA graph replay of stale results, patched
+CUDA events, side-stream work the events miss, GPU memory exhaustion, and the sandbox under NCCL.
+"""
+import pytest
+import torch
+
+from evaluator import schema
+from tests.redteam.harness import CANDIDATES, assert_never_correct_and_faster, logs, notes
+from evaluator import judge
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the lent H200)")
+GPU = dict(trials=2, seed=5, timing=False, timeout_s=120)
+GPU_TIMED = dict(GPU, timing=True, timing_budget_ms=600)
+
+
+def run(name, **options):
+    return judge.evaluate(1, str(CANDIDATES / f"{name}.py"), 1, "cuda", **{**GPU, **options})
+
+
+def test_gpu_honest_control_under_the_sandbox():
+    result = run("honest_allreduce", **GPU_TIMED)
+    assert result["verdict"] == schema.CORRECT, result["message"] + logs(result)[-3000:]
+    assert result["flags"] == [], result["timing"]["crosscheck"]
+    assert result["timing"]["faster"] is False  # it is the reference's own code
+    print("sandbox notes:", notes(result))
+
+
+def test_gpu_stale_allocator_memory_is_incorrect():
+    result = run("stale_memory")
+    assert result["verdict"] == schema.INCORRECT, result["message"]
+
+
+def test_gpu_graph_replay_of_stale_results_is_incorrect():
+    result = run("gpu_graph_replay", **GPU_TIMED)
+    assert result["verdict"] in (schema.INCORRECT, schema.RUNTIME_ERROR), result["message"]
+    assert_never_correct_and_faster(result)
+
+
+def test_gpu_patched_events_are_flagged():
+    result = run("gpu_event_patch", **GPU_TIMED)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert schema.FLAG_TIMING_CROSSCHECK in result["flags"], result["timing"]["crosscheck"]
+    assert_never_correct_and_faster(result)
+
+
+def test_gpu_side_stream_work_is_flagged():
+    result = run("gpu_side_stream", **GPU_TIMED)
+    assert result["verdict"] in (schema.CORRECT, schema.INCORRECT), result["message"]
+    if result["verdict"] == schema.CORRECT:
+        assert schema.FLAG_TIMING_CROSSCHECK in result["flags"], result["timing"]["crosscheck"]
+    assert_never_correct_and_faster(result)
+
+
+def test_gpu_memory_exhaustion_is_blamed_on_the_candidate():
+    result = run("gpu_memory_hog", **GPU_TIMED)
+    assert result["verdict"] == schema.RUNTIME_ERROR, result["message"] + logs(result)[-2000:]

@@ -1,0 +1,84 @@
+"""Timing tricks: work outside the timed window (warm-up, one batched call, background threads and processes),
+monkeypatched clocks and torch.distributed, patched judge modules, forged result channels, running beside the
+reference. See docs/threat-model.md, section C. GPU-only variants (CUDA events, side streams, graph replay) are in
+test_gpu.py."""
+import re
+
+from evaluator import schema
+from tests.redteam.harness import TIMED, assert_never_correct_and_faster, logs, run
+
+
+def assert_flagged(result):
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert schema.FLAG_TIMING_CROSSCHECK in result["flags"], result["timing"]["crosscheck"]
+    assert result["timing"]["faster"] is False and result["timing"]["ranked"] is False
+    assert_never_correct_and_faster(result)
+
+
+def test_honest_slow_control_is_not_flagged():
+    result = run("honest_slow", **TIMED)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert result["flags"] == [], result["timing"]["crosscheck"]
+
+
+def test_work_moved_into_warmup_is_flagged():
+    assert_flagged(run("precompute_in_warmup", **TIMED))
+
+
+def test_timed_calls_batched_into_one_are_flagged():
+    assert_flagged(run("batched_first_call", **TIMED))
+
+
+def test_patched_clock_is_flagged():
+    assert_flagged(run("patches_clock", **TIMED))
+
+
+def test_patched_torch_distributed_is_flagged():
+    assert_flagged(run("patches_distributed", **TIMED))
+
+
+def test_background_thread_finishing_after_the_window_is_caught():
+    result = run("background_thread", **TIMED)
+    assert result["verdict"] == schema.INCORRECT, result["message"]
+    assert "timed call" in result["message"]
+
+
+def test_side_process_finishing_after_the_window_is_caught():
+    result = run("background_process", **TIMED)
+    assert result["verdict"] in (schema.INCORRECT, schema.RUNTIME_ERROR), result["message"]
+
+
+def test_patching_the_judges_modules_changes_nothing():
+    result = run("patches_judge_modules")
+    assert result["verdict"] == schema.INCORRECT, result["message"]
+
+
+def test_fake_json_on_stdout_is_ignored():
+    result = run("forges_stdout")
+    assert result["verdict"] == schema.INCORRECT, result["message"]
+    assert '"verdict": "correct"' in logs(result)  # it did print it
+
+
+def test_forged_replies_on_inherited_fds_are_not_believed():
+    result = run("forges_reply_fd")
+    assert result["verdict"] in (schema.INCORRECT, schema.RUNTIME_ERROR), result["message"]
+
+
+def test_a_claimed_platform_failure_is_the_candidates():
+    result = run("claims_infra_error")
+    assert result["verdict"] == schema.RUNTIME_ERROR, result["message"]
+    assert result["attempts"] == 1 and "fallen off the bus" in result["message"]
+
+
+def test_exiting_zero_early_with_a_forged_reply_fails():
+    result = run("exits_zero_early")
+    assert result["verdict"] in (schema.INCORRECT, schema.RUNTIME_ERROR), result["message"]
+
+
+def test_candidate_is_stopped_while_the_reference_runs():
+    # Bigger tensors so that each reference block lasts a few hundred ms: the candidate's heartbeat thread must
+    # see a gap for (nearly) every one of them.
+    result = run("runs_beside_reference", **dict(TIMED, M=512, N=512, timing_budget_ms=2000))
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    gaps = [int(x) for x in re.findall(r"GAP (\d+) ms", logs(result))]
+    assert len([g for g in gaps if g >= 80]) >= 3, gaps
