@@ -73,7 +73,10 @@ sys.stdin.read()
 """
 
 # Checks, as the candidate user, that everything a rank needs is readable (interpreter, stdlib, torch, this repo).
-_ACCESS_PROBE = "import os, sys\nprint('\\n'.join(p for p in sys.argv[1:] if not os.access(p, os.R_OK)))"
+_ACCESS_PROBE = ("import os, sys\n"
+                 "def ok(p):\n"
+                 "    return os.access(p[3:], os.R_OK | os.W_OK) if p.startswith('rw:') else os.access(p, os.R_OK)\n"
+                 "print('\\n'.join(p for p in sys.argv[1:] if not ok(p)))")
 _probe_cache: dict = {}
 
 
@@ -382,6 +385,9 @@ def _probe_user_access() -> Optional[str]:
     paths = [os.path.realpath(sys.executable), os.path.dirname(os.__file__), os.path.dirname(torch.__file__),
              os.path.join(REPO_ROOT, "evaluator", "rank_worker.py"), os.path.join(REPO_ROOT, "problems", "__init__.py"),
              PKB_UTILS]
+    # GPU device nodes (present on GPU hosts only): the candidate's uid must be able to open them.
+    paths += ["rw:" + os.path.join("/dev", name) for name in ("nvidiactl", "nvidia-uvm", "nvidia0")
+              if os.path.exists(os.path.join("/dev", name))]
     try:
         out = subprocess.run([sys.executable, "-S", "-c", _ACCESS_PROBE, *paths], preexec_fn=_as_user(UID_RANGE[0]),
                              env={}, capture_output=True, text=True, timeout=60)
