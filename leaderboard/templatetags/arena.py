@@ -48,6 +48,18 @@ def si(value) -> str:
 
 
 @register.filter
+def plain(value) -> str:
+    """Environment values: nested dicts and lists as compact JSON, empty ones as a dash."""
+    import json
+
+    if value in (None, "", [], {}):
+        return "—"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(", ", ": "), default=str)
+    return str(value)
+
+
+@register.filter
 def get(mapping, key):
     return mapping.get(key) if hasattr(mapping, "get") else None
 
