@@ -2,7 +2,7 @@
 # One container per GPU host; it owns all the host's GPUs and evaluates one job at a time from its profile's queue.
 #
 #   docker build -t pkb-arena-worker .
-#   docker run --gpus all --ipc=host --network=host \
+#   docker run --gpus all --ipc=host --network=host --cap-add SYS_ADMIN \
 #     -e DATABASE_URL=postgres://pkb:...@db.internal:5432/pkb_arena \
 #     -e BROKER_URL=amqp://pkb:...@mq.internal:5672/ \
 #     -e DJANGO_SECRET_KEY=... \
@@ -41,11 +41,13 @@ COPY leaderboard ./leaderboard
 COPY templates ./templates
 COPY static ./static
 RUN pip install -e ".[site]" \
- && useradd --create-home --uid 1000 pkb \
- && mkdir -p $PKB_DATA_DIR \
- && chown -R pkb:pkb $PKB_DATA_DIR
+ && chmod -R a+rX /opt/venv /srv/pkb-arena \
+ && mkdir -p $PKB_DATA_DIR && chmod 700 $PKB_DATA_DIR
 
-USER pkb
+# The worker stays root inside the container on purpose: the judge (evaluator/sandbox.py) then runs each candidate
+# group under a fresh numeric uid with no_new_privs, in its own network namespace (needs --cap-add SYS_ADMIN), so
+# candidate code can read neither this process's environment (database and broker URLs) nor the reference's files.
+# The interpreter and the project are world-readable so those uids can start Python.
 # One process, one thread, prefetch 1 (also forced by leaderboard.broker.OneMessageAtATime). The worker runs the
 # lease reaper beside it, so a host that dies mid-job has its job re-queued by the others within a lease period.
 ENTRYPOINT ["dramatiq", "leaderboard.actors", "--processes", "1", "--threads", "1"]
