@@ -17,6 +17,7 @@ urlpatterns = [
     path("submissions/<int:pk>/rerun", views.submission_rerun, name="submission-rerun"),
     path("candidates/<int:pk>/code", views.candidate_code, name="candidate-code"),
     path("results/<int:pk>.json", views.result_detail, name="result"),
+    path("results/<int:pk>/logs", views.result_logs, name="result-logs"),
     path("submit/", views.submit, name="submit"),
     path("account/", views.account, name="account"),
     path("account/tokens/<int:pk>/revoke", views.token_revoke, name="token-revoke"),

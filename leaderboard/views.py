@@ -164,6 +164,23 @@ def result_detail(request, pk):
     return JsonResponse(document, json_dumps_params={"indent": 1})
 
 
+def result_logs(request, pk):
+    """The bounded stdout/stderr tails of every rank, as text: the owner's until the submission is published."""
+    result = selectors.result_for_viewer(pk, request.user)
+    if not result.job.submission.code_visible_to(request.user):
+        raise Http404("logs are visible to the owner until the submission is published")
+    parts = [f"result {result.pk}: {result.verdict} - {result.message}"]
+    for log in result.logs:
+        where = f"{log.get('role', '?')} rank {log.get('rank')}"
+        for stream in ("stdout", "stderr"):
+            text = (log.get(stream) or "").rstrip()
+            if text:
+                parts.append(f"--- {where} {stream} ---\n{text}")
+    response = HttpResponse("\n\n".join(parts) + "\n", content_type="text/plain; charset=utf-8")
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
 @login_required
 def submit(request):
     submitter = services.submitter_for(request.user)

@@ -116,8 +116,11 @@ def test_code_and_logs_are_the_owners_until_published(client, owner, outsider, s
     client.force_login(owner)
     assert client.get(f"/candidates/{candidate.pk}/code").content == GOOD_1
     assert "secret log line" in client.get(f"/results/{result.pk}.json").content.decode()
+    logs = client.get(f"/results/{result.pk}/logs").content.decode()
+    assert "candidate rank 0 stderr" in logs and "secret log line" in logs
     client.logout()
     assert client.get(f"/candidates/{candidate.pk}/code").status_code == 404
+    assert client.get(f"/results/{result.pk}/logs").status_code == 404
     services.submission_publish(submission, owner)
     client.force_login(outsider)
     assert client.get(f"/candidates/{candidate.pk}/code").status_code == 200
