@@ -34,7 +34,8 @@ def _problems_list(args) -> int:
 
 def _eval(args) -> int:
     options = dict(trials=args.trials, seed=args.seed, M=args.M, N=args.N, dtype=args.dtype, reduced=args.reduced,
-                   timing=not args.no_timing, multicast_allowed=args.multicast_allowed, timeout_s=args.timeout)
+                   timing=not args.no_timing, multicast_allowed=args.multicast_allowed, timeout_s=args.timeout,
+                   seeds=_seed_list(args.seeds), profile_dir=args.profile)
     try:
         result = judge.evaluate(args.problem, args.candidate, args.world_size, args.device, **options)
     except judge.BadRequest as exc:
@@ -43,7 +44,23 @@ def _eval(args) -> int:
     if args.json:
         _write_json(args.json, result)
     print(summary(result))
+    if result.get("profile"):
+        from evaluator import profiling
+
+        profile = result["profile"]
+        print(profiling.render(profile["summary"]) if "summary" in profile else profile.get("error", ""))
+        print(f"merged trace: {profile.get('trace', '(none)')}")
     return 0
+
+
+def _seed_list(text):
+    """``--seeds a,b,c``: explicit published seeds (the feedback endpoint's); None when not given."""
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"pkb eval: bad --seeds {text!r} (comma-separated integers)") from None
 
 
 def _write_json(path: str, document) -> None:
@@ -149,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     pev.add_argument("--no-timing", action="store_true")
     pev.add_argument("--multicast-allowed", action="store_true", help="the host profile permits NVLink multicast")
     pev.add_argument("--timeout", type=float, default=None, help="seconds per trial/timing block (hang detection)")
+    pev.add_argument("--seeds", default=None, help="explicit public trial seeds, comma-separated (trials + 1)")
+    pev.add_argument("--profile", metavar="DIR", default=None,
+                     help="also record a torch profiler trace per rank: DIR/trace.json (merged), DIR/summary.json")
     pev.set_defaults(func=_eval)
 
     psc = sub.add_parser("selfcheck", parents=[shape], help="references against themselves, and null answers")

@@ -313,6 +313,9 @@ class Worker:
                     self.time(cmd)
                 elif op == "load":
                     self.load(cmd["problem"], cmd["candidate"])
+                elif op == "profile":  # profile mode (evaluator/profiling.py): a torch profiler trace of a few calls
+                    from evaluator import profiling
+                    profiling.rank_profile(self, cmd, _barrier, synchronize)
             except BaseException:  # noqa: BLE001 - a candidate exception on this rank
                 self.reply(ok=False, kind="runtime_error", error=traceback.format_exc(limit=20), seq=cmd.get("seq"))
         try:
