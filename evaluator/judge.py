@@ -56,12 +56,12 @@ class Config:
     hidden_world_size: Optional[int] = None
     sandbox: bool = True  # False: candidate ranks run without uid/network isolation (debugging and red-team tests)
     light_ceilings: Optional[dict] = None  # peak rates for the speed-of-light floor; default: the GPU's, none on CPU
-
-    @property
     # Explicit, published trial seeds (feedback runs): each carries PUBLIC_SEED_BIT, which the judge's own secret
     # draws never do, so public and hidden seeds cannot mix. ``trials`` + 1 of them (the last re-checks after timing).
     seeds: Optional[list] = None
     profile_dir: Optional[str] = None  # profile mode: torch profiler traces of both groups (evaluator/profiling.py)
+
+    @property
     def blocks(self) -> int:
         return 6 if self.device == "cuda" else 4
 
@@ -144,11 +144,11 @@ def _resolve(problem, cfg: Config):
                          f"this host has {torch.cuda.device_count()}")
     if cfg.trials < 1:
         raise BadRequest("at least one trial is needed")
-    return prob
-
     if cfg.seeds is not None and (len(cfg.seeds) < cfg.trials + 1 or any(
             not isinstance(s, int) or not PUBLIC_SEED_BIT <= s < 2 * PUBLIC_SEED_BIT for s in cfg.seeds)):
         raise BadRequest(f"explicit seeds must be at least trials + 1 = {cfg.trials + 1} public seeds (bit 62 set)")
+    return prob
+
 
 def _read_candidate(candidate: str) -> tuple[Optional[str], str]:
     if candidate == "reference" or candidate.startswith("null:"):
@@ -185,14 +185,14 @@ def _static_checks(source: Optional[str], cfg: Config) -> Optional[dict]:
     return None
 
 
-def _seeds(cfg: Config) -> list[int]:
-    rng = random.Random(cfg.seed) if cfg.seed is not None else random.SystemRandom()
 PUBLIC_SEED_BIT = 1 << 62  # set in every published seed; never in a seed the judge draws (getrandbits(62))
 
 
-    return [rng.getrandbits(62) for _ in range(cfg.trials + 1)]  # the last one re-checks after timing
+def _seeds(cfg: Config) -> list[int]:
     if cfg.seeds is not None:
         return list(cfg.seeds[:cfg.trials]) + [cfg.seeds[-1]]
+    rng = random.Random(cfg.seed) if cfg.seed is not None else random.SystemRandom()
+    return [rng.getrandbits(62) for _ in range(cfg.trials + 1)]  # the last one re-checks after timing
 
 
 # --- one attempt ------------------------------------------------------------------------------------------------------
@@ -216,11 +216,11 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict) -
         outcome = pair.start()
         if outcome is None:
             outcome = pair.judge(seeds)
-        result.update(outcome)
-        result["environment"] = pair.environment
             if cfg.profile_dir and outcome.get("verdict") in (schema.CORRECT, schema.INCORRECT):
                 from evaluator import profiling
                 outcome["profile"] = profiling.record(pair, seeds[0], cfg.profile_dir)
+        result.update(outcome)
+        result["environment"] = pair.environment
         result["_inside_s"] = pair.inside_s
     except Exception as exc:  # noqa: BLE001 - a harness bug or a lost process is never the candidate's fault
         result.update(verdict=schema.INFRA_ERROR, message=f"judge failure: {type(exc).__name__}: {exc}")
