@@ -54,7 +54,9 @@ class Config:
     # a shape (M', N') the judge draws, and a correctness-only run at another world size.
     hidden_shape: bool = False
     hidden_world_size: Optional[int] = None
-    sandbox: bool = True  # False: candidate ranks run without uid/network isolation (debugging and red-team tests)
+    # False: candidate ranks run without uid/network isolation and are not paused (debugging, red-team tests).
+    # PKB_SANDBOX=0 in the judge's environment switches it off for a whole deployment.
+    sandbox: bool = dataclasses.field(default_factory=lambda: os.environ.get("PKB_SANDBOX", "1") != "0")
     light_ceilings: Optional[dict] = None  # peak rates for the speed-of-light floor; default: the GPU's, none on CPU
     # Explicit, published trial seeds (feedback runs): each carries PUBLIC_SEED_BIT, which the judge's own secret
     # draws never do, so public and hidden seeds cannot mix. ``trials`` + 1 of them (the last re-checks after timing).
@@ -282,10 +284,16 @@ class Pair:
 
     # Failures on the reference side are the platform's; on the candidate side they are the candidate's. While the
     # reference runs, the candidate's processes are stopped (they can neither watch its files nor compete with it).
-    def _ref_command(self, cmd: dict, timeout: float) -> list[dict]:
+    def _ref_command(self, cmd: dict, timeout: float, then=None) -> list[dict]:
+        """Run a command on the reference with the candidate stopped; ``then()`` (reading and deleting the
+        reference's output files) also runs before the candidate is resumed, so those files never exist while it
+        runs."""
         self.cand.pause()
         try:
-            return self._timed_command(self.ref, cmd, timeout)
+            replies = self._timed_command(self.ref, cmd, timeout)
+            if then is not None:
+                then()
+            return replies
         except GroupFailure as exc:
             raise _Stop(schema.INFRA_ERROR, f"reference rank {exc.rank} failed ({exc.kind}): {exc.message}",
                         reference_command=None if exc.kind == schema.INFRA_ERROR else cmd)
@@ -379,8 +387,13 @@ class Pair:
             return out
 
     def _reference_outputs(self, cmd: dict) -> tuple[list, list[dict]]:
-        replies = self._ref_command(cmd, self.timeout)
-        expected = [_load_output(self.ref.out_dir, cmd["tag"], r, delete=True) for r in range(self.cfg.world_size)]
+        expected: list = []
+
+        def load():
+            expected.extend(_load_output(self.ref.out_dir, cmd["tag"], r, delete=True)
+                            for r in range(self.cfg.world_size))
+
+        replies = self._ref_command(cmd, self.timeout, then=load)
         return expected, replies
 
     def _check_rank(self, expected, actual, r: int, world_size: Optional[int] = None) -> dict:
@@ -453,7 +466,8 @@ class Pair:
                    "spin_us": spin_us, "tag": f"b{b}"}
             timeout = self.timeout + (iters + warmup) * (5 * estimate_ms + 2 * self.build_ms) / 1e3
             # Alternate which side goes first so neither always follows the other.
-            order = (("ref", self._ref_command), ("cand", self._cand_command))
+            discard = lambda: [_discard(self.ref.out_dir, cmd["tag"], r) for r in range(cfg.world_size)]  # noqa
+            order = (("ref", lambda c, t: self._ref_command(c, t, then=discard)), ("cand", self._cand_command))
             for side, run in (order if b % 2 == 0 else order[::-1]):
                 replies = run(cmd, timeout)
                 wall_ms = self.last_wall_ms
@@ -461,10 +475,7 @@ class Pair:
                 (ref_blocks if side == "ref" else cand_blocks).append(samples)
                 walls[side].append(wall_ms / (iters + warmup))
                 self.inside_s += (sum(samples) + warmup * statistics.median(samples)) / 1e3
-                if side == "ref":
-                    for r in range(cfg.world_size):
-                        _discard(self.ref.out_dir, cmd["tag"], r)
-                else:
+                if side == "cand":
                     kept.extend(self._collect_kept(cmd, replies, b))
                     sets = max(sets, max(int(x.get("sets") or 0) for x in replies))
         doc = _timing_document(ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1)

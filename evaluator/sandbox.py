@@ -229,9 +229,12 @@ class Sandbox:
         self._stopped: set[int] = set()
         for pgid in pgids:
             _signal_group(pgid, signal.SIGSTOP)
-        if self.uid is not None:  # processes in other sessions (daemons) too; a stopped process cannot fork
+        # Processes in other sessions (daemons) too: all of the uid's, or without one, those carrying the group's
+        # scratch path in their environment. A stopped process cannot fork, so a few sweeps find them all.
+        if self.uid is not None or self.scratch_root:
             for _ in range(3):
-                fresh = [pid for pid in processes_of(self.uid) if pid not in self._stopped]
+                found = processes_of(self.uid) if self.uid is not None else processes_with_scratch(self.scratch_root)
+                fresh = [pid for pid in found if pid not in self._stopped and pid != os.getpid()]
                 if not fresh:
                     break
                 for pid in fresh:

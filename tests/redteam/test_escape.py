@@ -8,8 +8,6 @@ import sys
 import threading
 import time
 
-import pytest
-
 from evaluator import policy, sandbox, schema
 from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, own_network, requires_root, requires_uid,
                                    run, separate_uid, token)
@@ -193,10 +191,6 @@ def test_killing_the_reference_without_the_sandbox_is_blamed_on_the_candidate():
     assert result["verdict"] == schema.RUNTIME_ERROR, result["message"]
     assert "interfered with the reference" in result["message"]
     assert "KILLED" in logs(result) and result["attempts"] == 1
-
-
-@pytest.mark.parametrize("name", ["honest_allreduce"])
-def test_sandbox_can_be_switched_off_for_debugging(name):
-    result = run(name, sandbox=False)
-    assert result["verdict"] == schema.CORRECT
     assert notes(result)["enabled"] is False
+
+
