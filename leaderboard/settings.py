@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_dramatiq",
     "leaderboard",
+    "leaderboard.feedback",  # feedback sessions and runs, profile runs (issue 10)
 ]
 
 MIDDLEWARE = [

@@ -26,6 +26,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("assets/plotly.min.js", views.plotly_js, name="plotly-js"),
     path("healthz", views.healthz, name="healthz"),
+    path("", include("leaderboard.feedback.urls")),  # feedback loop and profile runs (issue 10)
     path("api/v1/", include("leaderboard.api.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,0 +1,171 @@
+"""REST API of the feedback loop (token auth like the rest of /api/v1/: ``Authorization: Bearer pkb_...``).
+
+    POST /api/v1/feedback/                      queue one feedback run (scope submit): session, problem, code|file
+    GET  /api/v1/feedback/runs/<id>/            its status, then the structured feedback (scope read, owner only)
+    POST /api/v1/feedback/sessions/             open a session (scope submit): profile, label
+    GET  /api/v1/feedback/sessions/             your sessions
+    GET  /api/v1/feedback/sessions/<id>/        metering totals and runs
+    POST /api/v1/feedback/sessions/<id>/link/   link an agentic submission (closes the session; cannot be undone)
+    POST /api/v1/feedback/sessions/<id>/close/  close without linking
+    GET  /api/v1/feedback/seeds/<problem>/      the published public seeds of a problem (no auth)
+    GET  /api/v1/feedback/quota/                your feedback quota
+"""
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from leaderboard import selectors as site_selectors
+from leaderboard import services as site_services
+from leaderboard.api.auth import scoped
+from leaderboard.feedback import seeds, selectors, services
+
+
+class RunRequest(serializers.Serializer):
+    session = serializers.IntegerField(help_text="an open feedback session of yours")
+    problem = serializers.CharField(help_text="id (1) or PKB stem (1_allreduce)")
+    code = serializers.CharField(required=False, help_text="the candidate's source (or send it as 'file')")
+    file = serializers.FileField(required=False, help_text="multipart: the candidate .py file")
+    filename = serializers.CharField(required=False)
+    M = serializers.IntegerField(required=False, min_value=1)
+    N = serializers.IntegerField(required=False, min_value=1)
+
+
+class SessionRequest(serializers.Serializer):
+    profile = serializers.CharField(required=False, help_text="hardware profile slug (default: the site's default)")
+    label = serializers.CharField(required=False, allow_blank=True)
+
+
+class LinkRequest(serializers.Serializer):
+    submission = serializers.IntegerField()
+
+
+def _refused(exc) -> Response:
+    if isinstance(exc, site_services.QuotaExceeded):
+        return Response({"detail": exc.message, "errors": [{"field": "quota", "message": exc.message}],
+                         "next_free_at": exc.next_free_at}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+    if isinstance(exc, site_services.NotAllowed):
+        return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+    return Response({"detail": exc.message, "errors": [{"field": exc.field, "message": exc.message}]},
+                    status=status.HTTP_400_BAD_REQUEST)
+
+
+OBJECT = OpenApiTypes.OBJECT
+REFUSALS = (services.Refused, site_services.QuotaExceeded, site_services.NotAllowed)
+
+
+class FeedbackRunCreate(APIView):
+    permission_classes = [scoped("submit")]
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    @extend_schema(request={"application/json": RunRequest, "multipart/form-data": RunRequest},
+                   responses={202: OBJECT, 400: OBJECT, 429: OBJECT})
+    def post(self, request):
+        data = request.data
+        upload = request.FILES.get("file")
+        if upload is not None:
+            site_services.upload_size_check([upload])
+            code, filename = upload.read(), data.get("filename") or upload.name
+        else:
+            code, filename = data.get("code"), data.get("filename") or ""
+        if code in (None, ""):
+            return Response({"detail": "send the candidate as 'code' or as a 'file'",
+                             "errors": [{"field": "code", "message": "missing"}]}, status=400)
+        submitter = site_services.submitter_for(request.user)
+        try:
+            run = services.run_create(submitter, data.get("session"), data.get("problem"), code, filename,
+                                      data.get("M"), data.get("N"))
+        except REFUSALS as exc:
+            return _refused(exc)
+        return Response(selectors.run_dict(run, request), status=status.HTTP_202_ACCEPTED)
+
+
+class FeedbackRunDetail(APIView):
+    permission_classes = [scoped("read")]
+
+    @extend_schema(responses=OBJECT)
+    def get(self, request, pk):
+        return Response(selectors.run_dict(selectors.run_get(pk, request.user), request))
+
+
+class SessionList(APIView):
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    def get_permissions(self):
+        return [scoped("submit")()] if self.request.method == "POST" else [scoped("read")()]
+
+    @extend_schema(responses=OBJECT)
+    def get(self, request):
+        return Response([selectors.session_dict(s, with_runs=False) for s in selectors.sessions_of(request.user)])
+
+    @extend_schema(request=SessionRequest, responses={201: OBJECT, 400: OBJECT})
+    def post(self, request):
+        submitter = site_services.submitter_for(request.user)
+        try:
+            session = services.session_open(submitter, request.data.get("profile"), request.data.get("label", ""))
+        except REFUSALS as exc:
+            return _refused(exc)
+        return Response(selectors.session_dict(session), status=status.HTTP_201_CREATED)
+
+
+class SessionDetail(APIView):
+    permission_classes = [AllowAny]  # the owner; anyone once its linked submission is public
+
+    @extend_schema(responses=OBJECT)
+    def get(self, request, pk):
+        return Response(selectors.session_dict(selectors.session_get(pk, request.user)))
+
+
+class SessionLink(APIView):
+    permission_classes = [scoped("submit")]
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    @extend_schema(request=LinkRequest, responses={200: OBJECT, 400: OBJECT, 403: OBJECT})
+    def post(self, request, pk):
+        session = selectors.session_get(pk, request.user)
+        submission = site_selectors.submission_get(request.data.get("submission"), request.user) \
+            if str(request.data.get("submission", "")).isdigit() else None
+        if submission is None:
+            return Response({"detail": "give the id of one of your submissions as 'submission'"}, status=400)
+        try:
+            session = services.session_link(session, submission, request.user)
+        except REFUSALS as exc:
+            return _refused(exc)
+        return Response(selectors.session_dict(session, with_runs=False))
+
+
+class SessionClose(APIView):
+    permission_classes = [scoped("submit")]
+
+    @extend_schema(request=None, responses=OBJECT)
+    def post(self, request, pk):
+        session = selectors.session_get(pk, request.user)
+        try:
+            services.session_close(session, request.user)
+        except REFUSALS as exc:
+            return _refused(exc)
+        return Response(selectors.session_dict(session, with_runs=False))
+
+
+class PublicSeeds(APIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses=OBJECT)
+    def get(self, request, key):
+        problem = site_selectors.problem_get(key)
+        return Response({"problem": problem.stem, "problem_id": problem.id, "seeds": seeds.public_seeds(problem.id),
+                         "rule": "a run with T trials uses the first T seeds, then the last one (the re-check after "
+                                 "timing); reproduce with: pkb eval PROBLEM FILE --trials T --seeds <those T + 1>"})
+
+
+class Quota(APIView):
+    permission_classes = [scoped("read")]
+
+    @extend_schema(responses=OBJECT)
+    def get(self, request):
+        return Response(services.quota_status(site_services.submitter_for(request.user)))

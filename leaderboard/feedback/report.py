@@ -1,0 +1,142 @@
+"""The structured feedback an agent gets back, built from the judge's document (pure functions, no torch, no DB).
+
+    {"verdict", "message", "flags",
+     "compile_log": {"message", "ranks": [{"rank", "exit_code", "stdout", "stderr"}]},   # the candidate's own ranks
+     "mismatch": {"trial", "seed", "failing_ranks", "ranks": [{"rank", "ok", "where", "max_abs_error",
+                  "max_rel_error", "first_mismatch_index", "message"}]} | null,
+     "timing": {"reference_ms", "candidate_ms", "speedup", "speedup_ci", "faster", "ranked", "method", "samples",
+                "blocks", "crosscheck_suspect"} | null,
+     "speed_of_light": {"efficiency": float | "n/a", "reason", "floor_ms", "link_ms", "hbm_ms", "compute_ms",
+                        "bytes_per_rank", "flops_per_rank", "ceilings"},
+     "shape", "world_size", "device", "seeds", "environment", "metering": {"wall_s", "gpu_seconds"}}
+
+Speed of light: the judge's own floor (evaluator/physics.py: the bytes each rank must move over NVLink at 450 GB/s
+and the FLOPs at 790 TFLOP/s bf16, on H200-class GPUs) over the measured candidate time; ``hbm_ms`` is the same bytes
+at the HBM rate (4.3 TB/s), for reference. "n/a" on CPU profiles (no peak rates) and wherever the catalogue's
+estimate does not hold (a shape other than the catalogue defaults M = N = 1024, bf16, W = 8 for problems without a
+formula). Reference logs are never included.
+"""
+from __future__ import annotations
+
+HBM_BYTES_PER_S = 4.3e12  # H200 measured copy rate, as evaluator.physics.H200["hbm_bytes_per_s"]
+CEILINGS_TEXT = "H200: NVLink 450 GB/s per direction, HBM 4.3 TB/s, 790 TFLOP/s dense bf16"
+LOG_FIELDS = ("rank", "exit_code", "stdout", "stderr")
+
+
+def build(document: dict, wall_ms: int, gpu_ms: int, seeds: list[int]) -> dict:
+    timing = document.get("timing") or None
+    return {
+        "verdict": document.get("verdict"),
+        "message": document.get("message", ""),
+        "flags": list(document.get("flags") or []),
+        "compile_log": compile_log(document),
+        "mismatch": mismatch(document),
+        "timing": timing_summary(timing),
+        "speed_of_light": speed_of_light(document),
+        "problem": document.get("problem"), "world_size": document.get("world_size"),
+        "device": document.get("device"), "shape": document.get("shape"), "seeds": list(seeds),
+        "environment": {k: v for k, v in (document.get("environment") or {}).items() if k != "sandbox"},
+        "metering": {"wall_s": wall_ms / 1000, "gpu_seconds": gpu_ms / 1000},
+    }
+
+
+def compile_log(document: dict) -> dict:
+    ranks = [{k: log.get(k) for k in LOG_FIELDS} for log in document.get("logs") or []
+             if isinstance(log, dict) and log.get("role") == "candidate"]
+    return {"message": document.get("message", "") if document.get("verdict") != "correct" else "", "ranks": ranks}
+
+
+def mismatch(document: dict) -> dict | None:
+    """Where the first wrong trial went wrong, rank by rank, and by how much."""
+    for trial in document.get("trials") or []:
+        if trial.get("verdict") == "correct":
+            continue
+        ranks = [{k: r.get(k) for k in ("rank", "ok", "where", "max_abs_error", "max_rel_error",
+                                         "first_mismatch_index", "message")} for r in trial.get("ranks") or []]
+        out = {"trial": trial.get("trial"), "seed": trial.get("seed"), "ranks": ranks,
+               "failing_ranks": [r["rank"] for r in ranks if not r.get("ok")]}
+        for key in ("after_timing", "hidden_shape", "world_size"):
+            if key in trial:
+                out[key] = trial[key]
+        return out
+    if document.get("verdict") == "incorrect":  # e.g. a timed call's kept output was wrong
+        return {"trial": None, "seed": None, "ranks": [], "failing_ranks": [], "message": document.get("message")}
+    return None
+
+
+def timing_summary(timing: dict | None) -> dict | None:
+    if not timing:
+        return None
+    keys = ("reference_ms", "candidate_ms", "speedup", "speedup_ci", "faster", "ranked", "method", "samples", "blocks")
+    out = {k: timing.get(k) for k in keys}
+    out["crosscheck_suspect"] = bool((timing.get("crosscheck") or {}).get("suspect"))
+    return out
+
+
+def speed_of_light(document: dict) -> dict:
+    timing = document.get("timing") or {}
+    light = timing.get("speed_of_light") or {}
+    out = {"efficiency": "n/a", "ceilings": CEILINGS_TEXT}
+    if not timing:
+        out["reason"] = "no timing (the candidate was not correct on every trial)"
+        return out
+    if document.get("device") != "cuda":
+        out["reason"] = "CPU profile: no peak rates (CPU timings never rank)"
+        return out
+    if not light.get("applies"):
+        out["reason"] = light.get("reason") or "no estimate for this problem and shape"
+        return out
+    candidate_ms = timing.get("candidate_ms") or 0
+    moved = float(light.get("bytes_per_rank") or 0)
+    out.update(reason="", floor_ms=light.get("floor_ms"), link_ms=light.get("link_ms"),
+               compute_ms=light.get("compute_ms"), hbm_ms=round(moved / HBM_BYTES_PER_S * 1e3, 6),
+               bytes_per_rank=light.get("bytes_per_rank"), flops_per_rank=light.get("flops_per_rank"))
+    if candidate_ms > 0 and light.get("floor_ms"):
+        out["efficiency"] = round(float(light["floor_ms"]) / candidate_ms, 4)
+    return out
+
+
+def text(feedback: dict) -> str:
+    """The feedback as the terminal shows it (``pkb feedback``)."""
+    lines = [f"verdict: {str(feedback.get('verdict')).upper()}  {first_line(feedback.get('message', ''))}"]
+    shape = feedback.get("shape") or {}
+    lines.append(f"problem {feedback.get('problem')}  W={feedback.get('world_size')} {feedback.get('device')}  "
+                 f"M={shape.get('M')} N={shape.get('N')} {shape.get('dtype')}  public seeds "
+                 f"{', '.join(str(s) for s in feedback.get('seeds') or [])}")
+    miss = feedback.get("mismatch")
+    if miss:
+        lines.append(f"mismatch in trial {miss.get('trial')} (seed {miss.get('seed')}): "
+                     f"ranks {miss.get('failing_ranks')} wrong")
+        for r in miss.get("ranks") or []:
+            if r.get("ok"):
+                continue
+            lines.append(f"  rank {r['rank']}: {r.get('where') or 'output'}: max abs err {r.get('max_abs_error')}, "
+                         f"max rel err {r.get('max_rel_error')}, first at {r.get('first_mismatch_index')}: "
+                         f"{r.get('message')}")
+    log = feedback.get("compile_log") or {}
+    if feedback.get("verdict") not in ("correct", "incorrect") and log.get("message"):
+        lines.append("log:\n  " + "\n  ".join(str(log["message"]).strip().splitlines()[-20:]))
+        for r in log.get("ranks") or []:
+            tail = [x for x in (r.get("stderr") or "").strip().splitlines() if x][-6:]
+            if tail:
+                lines.append(f"  rank {r.get('rank')} stderr:\n    " + "\n    ".join(tail))
+    timing = feedback.get("timing")
+    if timing:
+        lo, hi = timing.get("speedup_ci") or (None, None)
+        lines.append(f"timing ({timing.get('method')}, {timing.get('samples')} samples, "
+                     f"{'ranked' if timing.get('ranked') else 'unranked'}): reference {timing.get('reference_ms')} ms, "
+                     f"candidate {timing.get('candidate_ms')} ms, speedup {timing.get('speedup')}x "
+                     f"[{lo}, {hi}] -> {'FASTER' if timing.get('faster') else 'not faster'}")
+    light = feedback.get("speed_of_light") or {}
+    efficiency = light.get("efficiency")
+    lines.append("speed of light: " + (f"{efficiency:.1%} of the floor {light.get('floor_ms')} ms ({light.get('ceilings')})"
+                                       if isinstance(efficiency, (int, float)) else f"n/a ({light.get('reason')})"))
+    if feedback.get("flags"):
+        lines.append(f"flags: {', '.join(feedback['flags'])}")
+    meter = feedback.get("metering") or {}
+    lines.append(f"metered: wall {meter.get('wall_s')} s, GPU-seconds {meter.get('gpu_seconds')}")
+    return "\n".join(lines)
+
+
+def first_line(message: str) -> str:
+    return (message or "").strip().splitlines()[0] if (message or "").strip() else ""

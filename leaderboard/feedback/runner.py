@@ -1,0 +1,135 @@
+"""The worker side of one feedback or profile run: claim, run the trusted judge in a subprocess with the run's public
+seeds, heartbeat, store the feedback. The same rules as leaderboard/runner.py (whose judge environment it reuses):
+the candidate's code never enters this process, and a judge that fails is an infra_error, never a verdict.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from django.conf import settings
+
+from leaderboard import runner as site_runner
+from leaderboard.feedback import conf, seeds, services
+from leaderboard.models import VERDICTS
+
+log = logging.getLogger("leaderboard.feedback")
+TAIL = 8000
+MAX_TRACE_GZ_BYTES = 48 * 2**20
+
+
+def run_feedback(run_id: int, worker: str = site_runner.WORKER_ID) -> str:
+    run = services.run_claim(run_id, worker)
+    if run is None:
+        return "not_claimed"
+    workdir = Path(tempfile.mkdtemp(prefix=f"feedback{run.pk}-", dir=site_runner._work_root()))
+    try:
+        outcome, payload = _judge(run, workdir, worker)
+        site_runner.close_old_connections()
+        if outcome == "document":
+            trace = _trace(run, workdir)
+            stored = services.run_finish(run.pk, worker, payload, trace)
+            return "done" if stored is not None and stored.status == "done" else (
+                "infra_error" if stored is not None else "lease_lost")
+        if outcome == "refused":
+            return "refused" if services.run_refused(run.pk, worker, payload) else "lease_lost"
+        stored = services.run_infra_error(run.pk, worker, payload)
+        return "infra_error" if stored is not None else "lease_lost"
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def judge_command(run, candidate_path: Path, out_path: Path, profile_dir: Path) -> list[str]:
+    """Always the run's public seeds (checked here, and again by the judge); never a leaderboard option."""
+    if not run.seeds or not all(seeds.is_public(s) for s in run.seeds):
+        raise ValueError(f"feedback run {run.pk} has non-public seeds")
+    command = [sys.executable, "-m", "evaluator.cli", "eval", run.problem.stem, str(candidate_path),
+               "--world-size", str(run.world_size), "--device", run.device, "--trials", str(run.trials),
+               "--seeds", ",".join(str(s) for s in run.seeds), "--M", str(run.M), "--N", str(run.N),
+               "--json", str(out_path)]
+    if run.device == "cpu":
+        command.append("--reduced")
+    if run.profile.multicast_allowed:
+        command.append("--multicast-allowed")
+    if run.kind == run.PROFILE:
+        command += ["--no-timing", "--profile", str(profile_dir)]
+    return command
+
+
+def _judge(run, workdir: Path, worker: str) -> tuple[str, object]:
+    path = workdir / Path(run.filename).name
+    path.write_text(run.code, encoding="utf-8")
+    out = workdir / "result.json"
+    command = judge_command(run, path, out, workdir / "profile")
+    started = time.monotonic()
+    with open(workdir / "judge.log", "wb") as logfile:
+        process = subprocess.Popen(command, cwd=str(settings.BASE_DIR), env=site_runner._judge_env(workdir),
+                                   stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True, preexec_fn=site_runner._die_with_parent)
+        outcome = _watch(process, run.pk, worker, started)
+    tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
+    if outcome == "lease_lost":
+        return "infra", "lease lost while judging"
+    if outcome == "timeout":
+        return "infra", f"judge exceeded the feedback timeout ({conf.get('PKB_FEEDBACK_TIMEOUT_SECONDS')} s)"
+    if process.returncode == 2:
+        return "refused", f"the judge refused the run: {tail.strip()[-2000:]}"
+    if process.returncode != 0:
+        return "infra", f"judge exited with status {process.returncode}: {tail.strip()[-1500:]}"
+    try:
+        document = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return "infra", f"judge wrote no readable result: {exc}"
+    if not isinstance(document, dict) or document.get("verdict") not in VERDICTS:
+        return "infra", "judge result has no known verdict"
+    document.setdefault("wall_s", round(time.monotonic() - started, 3))
+    return "document", document
+
+
+def _watch(process: subprocess.Popen, run_id: int, worker: str, started: float) -> str:
+    beat = settings.PKB_HEARTBEAT_SECONDS
+    deadline = started + conf.get("PKB_FEEDBACK_TIMEOUT_SECONDS")
+    while True:
+        try:
+            process.wait(timeout=beat)
+            return "exited"
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > deadline:
+            _kill(process)
+            return "timeout"
+        site_runner.close_old_connections()
+        try:
+            alive = services.run_heartbeat(run_id, worker)
+        except Exception:
+            log.warning("feedback run %s: heartbeat failed", run_id, exc_info=True)
+            continue
+        if not alive:
+            _kill(process)
+            return "lease_lost"
+
+
+def _kill(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def _trace(run, workdir: Path) -> bytes | None:
+    """The merged trace of a profile run, gzip-compressed for the database (workers write nothing else anywhere)."""
+    path = workdir / "profile" / "trace.json"
+    if run.kind != run.PROFILE or not path.is_file():
+        return None
+    data = gzip.compress(path.read_bytes(), compresslevel=6)
+    return data if len(data) <= MAX_TRACE_GZ_BYTES else None

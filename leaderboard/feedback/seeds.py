@@ -1,0 +1,40 @@
+"""Public seeds: the fixed, published trial seeds of feedback runs, and why they never mix with ranking seeds.
+
+Every public seed has bit 62 set (``evaluator.judge.PUBLIC_SEED_BIT``) and is derived from the problem id alone, so
+anyone can recompute the list (``GET /api/v1/feedback/seeds/<problem>/``, ``pkb feedback seeds PROBLEM``) and
+reproduce a feedback run locally with ``pkb eval ... --seeds a,b,c``. The seeds of leaderboard jobs are drawn by the
+judge itself from the operating system's randomness (``random.SystemRandom().getrandbits(62)``): a secret, fresh per
+job, and never with bit 62 set. The judge refuses explicit seeds without the bit, and the leaderboard's runner never
+passes explicit seeds, so the two sets are disjoint by construction, not by luck.
+
+Inputs of the timed blocks are derived from the last trial seed (evaluator/judge.py), so for a feedback run they are
+as public as its seeds; a ranking job derives them from its secret seeds.
+"""
+from __future__ import annotations
+
+import hashlib
+
+PUBLIC_SEED_BIT = 1 << 62  # the same constant as evaluator.judge.PUBLIC_SEED_BIT (which imports torch)
+COUNT = 8  # per problem: up to 7 trials and the re-check after timing
+NAMESPACE = "pkb-arena/feedback/public-seeds/v1"
+
+
+def public_seed(problem_id: int, index: int) -> int:
+    digest = hashlib.sha256(f"{NAMESPACE}/{int(problem_id)}/{int(index)}".encode()).digest()
+    return PUBLIC_SEED_BIT | (int.from_bytes(digest[:8], "little") & (PUBLIC_SEED_BIT - 1))
+
+
+def public_seeds(problem_id: int) -> list[int]:
+    """The published list of one problem (always the same)."""
+    return [public_seed(problem_id, i) for i in range(COUNT)]
+
+
+def for_run(problem_id: int, trials: int) -> list[int]:
+    """The seeds a run with ``trials`` trials uses: the first ``trials`` of the list, then its last (the re-check)."""
+    seeds = public_seeds(problem_id)
+    trials = max(1, min(trials, COUNT - 1))
+    return seeds[:trials] + seeds[-1:]
+
+
+def is_public(seed: int) -> bool:
+    return PUBLIC_SEED_BIT <= seed < 2 * PUBLIC_SEED_BIT

@@ -1,0 +1,122 @@
+"""Reads of the feedback app shared by pages, the API and template tags; visibility rules live here and on models."""
+from __future__ import annotations
+
+from django.http import Http404
+
+from leaderboard.feedback import services
+from leaderboard.feedback.models import FeedbackRun, FeedbackSession
+from leaderboard.models import LeaderboardEntry, Submission
+
+AGENTIC = services.AGENTIC
+
+
+def session_get(pk, user) -> FeedbackSession:
+    session = (FeedbackSession.objects.select_related("submitter__user", "profile", "submission")
+               .filter(pk=pk).first())
+    if session is None or not session.visible_to(user):
+        raise Http404("no such feedback session")
+    return session
+
+
+def sessions_of(user) -> list[FeedbackSession]:
+    return list(FeedbackSession.objects.filter(submitter__user=user).select_related("profile")[:200])
+
+
+def run_get(pk, user) -> FeedbackRun:
+    run = FeedbackRun.objects.select_related("submitter", "profile", "problem", "session").filter(pk=pk).first()
+    if run is None or not run.visible_to(user):
+        raise Http404("no such feedback run")
+    return run
+
+
+def run_dict(run: FeedbackRun, request=None) -> dict:
+    """What the API returns for a run (its owner only): status, then the structured feedback once finished."""
+    url = f"/api/v1/feedback/runs/{run.pk}/"
+    out = {
+        "id": run.pk, "kind": run.kind, "status": run.status, "session": run.session_id,
+        "problem": run.problem.stem, "problem_id": run.problem_id, "profile": run.profile.slug,
+        "queue": run.queue_name, "world_size": run.world_size, "device": run.device, "M": run.M, "N": run.N,
+        "trials": run.trials, "seeds": run.seeds, "filename": run.filename, "sha256": run.sha256,
+        "url": request.build_absolute_uri(url) if request else url,
+        "created_at": run.created_at, "started_at": run.started_at, "finished_at": run.finished_at,
+        "attempts": run.attempts, "platform_retries": run.infra_failures, "refunded": run.refunded_at is not None,
+        "verdict": run.verdict or None,
+        "metering": {"counted": run.kind == run.FEEDBACK and run.status == run.DONE,
+                     "wall_ms": run.wall_ms, "gpu_ms": run.gpu_ms, "wall_s": run.wall_ms / 1000,
+                     "gpu_seconds": run.gpu_ms / 1000},
+        "feedback": run.feedback or None if run.finished else None,
+    }
+    if run.kind == run.PROFILE:
+        out["summary"] = run.summary
+        out["trace_url"] = f"/feedback/runs/{run.pk}/trace.json.gz" if run.trace_gz else None
+    return out
+
+
+def session_dict(session: FeedbackSession, with_runs: bool = True) -> dict:
+    totals = services.session_totals([session.pk]).get(session.pk, {"runs": 0, "wall_ms": 0, "gpu_ms": 0})
+    out = {
+        "id": session.pk, "profile": session.profile.slug, "label": session.label, "open": session.is_open,
+        "created_at": session.created_at, "closed_at": session.closed_at, "submission": session.submission_id,
+        "linked_at": session.linked_at, "url": session.get_absolute_url(),
+        "metering": {"runs": totals["runs"], "wall_ms": totals["wall_ms"], "gpu_ms": totals["gpu_ms"],
+                     "wall_s": totals["wall_ms"] / 1000, "gpu_seconds": totals["gpu_ms"] / 1000,
+                     "gpu_hours": totals["gpu_ms"] / 3.6e6,
+                     "rule": "runs that returned feedback; wall = the judge's wall_s; GPU-seconds = W x wall on GPU "
+                             "profiles, 0 on CPU profiles; platform failures are neither counted nor charged"},
+    }
+    if with_runs:
+        out["runs"] = [{"id": r.pk, "problem": r.problem.stem, "status": r.status, "verdict": r.verdict or None,
+                        "wall_ms": r.wall_ms, "gpu_ms": r.gpu_ms, "created_at": r.created_at,
+                        "url": f"/api/v1/feedback/runs/{r.pk}/"}
+                       for r in session.runs.select_related("problem").order_by("id")]
+    return out
+
+
+def profile_runs_of(submission: Submission) -> list[FeedbackRun]:
+    return list(FeedbackRun.objects.filter(candidate__submission=submission, kind=FeedbackRun.PROFILE)
+                .select_related("candidate", "problem")
+                .defer("trace_gz", "code", "document", "candidate__code", "problem__reference_source",
+                       "problem__reference_html", "problem__docstring").order_by("-id")[:20])
+
+
+def pareto(profile, filters=None) -> dict:
+    """Points of the Pareto plot: listed agentic submissions with a linked session (x: measured GPU-hours of their
+    feedback runs; on CPU profiles, wall-hours, as GPU-seconds are 0 there) and one-shot ones at x = 0; y: Faster.
+    The leaderboard's filters apply (a protocol filter other than these two leaves no point)."""
+    protocols = (AGENTIC, "one_shot")
+    if filters is not None and filters.protocol:
+        protocols = tuple(p for p in protocols if p == filters.protocol)
+    query = LeaderboardEntry.objects.filter(profile=profile, listed=True, protocol__in=protocols)
+    if filters is not None and filters.backend:
+        query = query.filter(backend=filters.backend)
+    if filters is not None and filters.k is not None:
+        query = query.filter(attempts_k=filters.k)
+    entries = list(query.values_list("submission_id", "protocol", "faster", "correct", "submission__model_name"))
+    costs = services.measured_cost([sid for sid, protocol, *_ in entries if protocol == AGENTIC])
+    gpu = profile.device == "cuda"
+    points, unmetered = [], 0
+    for sid, protocol, faster, correct, model in entries:
+        if protocol == AGENTIC:
+            cost = costs.get(sid)
+            if cost is None:
+                unmetered += 1
+                continue
+            hours = cost["gpu_ms"] / 3.6e6 if gpu else cost["wall_ms"] / 3.6e6
+            points.append({"id": sid, "model": model, "protocol": protocol, "faster": faster, "correct": correct,
+                           "hours": hours, "runs": cost["runs"]})
+        else:
+            points.append({"id": sid, "model": model, "protocol": protocol, "faster": faster, "correct": correct,
+                           "hours": 0.0, "runs": 0})
+    return {"points": points, "unmetered": unmetered, "gpu": gpu,
+            "axis": "measured GPU-hours of feedback runs" if gpu else
+                    "measured wall-hours of feedback runs (CPU profile: GPU-hours are 0)"}
+
+
+def frontier(points: list[dict]) -> list[dict]:
+    """The points no other point beats on both axes (less cost and at least as many faster), by cost."""
+    best, out = -1, []
+    for p in sorted(points, key=lambda p: (p["hours"], -p["faster"])):
+        if p["faster"] > best:
+            out.append(p)
+            best = p["faster"]
+    return out

@@ -1,0 +1,382 @@
+"""Writes of the feedback app: sessions, runs (feedback and profile), their quota, their lifecycle on workers.
+
+The rules are the leaderboard's (docs/site.md), applied to a separate table and queue: the FeedbackRun row is the
+truth, a broker message (the run id only, on ``feedback-<profile>``) only wakes a worker, a worker claims the row by
+compare-and-swap and renews a lease, a run the platform failed is retried and finally refunded. The feedback quota
+is reserved under the submitter's row lock, in the transaction that inserts the run.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+
+from leaderboard.feedback import conf, report, seeds
+from leaderboard.feedback.models import FeedbackQuota, FeedbackRun, FeedbackSession, queue_for
+from leaderboard.models import Candidate, HardwareProfile, Problem, Submission, Submitter
+from leaderboard.services import NotAllowed, QuotaExceeded
+
+log = logging.getLogger("leaderboard.feedback")
+QUEUED, RUNNING, DONE, FAILED = FeedbackRun.QUEUED, FeedbackRun.RUNNING, FeedbackRun.DONE, FeedbackRun.FAILED
+AGENTIC = "agentic_feedback"
+MAX_SIDE = 65536
+
+
+class Refused(Exception):
+    """The request cannot become a run (bad problem, closed session, ...); nothing was stored or charged."""
+
+    def __init__(self, message: str, field: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class FeedbackQuotaExceeded(QuotaExceeded):
+    pass
+
+
+# --- sessions --------------------------------------------------------------------------------------------------------
+
+def session_open(submitter: Submitter, profile_slug: str | None, label: str = "") -> FeedbackSession:
+    profile = HardwareProfile.objects.filter(slug=profile_slug or settings.PKB_DEFAULT_PROFILE).first()
+    if profile is None:
+        raise Refused(f"no hardware profile {profile_slug!r}", "profile")
+    if not profile.accepting:
+        raise Refused(f"profile {profile.slug} is not open for feedback runs", "profile")
+    return FeedbackSession.objects.create(submitter=submitter, profile=profile, label=(label or "")[:200])
+
+
+def session_close(session: FeedbackSession, user) -> None:
+    _owner_only(session.submitter, user)
+    FeedbackSession.objects.filter(pk=session.pk, closed_at__isnull=True).update(closed_at=timezone.now())
+    session.refresh_from_db()
+
+
+def session_link(session: FeedbackSession, submission: Submission, user) -> FeedbackSession:
+    """Declare that ``submission`` (agentic, same owner, same profile) was found with this session's feedback.
+
+    Linking closes the session (no further runs) and cannot be undone, so a cost once shown cannot be hidden again.
+    A submission may link several sessions (their costs add up); a session links one submission.
+    """
+    _owner_only(session.submitter, user)
+    if submission.submitter_id != session.submitter_id:
+        raise NotAllowed("a session links only to a submission of the same submitter")
+    if submission.protocol != AGENTIC:
+        raise Refused(f"submission #{submission.pk} declares the {submission.protocol} protocol; only agentic "
+                      "submissions link feedback sessions", "submission")
+    if submission.profile_id != session.profile_id:
+        raise Refused(f"session {session.pk} ran on {session.profile.slug}, submission #{submission.pk} on "
+                      f"{submission.profile.slug}", "submission")
+    with transaction.atomic():
+        locked = FeedbackSession.objects.select_for_update().get(pk=session.pk)
+        if locked.submission_id is not None:
+            if locked.submission_id == submission.pk:
+                return locked
+            raise Refused(f"session {session.pk} is already linked to submission #{locked.submission_id}", "session")
+        now = timezone.now()
+        FeedbackSession.objects.filter(pk=session.pk).update(submission=submission, linked_at=now,
+                                                             closed_at=locked.closed_at or now)
+    session.refresh_from_db()
+    return session
+
+
+def _owner_only(submitter: Submitter, user) -> None:
+    if not (user and user.is_authenticated and (user.is_staff or submitter.user_id == user.pk)):
+        raise NotAllowed("only the owner does that")
+
+
+def session_totals(session_ids) -> dict[int, dict]:
+    """Metering per session: runs that returned feedback, their wall and GPU milliseconds (exact integer sums)."""
+    rows = (FeedbackRun.objects.filter(session_id__in=list(session_ids), kind=FeedbackRun.FEEDBACK, status=DONE)
+            .values("session_id").annotate(runs=Count("id"), wall_ms=Sum("wall_ms"), gpu_ms=Sum("gpu_ms")))
+    return {r["session_id"]: {"runs": r["runs"], "wall_ms": r["wall_ms"] or 0, "gpu_ms": r["gpu_ms"] or 0}
+            for r in rows}
+
+
+def measured_cost(submission_ids) -> dict[int, dict]:
+    """Per submission: the sum over its linked sessions (one query). Absent: no session linked."""
+    ids = list(submission_ids)
+    if not ids:
+        return {}
+    rows = (FeedbackSession.objects.filter(submission_id__in=ids).values("submission_id")
+            .annotate(sessions=Count("id", distinct=True),
+                      runs=Count("runs", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
+                      wall_ms=Sum("runs__wall_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
+                      gpu_ms=Sum("runs__gpu_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE))))
+    out = {}
+    for r in rows:
+        wall, gpu = r["wall_ms"] or 0, r["gpu_ms"] or 0
+        out[r["submission_id"]] = {"sessions": r["sessions"], "runs": r["runs"], "wall_ms": wall, "gpu_ms": gpu,
+                                   "wall_s": wall / 1000, "gpu_seconds": gpu / 1000, "gpu_hours": gpu / 3.6e6}
+    return out
+
+
+# --- quota -----------------------------------------------------------------------------------------------------------
+
+def quota_limits(submitter: Submitter) -> dict:
+    override = FeedbackQuota.objects.filter(submitter=submitter).first()
+    daily = override.daily if override and override.daily is not None else conf.get("PKB_FEEDBACK_QUOTA_DAILY")
+    concurrent = (override.concurrent if override and override.concurrent is not None
+                  else conf.get("PKB_FEEDBACK_QUOTA_CONCURRENT"))
+    return {"daily": daily, "concurrent": concurrent}
+
+
+def quota_usage(submitter: Submitter, now=None) -> dict:
+    now = now or timezone.now()
+    runs = FeedbackRun.objects.filter(submitter=submitter)
+    return {"daily": runs.filter(created_at__gt=now - timedelta(days=1), refunded_at__isnull=True).count(),
+            "concurrent": runs.filter(status__in=(QUEUED, RUNNING)).count()}
+
+
+def quota_reserve(submitter: Submitter, now) -> None:
+    """One feedback run, or FeedbackQuotaExceeded. Call inside the transaction that inserts the run: the submitter
+    row is locked first, so parallel requests of one user count one after the other (no count-then-insert race)."""
+    Submitter.objects.select_for_update().filter(pk=submitter.pk).first()
+    limits = quota_limits(submitter)
+    usage = quota_usage(submitter, now)
+    if usage["concurrent"] + 1 > limits["concurrent"]:
+        raise FeedbackQuotaExceeded(f"{usage['concurrent']} of your feedback runs are queued or running; at most "
+                                    f"{limits['concurrent']} at once. Next free slot: when one of them finishes.")
+    if usage["daily"] + 1 > limits["daily"]:
+        oldest = (FeedbackRun.objects.filter(submitter=submitter, refunded_at__isnull=True,
+                                             created_at__gt=now - timedelta(days=1))
+                  .order_by("created_at").values_list("created_at", flat=True).first())
+        free_at = oldest + timedelta(days=1) if oldest else None
+        raise FeedbackQuotaExceeded(f"{usage['daily']} of your {limits['daily']} feedback runs per 24 hours are used"
+                                    + (f"; next free slot at {free_at:%Y-%m-%d %H:%M} UTC" if free_at else ""),
+                                    free_at)
+
+
+def quota_status(submitter: Submitter) -> dict:
+    return {"limits": quota_limits(submitter), "usage": quota_usage(submitter)}
+
+
+# --- runs ------------------------------------------------------------------------------------------------------------
+
+def _problem(key) -> Problem:
+    text = str(key or "").strip()
+    problem = (Problem.objects.filter(pk=int(text)).first() if text.isdigit()
+               else Problem.objects.filter(stem=text).first())
+    if problem is None:
+        raise Refused(f"no problem {key!r}", "problem")
+    if not problem.implemented:
+        raise Refused(f"problem {problem.stem} is not implemented here yet", "problem")
+    return problem
+
+
+def _side(value, name: str) -> int:
+    if value in (None, ""):
+        return 1024
+    try:
+        side = int(value)
+    except (TypeError, ValueError):
+        raise Refused(f"{name} must be an integer", name) from None
+    if not 1 <= side <= MAX_SIDE:
+        raise Refused(f"{name} must lie in 1..{MAX_SIDE}", name)
+    return side
+
+
+def _code(code, filename: str) -> tuple[str, str]:
+    if isinstance(code, bytes):
+        try:
+            code = code.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refused(f"{filename} is not UTF-8 text", "code") from None
+    if not isinstance(code, str) or not code.strip():
+        raise Refused("the candidate file is empty", "code")
+    size = len(code.encode("utf-8"))
+    if size > settings.PKB_MAX_FILE_BYTES:
+        raise Refused(f"{filename} is {size:,} bytes; the limit is {settings.PKB_MAX_FILE_BYTES:,}", "code")
+    return code, hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
+def _filename(name: str, problem: Problem) -> str:
+    base = (name or "").replace("\\", "/").split("/")[-1].strip()
+    if not base.endswith(".py") or base.startswith("."):
+        base = f"{problem.stem}_candidate.py"
+    return base[:300]
+
+
+def run_create(submitter: Submitter, session_id, problem_key, code, filename: str = "", M=None,
+               N=None) -> FeedbackRun:
+    """Queue one feedback run in an open session of ``submitter``: quota reserved in the same transaction."""
+    problem = _problem(problem_key)
+    code, digest = _code(code, filename or "candidate")
+    M, N = _side(M, "M"), _side(N, "N")
+    with transaction.atomic():
+        session = (FeedbackSession.objects.select_for_update().select_related("profile")
+                   .filter(pk=session_id if str(session_id).isdigit() else -1, submitter=submitter).first())
+        if session is None:
+            raise Refused(f"session {session_id!r} is not one of yours", "session")
+        if not session.is_open:
+            raise Refused(f"session {session.pk} is closed" + (f" (linked to submission #{session.submission_id})"
+                                                                if session.submission_id else ""), "session")
+        now = timezone.now()
+        quota_reserve(submitter, now)
+        run = _insert(kind=FeedbackRun.FEEDBACK, session=session, submitter=submitter, profile=session.profile,
+                      problem=problem, code=code, sha256=digest, filename=_filename(filename, problem), M=M, N=N,
+                      trials=session.profile.trials, now=now)
+    log.info("feedback run %s: %s in session %s on %s", run.pk, problem.stem, session.pk, session.profile.slug)
+    return run
+
+
+def profile_run_create(candidate: Candidate, user) -> FeedbackRun:
+    """Queue a profile run of one file of a submission (owner or staff), on the submission's profile."""
+    submission = candidate.submission
+    if not (submission.is_owner(user) or (user and user.is_staff)):
+        raise NotAllowed("only the owner profiles a submission's code")
+    if not candidate.problem.implemented:
+        raise Refused(f"problem {candidate.problem.stem} is not implemented here yet", "candidate")
+    with transaction.atomic():
+        now = timezone.now()
+        quota_reserve(submission.submitter, now)
+        run = _insert(kind=FeedbackRun.PROFILE, candidate=candidate, submitter=submission.submitter,
+                      profile=submission.profile, problem=candidate.problem, code=candidate.code,
+                      sha256=candidate.sha256, filename=candidate.filename.split("/")[-1], M=1024, N=1024, trials=1,
+                      now=now)
+    return run
+
+
+def _insert(kind, submitter, profile, problem, code, sha256, filename, M, N, trials, now, session=None,
+            candidate=None) -> FeedbackRun:
+    trials = max(1, min(int(trials), seeds.COUNT - 1))
+    run = FeedbackRun.objects.create(
+        kind=kind, session=session, candidate=candidate, submitter=submitter, profile=profile, problem=problem,
+        filename=filename, code=code, sha256=sha256, M=M, N=N, world_size=profile.world_size,
+        device=profile.device, trials=trials, seeds=seeds.for_run(problem.id, trials),
+        max_attempts=conf.get("PKB_FEEDBACK_MAX_ATTEMPTS"), enqueued_at=now, created_at=now)
+    _send_on_commit(run.pk, queue_for(profile.slug))
+    return run
+
+
+def _send_on_commit(run_id: int, queue: str) -> None:
+    transaction.on_commit(lambda: _send_quietly(run_id, queue))
+
+
+def _send_quietly(run_id: int, queue: str) -> None:
+    from leaderboard.feedback.actors import send
+
+    try:
+        send(run_id, queue)
+    except Exception:
+        log.exception("could not send feedback run %s to %s; the reaper will re-send it", run_id, queue)
+
+
+# --- lifecycle on workers ----------------------------------------------------------------------------------------------
+
+def run_claim(run_id: int, worker: str, now=None) -> FeedbackRun | None:
+    now = now or timezone.now()
+    taken = FeedbackRun.objects.filter(pk=run_id, status=QUEUED, attempts__lt=F("max_attempts")).update(
+        status=RUNNING, lease_owner=worker, lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS),
+        heartbeat_at=now, started_at=now, attempts=F("attempts") + 1)
+    if taken != 1:
+        return None
+    return FeedbackRun.objects.select_related("problem", "profile").get(pk=run_id)
+
+
+def run_heartbeat(run_id: int, worker: str) -> bool:
+    now = timezone.now()
+    return FeedbackRun.objects.filter(pk=run_id, status=RUNNING, lease_owner=worker).update(
+        heartbeat_at=now, lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS)) == 1
+
+
+def run_finish(run_id: int, worker: str, document: dict, trace_gz: bytes | None = None) -> FeedbackRun | None:
+    """Store the judge's document as feedback, metered; only the lease holder writes, exactly once."""
+    with transaction.atomic():
+        run = FeedbackRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status != RUNNING or run.lease_owner != worker:
+            log.warning("feedback run %s: result from %s dropped (lease not held)", run_id, worker)
+            return None
+        if document.get("verdict") == "infra_error":
+            return _infra_failure(run, document.get("message", "infra_error"))
+        wall_ms = max(0, round(float(document.get("wall_s") or 0.0) * 1000))
+        gpu_ms = run.world_size * wall_ms if run.device == "cuda" else 0
+        profile = document.get("profile") if isinstance(document.get("profile"), dict) else None
+        summary = (profile.get("summary") or {"error": profile.get("error", "no summary")}) if profile else None
+        FeedbackRun.objects.filter(pk=run.pk).update(
+            status=DONE, finished_at=timezone.now(), lease_owner="", lease_expires_at=None, last_error="",
+            verdict=str(document.get("verdict"))[:20], document=document, wall_ms=wall_ms, gpu_ms=gpu_ms,
+            feedback=report.build(document, wall_ms, gpu_ms, run.seeds),
+            summary=summary,
+            trace_gz=trace_gz)
+    run.refresh_from_db()
+    return run
+
+
+def run_refused(run_id: int, worker: str, message: str) -> FeedbackRun | None:
+    """The judge refused the arguments (exit status 2: e.g. a world size the problem does not allow): no verdict,
+    no retry, refunded."""
+    with transaction.atomic():
+        run = FeedbackRun.objects.select_for_update().filter(pk=run_id, status=RUNNING, lease_owner=worker).first()
+        if run is None:
+            return None
+        now = timezone.now()
+        FeedbackRun.objects.filter(pk=run.pk).update(status=FAILED, finished_at=now, lease_owner="",
+                                                     lease_expires_at=None, last_error=message[:2000],
+                                                     refunded_at=now, feedback={"error": message[:2000]})
+    run.refresh_from_db()
+    return run
+
+
+def run_infra_error(run_id: int, worker: str, message: str) -> FeedbackRun | None:
+    return run_finish(run_id, worker, {"verdict": "infra_error", "message": message})
+
+
+def _infra_failure(run: FeedbackRun, message: str) -> FeedbackRun:
+    """The platform failed this attempt: never the candidate's verdict, never metered; retried, then refunded."""
+    now = timezone.now()
+    common = dict(lease_owner="", lease_expires_at=None, last_error=message[:2000],
+                  infra_failures=F("infra_failures") + 1)
+    if run.attempts < run.max_attempts:
+        FeedbackRun.objects.filter(pk=run.pk).update(status=QUEUED, enqueued_at=now, **common)
+        _send_on_commit(run.pk, queue_for(run.profile.slug))
+    else:
+        FeedbackRun.objects.filter(pk=run.pk).update(status=FAILED, finished_at=now, refunded_at=now,
+                                                     feedback={"error": f"platform failure, not counted: {message}"},
+                                                     **common)
+    run.refresh_from_db()
+    return run
+
+
+def runs_reap(now=None, broker_depth=None, resend_all: bool = False) -> dict:
+    """Re-queue runs whose worker lost its lease; re-send messages a broker lost (per feedback queue)."""
+    now = now or timezone.now()
+    counts = {"requeued": 0, "failed": 0, "resent": 0}
+    expired = list(FeedbackRun.objects.filter(status=RUNNING, lease_expires_at__lt=now)
+                   .values_list("pk", flat=True)[:1000])
+    for run_id in expired:
+        with transaction.atomic():
+            run = (FeedbackRun.objects.select_for_update(skip_locked=True).select_related("profile")
+                   .filter(pk=run_id, status=RUNNING, lease_expires_at__lt=now).first())
+            if run is None:
+                continue
+            run = _infra_failure(run, f"worker {run.lease_owner or '?'} lost: its lease expired")
+            counts["requeued" if run.status == QUEUED else "failed"] += 1
+    counts["resent"] = _resend_lost(now, broker_depth, resend_all)
+    return counts
+
+
+def _resend_lost(now, broker_depth, resend_all: bool) -> int:
+    from leaderboard.broker import queue_depth
+
+    depth_of = broker_depth or queue_depth
+    stale_before = now if resend_all else now - timedelta(seconds=settings.PKB_REQUEUE_QUEUED_AFTER_SECONDS)
+    resent = 0
+    for profile in HardwareProfile.objects.all():
+        queued = FeedbackRun.objects.filter(profile=profile, status=QUEUED)
+        waiting = queued.count()
+        if not waiting:
+            continue
+        depth = depth_of(queue_for(profile.slug))
+        missing = waiting - depth if depth is not None else waiting
+        for run_id in list(queued.filter(enqueued_at__lte=stale_before).order_by("enqueued_at")
+                           .values_list("pk", flat=True)[:max(0, missing)]):
+            if FeedbackRun.objects.filter(pk=run_id, status=QUEUED).update(enqueued_at=now) == 1:
+                _send_quietly(run_id, queue_for(profile.slug))
+                resent += 1
+    return resent

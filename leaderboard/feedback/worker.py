@@ -1,0 +1,74 @@
+"""The module a feedback worker names on the dramatiq command line: the actor, the feedback queues of every hardware
+profile, and the feedback reaper thread (expired leases re-queued, lost messages re-sent).
+
+    dramatiq leaderboard.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8 --processes 1 --threads 1
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+from leaderboard.feedback import actors  # noqa: F401  (sets Django up when needed, declares the actor)
+
+import dramatiq  # noqa: E402
+from dramatiq.middleware import Middleware  # noqa: E402
+
+log = logging.getLogger("leaderboard.feedback")
+
+
+class FeedbackReaper(threading.Thread):
+    def __init__(self, interval: float | None = None):
+        from django.conf import settings
+
+        super().__init__(name="pkb-feedback-reaper", daemon=True)
+        self.interval = interval or settings.PKB_REAPER_INTERVAL_SECONDS
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        from leaderboard.feedback import services
+        from leaderboard.runner import close_old_connections
+
+        while not self.stopped.is_set():
+            try:
+                close_old_connections()
+                services.runs_reap()
+            except Exception:
+                log.exception("feedback reaper pass failed")
+            self.stopped.wait(self.interval)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+class FeedbackReaperMiddleware(Middleware):
+    def __init__(self):
+        self.reaper = None
+
+    def after_worker_boot(self, broker, worker):
+        self.reaper = FeedbackReaper()
+        self.reaper.start()
+
+    def before_worker_shutdown(self, broker, worker):
+        if self.reaper is not None:
+            self.reaper.stop()
+
+
+def declare_feedback_queues(broker=None) -> list[str]:
+    from leaderboard.feedback.models import queue_for
+    from leaderboard.models import HardwareProfile
+
+    broker = broker or dramatiq.get_broker()
+    try:
+        names = [queue_for(slug) for slug in HardwareProfile.objects.values_list("slug", flat=True)]
+    except Exception:  # no database yet
+        log.warning("could not read hardware profiles; no feedback queue declared")
+        names = []
+    for name in names:
+        broker.declare_queue(name)
+    return names
+
+
+_broker = dramatiq.get_broker()
+if not any(isinstance(m, FeedbackReaperMiddleware) for m in _broker.middleware):
+    _broker.add_middleware(FeedbackReaperMiddleware())
+declare_feedback_queues(_broker)
