@@ -455,6 +455,7 @@ class Pair:
         iters = int(min(100, max(3 if cfg.device == "cpu" else 10, per_block / max(estimate_ms + self.build_ms, 1e-3))))
         ref_blocks, cand_blocks, walls = [], [], {"ref": [], "cand": []}
         kept, sets = [], 0
+        verify = not self.cand.trusted  # an A/A self-check (reference as the candidate) needs no kept outputs
         # A fresh seed per block, unknown to the candidate until the block starts (derived from the post-timing
         # seed, which it sees only after the timed loop): nothing can be computed ahead, in trials or in start-up.
         block_seeds = [derive_seed(seeds[-1], "timing-block", b) & ((1 << 62) - 1) for b in range(cfg.blocks)]
@@ -463,10 +464,12 @@ class Pair:
             # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time).
             spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
             cmd = {"cmd": "time", "trial": 0, "seed": block_seeds[b], "iters": iters, "warmup": warmup,
-                   "spin_us": spin_us, "tag": f"b{b}"}
+                   "spin_us": spin_us}
+            if verify:  # both sides keep one timed output (same harness cost); only the candidate's is checked
+                cmd["tag"] = f"b{b}"
             timeout = self.timeout + (iters + warmup) * (5 * estimate_ms + 2 * self.build_ms) / 1e3
             # Alternate which side goes first so neither always follows the other.
-            discard = lambda: [_discard(self.ref.out_dir, cmd["tag"], r) for r in range(cfg.world_size)]  # noqa
+            discard = lambda: [_discard(self.ref.out_dir, cmd["tag"], r) for r in range(cfg.world_size) if verify]  # noqa
             order = (("ref", lambda c, t: self._ref_command(c, t, then=discard)), ("cand", self._cand_command))
             for side, run in (order if b % 2 == 0 else order[::-1]):
                 replies = run(cmd, timeout)
@@ -476,7 +479,8 @@ class Pair:
                 walls[side].append(wall_ms / (iters + warmup))
                 self.inside_s += (sum(samples) + warmup * statistics.median(samples)) / 1e3
                 if side == "cand":
-                    kept.extend(self._collect_kept(cmd, replies, b))
+                    if verify:
+                        kept.extend(self._collect_kept(cmd, replies, b))
                     sets = max(sets, max(int(x.get("sets") or 0) for x in replies))
         doc = _timing_document(ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1)
         doc.update(distinct_input_sets_per_block=sets, calls_per_block=iters + warmup, _kept=kept)
