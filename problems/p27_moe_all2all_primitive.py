@@ -8,7 +8,9 @@ read back to the host (a sync).
 
 Decisions (spec Pitfalls):
 - Splits are PKB's: M // W rows per peer with the remainder on the last peer. Those lists disagree across ranks when
-  M % W != 0 (the collective fails or hangs), so the builder refuses such M; any W >= 1 is allowed otherwise.
+  M % W != 0 (the collective fails or hangs), so the builder refuses such M with a ValueError. ``allows_world_size``
+  can only see W, so it applies the spec's rule "W divides M" at the default M = 1024 (as problem 33 does): W = 3, 6,
+  ... are refused up front instead of failing in the builder.
 - At W = 1 the answer is the input by definition, so the "input returned unchanged" null answer is correct there;
   for W > 1 it is the no-communication answer and fails, as do zeros.
 - Pure data movement: the output matches exactly; the default tolerance is kept.
@@ -18,6 +20,8 @@ import torch.distributed as dist
 
 from problems._moe_routing import as_list, equal_splits, require_equal_splits
 from problems.base import InputContext, Problem
+
+DEFAULT_M = 1024
 
 
 def make_inputs(ctx: InputContext):
@@ -40,4 +44,5 @@ def solution(local_tensor: torch.Tensor, input_split_sizes=None, output_split_si
     return output
 
 
-PROBLEM = Problem(id=27, make_inputs=make_inputs, solution=solution)
+PROBLEM = Problem(id=27, make_inputs=make_inputs, solution=solution,
+                  allows_world_size=lambda W: W >= 1 and DEFAULT_M % W == 0)

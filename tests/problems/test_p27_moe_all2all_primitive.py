@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+import problems
 from evaluator.world import run_reference
 from problems.base import InputContext
 from problems.p27_moe_all2all_primitive import make_inputs
@@ -26,3 +27,8 @@ def test_reference_is_a_block_transpose_of_row_chunks(W, seed):
 def test_builder_refuses_splits_that_disagree_across_ranks():
     with pytest.raises(ValueError):
         make_inputs(InputContext(rank=0, world_size=3, M=64, N=8))
+
+
+def test_world_size_rule_is_the_specs_at_the_default_M():
+    allows = problems.get(27).allows_world_size
+    assert [W for W in range(1, 17) if allows(W)] == [1, 2, 4, 8, 16]
