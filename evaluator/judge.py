@@ -87,11 +87,20 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", **op
         return base
     seeds = _seeds(cfg)
     result: dict = {}
+    degraded = None
     for attempt in range(1, cfg.max_attempts + 1):
         result = _run_once(prob, candidate, cfg, seeds, base)
         result["attempts"] = attempt
+        sandbox_failed = result.pop("_sandbox_start_failure", None)
+        if degraded:
+            result.setdefault("environment", {}).setdefault("sandbox", {})["degraded"] = degraded
         if result["verdict"] != schema.INFRA_ERROR:
             break
+        if sandbox_failed and cfg.sandbox:
+            # The candidate's ranks could not even start inside the sandbox (before any of its code ran, so it cannot
+            # have caused this): the host lacks something the sandbox needs. Retry without it, and say so.
+            degraded = f"sandbox switched off after the candidate ranks failed to start inside it: {sandbox_failed}"
+            cfg = dataclasses.replace(cfg, sandbox=False)
     if cfg.hidden_world_size and result["verdict"] == schema.CORRECT:
         _hidden_world(prob, candidate, cfg, base, result)
     _never_rank_flagged(result)
@@ -327,6 +336,10 @@ class Pair:
             try:
                 self.cand.collect(self.cfg.startup_timeout_s)
             except GroupFailure as exc:
+                if exc.kind == schema.INFRA_ERROR and self.cand.sandbox is not None and self.cand.sandbox.enabled:
+                    out = _Stop(schema.INFRA_ERROR, f"rank {exc.rank}: {exc.message}").as_result()
+                    out["_sandbox_start_failure"] = exc.message[:500]
+                    return out
                 raise _Stop(_candidate_verdict(exc.kind, loading=True), f"rank {exc.rank}: {exc.message}")
         except _Stop as stop:
             return stop.as_result()

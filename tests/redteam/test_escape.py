@@ -194,3 +194,23 @@ def test_killing_the_reference_without_the_sandbox_is_blamed_on_the_candidate():
     assert notes(result)["enabled"] is False
 
 
+
+
+@requires_root
+def test_a_sandbox_the_host_cannot_run_degrades_with_a_note(monkeypatch):
+    # Simulate a host where the candidate's ranks cannot start inside the sandbox (here: collectives pointed at an
+    # interface that does not exist in the namespace). That happens before any candidate code runs, so it is the
+    # platform's problem: the judge retries without the sandbox and records why, rather than failing every job.
+    real = sandbox.rank_environment
+
+    def broken(*args, **kwargs):
+        env = real(*args, **kwargs)
+        if kwargs.get("loopback_only"):
+            env["GLOO_SOCKET_IFNAME"] = "pkb-missing0"
+        return env
+
+    monkeypatch.setattr(sandbox, "rank_environment", broken)
+    result = run("honest_allreduce")
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert result["attempts"] == 2
+    assert "sandbox switched off" in notes(result)["degraded"] and notes(result)["enabled"] is False

@@ -57,3 +57,10 @@ def test_gpu_side_stream_work_is_flagged():
 def test_gpu_memory_exhaustion_is_blamed_on_the_candidate():
     result = run("gpu_memory_hog", **GPU_TIMED)
     assert result["verdict"] == schema.RUNTIME_ERROR, result["message"] + logs(result)[-2000:]
+
+
+def test_gpu_patched_synchronize_is_never_correct_and_faster():
+    result = run("gpu_sync_patch", **GPU_TIMED)
+    assert result["verdict"] != schema.CORRECT or schema.FLAG_TIMING_CROSSCHECK in result["flags"], \
+        result["timing"]["crosscheck"]
+    assert_never_correct_and_faster(result)
