@@ -149,7 +149,7 @@ def merge(traces: dict[str, list]) -> dict:
     """One Chrome trace: one process row per (role, rank), its threads and GPU streams as that row's threads."""
     out: list[dict] = []
     starts = [float(e["ts"]) for role in traces.values() for t in role for e in _events(t)
-              if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float))]
+              if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float)) and not isinstance(e.get("pid"), str)]
     t0 = min(starts) if starts else 0.0
     for role, ranks in traces.items():
         for rank, trace in enumerate(ranks):

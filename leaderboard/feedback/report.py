@@ -129,8 +129,11 @@ def text(feedback: dict) -> str:
                      f"[{lo}, {hi}] -> {'FASTER' if timing.get('faster') else 'not faster'}")
     light = feedback.get("speed_of_light") or {}
     efficiency = light.get("efficiency")
-    lines.append("speed of light: " + (f"{efficiency:.1%} of the floor {light.get('floor_ms')} ms ({light.get('ceilings')})"
-                                       if isinstance(efficiency, (int, float)) else f"n/a ({light.get('reason')})"))
+    if isinstance(efficiency, (int, float)):
+        lines.append(f"speed of light: {efficiency:.1%} of the floor {light.get('floor_ms')} ms "
+                     f"({light.get('ceilings')})")
+    else:
+        lines.append(f"speed of light: n/a ({light.get('reason')})")
     if feedback.get("flags"):
         lines.append(f"flags: {', '.join(feedback['flags'])}")
     meter = feedback.get("metering") or {}

@@ -93,8 +93,8 @@ def _owner_only(submitter: Submitter, user) -> None:
 def session_totals(session_ids) -> dict[int, dict]:
     """Metering per session: runs that returned feedback, their wall and GPU milliseconds (exact integer sums)."""
     rows = (FeedbackRun.objects.filter(session_id__in=list(session_ids), kind=FeedbackRun.FEEDBACK, status=DONE)
-            .values("session_id").annotate(runs=Count("id"), wall_ms=Sum("wall_ms"), gpu_ms=Sum("gpu_ms")))
-    return {r["session_id"]: {"runs": r["runs"], "wall_ms": r["wall_ms"] or 0, "gpu_ms": r["gpu_ms"] or 0}
+            .values("session_id").annotate(n=Count("id"), wall=Sum("wall_ms"), gpu=Sum("gpu_ms")))
+    return {r["session_id"]: {"runs": r["n"], "wall_ms": r["wall"] or 0, "gpu_ms": r["gpu"] or 0}
             for r in rows}
 
 
@@ -104,14 +104,14 @@ def measured_cost(submission_ids) -> dict[int, dict]:
     if not ids:
         return {}
     rows = (FeedbackSession.objects.filter(submission_id__in=ids).values("submission_id")
-            .annotate(sessions=Count("id", distinct=True),
-                      runs=Count("runs", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
-                      wall_ms=Sum("runs__wall_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
-                      gpu_ms=Sum("runs__gpu_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE))))
+            .annotate(n_sessions=Count("id", distinct=True),
+                      n_runs=Count("runs", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
+                      sum_wall=Sum("runs__wall_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
+                      sum_gpu=Sum("runs__gpu_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE))))
     out = {}
     for r in rows:
-        wall, gpu = r["wall_ms"] or 0, r["gpu_ms"] or 0
-        out[r["submission_id"]] = {"sessions": r["sessions"], "runs": r["runs"], "wall_ms": wall, "gpu_ms": gpu,
+        wall, gpu = r["sum_wall"] or 0, r["sum_gpu"] or 0
+        out[r["submission_id"]] = {"sessions": r["n_sessions"], "runs": r["n_runs"], "wall_ms": wall, "gpu_ms": gpu,
                                    "wall_s": wall / 1000, "gpu_seconds": gpu / 1000, "gpu_hours": gpu / 3.6e6}
     return out
 
@@ -267,7 +267,7 @@ def _send_quietly(run_id: int, queue: str) -> None:
         log.exception("could not send feedback run %s to %s; the reaper will re-send it", run_id, queue)
 
 
-# --- lifecycle on workers ----------------------------------------------------------------------------------------------
+# --- lifecycle on workers --------------------------------------------------------------------------------------------
 
 def run_claim(run_id: int, worker: str, now=None) -> FeedbackRun | None:
     now = now or timezone.now()

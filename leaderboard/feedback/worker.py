@@ -1,7 +1,8 @@
 """The module a feedback worker names on the dramatiq command line: the actor, the feedback queues of every hardware
 profile, and the feedback reaper thread (expired leases re-queued, lost messages re-sent).
 
-    dramatiq leaderboard.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8 --processes 1 --threads 1
+    dramatiq leaderboard.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8 \
+        --processes 1 --threads 1
 """
 from __future__ import annotations
 
