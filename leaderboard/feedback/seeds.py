@@ -7,8 +7,8 @@ judge itself from the operating system's randomness (``random.SystemRandom().get
 job, and never with bit 62 set. The judge refuses explicit seeds without the bit, and the leaderboard's runner never
 passes explicit seeds, so the two sets are disjoint by construction, not by luck.
 
-Inputs of the timed blocks are derived from the last trial seed (evaluator/judge.py), so for a feedback run they are
-as public as its seeds; a ranking job derives them from its secret seeds.
+The seeds above are those of the correctness trials (what a mismatch report names). Seeds the judge draws beyond them
+(timed blocks, hidden checks) are its own business (evaluator/judge.py); none of them is ever a published one.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Metering adds up exactly: each run's wall is the judge's wall_s (integer ms), GPU-seconds are W x wall on GPU
 profiles and 0 on CPU ones; sessions, the API, the linked submission's page and its leaderboard row show the same
 sums; platform failures and profile runs are never metered."""
+import json
+
 from rest_framework.test import APIClient
 
 from leaderboard import services as site_services
@@ -50,6 +52,11 @@ def test_gpu_profile_metering_is_exact(owner, gpu, complete, submit):
     assert "self-reported</span> 123 k tokens" in row or "self-reported" in row
     page = client.get(submission.get_absolute_url()).content.decode()
     assert "feedback: 4 runs" in page
+    # The Pareto plot: the submission at its measured GPU-hours and Faster count.
+    figure = json.loads(html.split('id="pareto-data">')[1].split("</script>")[0])
+    agentic = next(t for t in figure["data"] if t["name"].startswith("agentic"))
+    assert agentic["x"] == [totals["gpu_ms"] / 3.6e6] and agentic["y"] == [0]
+    assert "GPU-hours" in figure["layout"]["xaxis"]["title"]["text"]
 
 
 def test_cpu_profile_meters_wall_and_zero_gpu_seconds(owner, session, complete):
