@@ -399,6 +399,14 @@ class Pair:
             out["trials"] = trials
             return out
 
+    def _secret_seed(self, seeds: list[int], *key) -> int:
+        """A seed the candidate cannot know in advance. Derived from the post-timing seed (revealed only after the
+        timed loop) when the run is reproducible (``Config.seed``); drawn from the OS otherwise, and always when the
+        trial seeds are public (feedback runs), since a public seed would let it compute everything ahead."""
+        if self.cfg.seed is not None and getattr(self.cfg, "seeds", None) is None:
+            return derive_seed(seeds[-1], *key) & ((1 << 62) - 1)
+        return random.SystemRandom().getrandbits(62)
+
     def _reference_outputs(self, cmd: dict) -> tuple[list, list[dict]]:
         expected: list = []
 
@@ -443,12 +451,12 @@ class Pair:
 
     def _hidden_shape_trial(self, seed: int) -> Optional[dict]:
         """One more trial at a shape the judge draws now; skipped (None) where the reference cannot run it."""
-        rng = random.Random(derive_seed(seed, "hidden-shape"))
+        rng = random.Random(self._secret_seed([seed], "hidden-shape"))
         shape = {"M": _other_size(self.cfg.M, self.cfg.world_size, rng),
                  "N": _other_size(self.cfg.N, self.cfg.world_size, rng)}
         if shape == {"M": self.cfg.M, "N": self.cfg.N}:
             return None
-        hidden_seed = derive_seed(seed, "hidden-trial") & ((1 << 62) - 1)
+        hidden_seed = self._secret_seed([seed], "hidden-trial")
         self.cand.pause()
         try:
             self.ref.command({"cmd": "trial", "trial": 0, "seed": hidden_seed, "tag": "probe", **shape}, self.timeout)
@@ -469,9 +477,9 @@ class Pair:
         ref_blocks, cand_blocks, walls = [], [], {"ref": [], "cand": []}
         kept, sets = [], 0
         verify = not self.cand.trusted  # an A/A self-check (reference as the candidate) needs no kept outputs
-        # A fresh seed per block, unknown to the candidate until the block starts (derived from the post-timing
-        # seed, which it sees only after the timed loop): nothing can be computed ahead, in trials or in start-up.
-        block_seeds = [derive_seed(seeds[-1], "timing-block", b) & ((1 << 62) - 1) for b in range(cfg.blocks)]
+        # A fresh seed per block, unknown to the candidate until the block starts: nothing can be computed ahead, in
+        # trials or in start-up.
+        block_seeds = [self._secret_seed(seeds, "timing-block", b) for b in range(cfg.blocks)]
         for b in range(cfg.blocks):
             warmup = max(3, iters // 5) if b == 0 else 1
             # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time).
