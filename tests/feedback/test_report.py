@@ -1,0 +1,35 @@
+"""The feedback document built from a judge document (pure): speed-of-light efficiency on a GPU profile, "n/a" where
+the estimate does not hold, mismatch of a timed call, reference logs never included."""
+from leaderboard.feedback import report
+
+
+def gpu_document(light):
+    return {"verdict": "correct", "device": "cuda", "world_size": 8, "trials": [], "logs": [
+        {"role": "candidate", "rank": 0, "stderr": "mine"}, {"role": "reference", "rank": 0, "stderr": "theirs"}],
+        "timing": {"candidate_ms": 0.5, "reference_ms": 1.0, "speedup": 2.0, "speedup_ci": [1.8, 2.2],
+                   "faster": True, "ranked": True, "speed_of_light": light}}
+
+
+def test_efficiency_against_the_judges_floor():
+    light = {"applies": True, "floor_ms": 0.1, "link_ms": 0.1, "compute_ms": 0.02, "bytes_per_rank": 45_000_000,
+             "flops_per_rank": 1.58e10, "violated": False}
+    feedback = report.build(gpu_document(light), 1000, 8000, [1 << 62])
+    sol = feedback["speed_of_light"]
+    assert sol["efficiency"] == 0.2 and sol["floor_ms"] == 0.1
+    assert sol["hbm_ms"] == round(45_000_000 / 4.3e12 * 1e3, 6) and "790 TFLOP/s" in sol["ceilings"]
+    assert [r["rank"] for r in feedback["compile_log"]["ranks"]] == [0]
+    assert "theirs" not in str(feedback)
+    assert "20.0% of the floor" in report.text(feedback)
+
+
+def test_not_applicable_off_the_catalogue_shape():
+    light = {"applies": False, "reason": "the catalogue's estimate holds at M=N=1024, bf16, W=8 only"}
+    sol = report.build(gpu_document(light), 1, 8, [])["speed_of_light"]
+    assert sol["efficiency"] == "n/a" and "M=N=1024" in sol["reason"]
+
+
+def test_timed_call_mismatch_is_reported():
+    document = {"verdict": "incorrect", "message": "a timed call's output was wrong: block 2, call 7, rank 1",
+                "trials": [{"trial": 0, "seed": 5, "verdict": "correct", "ranks": []}], "timing": None}
+    miss = report.build(document, 0, 0, [])["mismatch"]
+    assert miss["trial"] is None and "timed call" in miss["message"]
