@@ -4,6 +4,7 @@
     pkb eval PROBLEM CANDIDATE|reference --world-size W --device cpu|cuda [--trials 5] [--seed S] [--json OUT]
     pkb selfcheck [--problems 1-29] --device cpu --world-size W [--json OUT]
     pkb submit DIR --model ... --protocol ... --attempts k --profile ...   (the site's upload client)
+    pkb feedback open | PROBLEM FILE --session S | show S | link S SUBMISSION   (the agentic feedback loop)
 
 ``eval`` exits 0 whenever the evaluation ran, whatever the verdict; 2 for bad arguments.
 """
@@ -140,6 +141,15 @@ def _submit(argv: list[str]) -> int:
     return client.main(argv)
 
 
+def _feedback(argv: list[str]) -> int:
+    try:
+        from leaderboard.feedback import client
+    except ImportError:
+        print("pkb feedback: the site client is not installed (pip install -e .[site])", file=sys.stderr)
+        return 2
+    return client.main(argv)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pkb", description="pkb-arena judge")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -177,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     psc.set_defaults(func=_selfcheck)
 
     sub.add_parser("submit", help="upload a directory of candidates to a pkb-arena site", add_help=False)
+    sub.add_parser("feedback", help="feedback sessions and runs on a pkb-arena site (agentic protocol)", add_help=False)
     return parser
 
 
@@ -184,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "submit":
         return _submit(argv[1:])
+    if argv and argv[0] == "feedback":
+        return _feedback(argv[1:])
     args = build_parser().parse_args(argv)
     return args.func(args)
 

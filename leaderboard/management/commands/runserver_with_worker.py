@@ -15,7 +15,7 @@ class Command(RunserverCommand):
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
-        parser.add_argument("--queues", default=settings.PKB_DEFAULT_PROFILE,
+        parser.add_argument("--queues", default=f"{settings.PKB_DEFAULT_PROFILE},feedback-{settings.PKB_DEFAULT_PROFILE}",
                             help="comma-separated hardware profile queues this process evaluates")
 
     def handle(self, *args, **options):
@@ -29,6 +29,8 @@ class Command(RunserverCommand):
 
 def start_worker(queues: list[str]) -> dramatiq.Worker:
     import leaderboard.actors  # noqa: F401  (declares the actor, the queues and the reaper middleware)
+    import leaderboard.feedback.actors  # noqa: F401  (the feedback and profile runs' actor)
+    from leaderboard.feedback import services as feedback_services
 
     broker = dramatiq.get_broker()
     for queue in queues:
@@ -37,4 +39,5 @@ def start_worker(queues: list[str]) -> dramatiq.Worker:
     worker.start()
     # The in-memory broker starts empty: re-send every job the database says is waiting.
     services.jobs_reap(resend_all=True)
+    feedback_services.runs_reap(resend_all=True)
     return worker
