@@ -101,6 +101,21 @@ def portable(value, path="output"):
     raise TypeError(f"{path} is a {type(value).__name__}; outputs must be tensors, tuples, lists, dicts or numbers")
 
 
+def _plain(value, path="output") -> None:
+    """Raise TypeError unless ``value`` is made of plain tensors, tuples, lists, dicts and numbers (no copy)."""
+    if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor:
+            raise TypeError(f"{path} is a {type(value).__name__}, not a plain torch.Tensor")
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            _plain(v, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _plain(v, f"{path}[{k!r}]")
+    elif not (value is None or type(value) in (int, float, bool, str)):
+        raise TypeError(f"{path} is a {type(value).__name__}; outputs must be tensors, tuples, lists, dicts or numbers")
+
+
 def synchronize(device: str) -> None:
     if device == "cuda":
         for index in range(torch.cuda.device_count()):
@@ -271,12 +286,13 @@ class Worker:
                 timer.stop()
                 synchronize(self.device_kind)
                 samples.append(timer.elapsed_ms())
-                if keep and _randbelow(i - warmup + 1) == 0:
-                    try:
+                try:
+                    _plain(output)  # every timed output is of plain types (cheap); one of them is also kept
+                    if keep and _randbelow(i - warmup + 1) == 0:
                         kept, kept_call = portable(output), i
-                    except TypeError as exc:
-                        self.reply(ok=False, kind="incorrect", error=f"timed call {i}: {exc}", seq=cmd["seq"])
-                        return
+                except TypeError as exc:
+                    self.reply(ok=False, kind="incorrect", error=f"timed call {i}: {exc}", seq=cmd["seq"])
+                    return
             del output
             if i + slots < calls:  # rebuild this slot for a later call (outside any timed window)
                 pool[i % slots] = None
@@ -289,8 +305,9 @@ class Worker:
         if keep:
             torch.save(kept, os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt"))
             extra = {"kept_call": kept_call, "kept_seed": timing_set_seed(seed, kept_call)}
-        self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), sets=min(slots, calls), calls=calls,
-                   **extra)
+        # Every call had an input set of its own (``sets``); ``slots`` of them were alive at once.
+        self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), sets=calls, slots=min(slots, calls),
+                   calls=calls, **extra)
 
     def _l2_flush_buffer(self):
         if self.device_kind != "cuda":
