@@ -105,16 +105,17 @@ def post_multipart(url: str, fields: dict, file: tuple[str, str, bytes], token: 
     request = urllib.request.Request(url, data=b"".join(chunks), method="POST", headers={
         "Content-Type": f"multipart/form-data; boundary={boundary}", "Authorization": f"Bearer {token}",
         "Accept": "application/json"})
-    return _send(request, timeout)
+    return send(request, timeout)
 
 
 def get_json(url: str, token: str, timeout: float) -> tuple[int, dict]:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}",
                                                    "Accept": "application/json"})
-    return _send(request, timeout)
+    return send(request, timeout)
 
 
-def _send(request, timeout: float) -> tuple[int, dict]:
+def send(request, timeout: float) -> tuple[int, dict]:
+    """Send a prepared request; (status, JSON body), with status 0 when the site cannot be reached."""
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read() or b"{}")

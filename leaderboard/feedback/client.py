@@ -19,9 +19,10 @@ import json
 import os
 import sys
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
+
+from leaderboard.client import send
 
 COMMANDS = ("open", "show", "link", "close", "seeds")
 
@@ -161,17 +162,7 @@ def request(method: str, url: str, token: str, payload, timeout: float) -> tuple
     if data is not None:
         headers["Content-Type"] = "application/json"
     req = urllib.request.Request(url, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        raw = exc.read()
-        try:
-            return exc.code, json.loads(raw or b"{}")
-        except ValueError:
-            return exc.code, {"detail": raw.decode("utf-8", "replace")[:500]}
-    except (urllib.error.URLError, OSError) as exc:
-        return 0, {"detail": f"cannot reach the site: {exc}"}
+    return send(req, timeout)
 
 
 def refused(status: int, body: dict) -> int:
