@@ -4,6 +4,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 from tests.evaluator import psutil_free
 import pytest
@@ -90,11 +91,14 @@ def test_reference_against_itself(W):
     assert result["timing"]["faster"] is False or result["timing"]["speedup_ci"][0] > 1.0
 
 
-def test_no_process_left_behind():
-    before = psutil_free.rank_workers()
+def test_no_process_left_behind(tmp_path, monkeypatch):
+    # The judge's work directories (and so its ranks' --out arguments) go under a temp dir of this test only.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    marker = str(tmp_path)
     run("allreduce_deadlock", 2, timeout_s=5)
     run("allreduce_correct", 2)
-    assert psutil_free.rank_workers() <= before
+    assert psutil_free.rank_workers(marker) == 0
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("pkb-judge-")]  # work directories removed
 
 
 def test_cli_exit_codes_and_json(tmp_path):
