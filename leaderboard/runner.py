@@ -81,11 +81,8 @@ def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:
     out = workdir / "result.json"
     command = judge_command(job, path, out)
     started = time.monotonic()
-    with open(workdir / "judge.log", "wb") as logfile:
-        process = subprocess.Popen(command, cwd=str(settings.BASE_DIR), env=_judge_env(workdir), stdout=logfile,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                   preexec_fn=_die_with_parent)
-        outcome = _watch(process, job.pk, worker, started)
+    outcome, returncode = supervise(command, workdir, lambda: services.job_heartbeat(job.pk, worker),
+                        started + settings.PKB_JOB_TIMEOUT_SECONDS, f"job {job.pk}")
     tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
     logs = [{"role": "judge", "rank": None, "stdout": tail, "stderr": ""}]
     if outcome == "lease_lost":
@@ -93,8 +90,8 @@ def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:
     if outcome == "timeout":
         return None, {"message": f"judge exceeded the job timeout ({settings.PKB_JOB_TIMEOUT_SECONDS} s)",
                       "logs": logs}
-    if process.returncode != 0:
-        return None, {"message": f"judge exited with status {process.returncode}", "logs": logs}
+    if returncode != 0:
+        return None, {"message": f"judge exited with status {returncode}", "logs": logs}
     try:
         document = json.loads(out.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -105,28 +102,32 @@ def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:
     return document, None
 
 
-def _watch(process: subprocess.Popen, job_id: int, worker: str, started: float) -> str:
-    """Wait for the judge, renewing the lease; kill its whole process group on timeout or a lost lease."""
-    beat = settings.PKB_HEARTBEAT_SECONDS
-    deadline = started + settings.PKB_JOB_TIMEOUT_SECONDS
-    while True:
-        try:
-            process.wait(timeout=beat)
-            return "exited"
-        except subprocess.TimeoutExpired:
-            pass
-        if time.monotonic() > deadline:
-            _kill(process)
-            return "timeout"
-        close_old_connections()
-        try:
-            alive = services.job_heartbeat(job_id, worker)
-        except Exception:  # the database is unreachable for a moment: keep judging, the lease has slack
-            log.warning("job %s: heartbeat failed", job_id, exc_info=True)
-            continue
-        if not alive:
-            _kill(process)
-            return "lease_lost"
+def supervise(command: list[str], workdir: Path, heartbeat, deadline: float, what: str) -> tuple[str, int | None]:
+    """Run the judge (output to workdir/judge.log) and wait for it, renewing the lease with ``heartbeat()``; kill its
+    whole process group on the deadline (time.monotonic()) or a lost lease. Returns (exited | timeout | lease_lost,
+    the judge's exit status)."""
+    with open(workdir / "judge.log", "wb") as logfile:
+        process = subprocess.Popen(command, cwd=str(settings.BASE_DIR), env=_judge_env(workdir), stdout=logfile,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                   preexec_fn=_die_with_parent)
+        while True:
+            try:
+                process.wait(timeout=settings.PKB_HEARTBEAT_SECONDS)
+                return "exited", process.returncode
+            except subprocess.TimeoutExpired:
+                pass
+            if time.monotonic() > deadline:
+                _kill(process)
+                return "timeout", process.returncode
+            close_old_connections()
+            try:
+                alive = heartbeat()
+            except Exception:  # the database is unreachable for a moment: keep judging, the lease has slack
+                log.warning("%s: heartbeat failed", what, exc_info=True)
+                continue
+            if not alive:
+                _kill(process)
+                return "lease_lost", process.returncode
 
 
 def _kill(process: subprocess.Popen) -> None:

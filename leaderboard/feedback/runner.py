@@ -7,16 +7,12 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from django.conf import settings
 
 from leaderboard import runner as site_runner
 from leaderboard.feedback import conf, seeds, services
@@ -71,20 +67,17 @@ def _judge(run, workdir: Path, worker: str) -> tuple[str, object]:
     out = workdir / "result.json"
     command = judge_command(run, path, out, workdir / "profile")
     started = time.monotonic()
-    with open(workdir / "judge.log", "wb") as logfile:
-        process = subprocess.Popen(command, cwd=str(settings.BASE_DIR), env=site_runner._judge_env(workdir),
-                                   stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True, preexec_fn=site_runner._die_with_parent)
-        outcome = _watch(process, run.pk, worker, started)
+    outcome, returncode = site_runner.supervise(command, workdir, lambda: services.run_heartbeat(run.pk, worker),
+                                    started + conf.get("PKB_FEEDBACK_TIMEOUT_SECONDS"), f"feedback run {run.pk}")
     tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
     if outcome == "lease_lost":
         return "infra", "lease lost while judging"
     if outcome == "timeout":
         return "infra", f"judge exceeded the feedback timeout ({conf.get('PKB_FEEDBACK_TIMEOUT_SECONDS')} s)"
-    if process.returncode == 2:
+    if returncode == 2:
         return "refused", f"the judge refused the run: {tail.strip()[-2000:]}"
-    if process.returncode != 0:
-        return "infra", f"judge exited with status {process.returncode}: {tail.strip()[-1500:]}"
+    if returncode != 0:
+        return "infra", f"judge exited with status {returncode}: {tail.strip()[-1500:]}"
     try:
         document = json.loads(out.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -93,37 +86,6 @@ def _judge(run, workdir: Path, worker: str) -> tuple[str, object]:
         return "infra", "judge result has no known verdict"
     document.setdefault("wall_s", round(time.monotonic() - started, 3))
     return "document", document
-
-
-def _watch(process: subprocess.Popen, run_id: int, worker: str, started: float) -> str:
-    beat = settings.PKB_HEARTBEAT_SECONDS
-    deadline = started + conf.get("PKB_FEEDBACK_TIMEOUT_SECONDS")
-    while True:
-        try:
-            process.wait(timeout=beat)
-            return "exited"
-        except subprocess.TimeoutExpired:
-            pass
-        if time.monotonic() > deadline:
-            _kill(process)
-            return "timeout"
-        site_runner.close_old_connections()
-        try:
-            alive = services.run_heartbeat(run_id, worker)
-        except Exception:
-            log.warning("feedback run %s: heartbeat failed", run_id, exc_info=True)
-            continue
-        if not alive:
-            _kill(process)
-            return "lease_lost"
-
-
-def _kill(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait()
 
 
 def _trace(run, workdir: Path) -> bytes | None:
