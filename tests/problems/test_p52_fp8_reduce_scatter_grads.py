@@ -4,23 +4,10 @@ import torch
 from evaluator.world import run_reference
 from problems._fp8_delayed_scaling import make_history
 from problems.base import InputContext
+from tests.problems.fp8_oracle import e4m3_round, fp8_round_trip
 from tests.problems.helpers import assert_close, assert_differs
 
 PID = 52
-
-
-def e4m3_round(v):
-    """Round fp32 values to the float8 e4m3fn grid by hand: 3 mantissa bits, subnormals below 2^-6, ties to even."""
-    exponent = torch.floor(torch.log2(v.abs().clamp_min(2.0 ** -30))).clamp_min(-6)
-    step = torch.exp2(exponent - 3)
-    return torch.round(v / step) * step  # torch.round rounds half to even
-
-
-def fp8_round_trip(x, history):
-    amax = x.float().abs().max()
-    new_hist = torch.cat([history[1:], amax.to(torch.bfloat16).reshape(1)])
-    scale = new_hist.float().max() / 448.0
-    return (e4m3_round(x.float() / scale) * scale).to(x.dtype), new_hist, scale
 
 
 @pytest.mark.parametrize("W", [1, 2, 4])

@@ -2,23 +2,10 @@ import pytest
 import torch
 
 from evaluator.world import run_reference
+from tests.problems.fp8_oracle import fp8_round_trip
 from tests.problems.helpers import assert_close, assert_differs
 
 PID = 53
-
-
-def e4m3_round(v):
-    """Round fp32 values to the float8 e4m3fn grid by hand: 3 mantissa bits, subnormals below 2^-6, ties to even."""
-    exponent = torch.floor(torch.log2(v.abs().clamp_min(2.0 ** -30))).clamp_min(-6)
-    step = torch.exp2(exponent - 3)
-    return torch.round(v / step) * step  # torch.round rounds half to even
-
-
-def fp8_round_trip(x, history):
-    amax = x.float().abs().max()
-    new_hist = torch.cat([history[1:], amax.to(torch.bfloat16).reshape(1)])
-    scale = new_hist.float().max() / 448.0
-    return (e4m3_round(x.float() / scale) * scale).to(x.dtype), new_hist
 
 
 @pytest.mark.parametrize("W", [1, 2, 4])
@@ -29,7 +16,7 @@ def test_reference_matches_independent_fp8_all_gather(W, seed):
     P = max(64, min(64 * M, 4096))
     history = runs[0].inputs[1]
     assert runs[0].inputs[0].shape == (P,) and all(torch.equal(r.inputs[1], history) for r in runs)
-    blocks = [fp8_round_trip(run.inputs[0], history) for run in runs]
+    blocks = [fp8_round_trip(run.inputs[0], history)[:2] for run in runs]  # (reconstruction, new history)
     full = torch.cat([recon for recon, _ in blocks])
     for rank, run in enumerate(runs):
         assert_close(PID, (full, blocks[rank][1]), run.output, W, f"rank {rank}")
