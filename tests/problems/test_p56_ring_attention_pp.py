@@ -1,20 +1,11 @@
 import pytest
 import torch
 
-from evaluator.world import GroupRef, run_reference
+from evaluator.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.problems.ring_attention_oracle import assert_attention_arguments, attention_block
 
 PID = 56
-
-
-def attention_block(x, w_qkv, w_o):
-    """Causal 8-head self-attention block over the whole sequence x (B, S, 512), float64, no residual."""
-    B, S, _ = x.shape
-    qkv = (x.double() @ w_qkv.double().T).view(B, S, 3, 8, 64).permute(2, 0, 3, 1, 4)  # (3, B, H, S, 64)
-    scores = qkv[0] @ qkv[1].transpose(-1, -2) / 8.0
-    scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
-    context = (scores.softmax(-1) @ qkv[2]).transpose(1, 2).reshape(B, S, 512)
-    return context @ w_o.double().T
 
 
 @pytest.mark.parametrize("W", [1, 2, 4])
@@ -23,12 +14,9 @@ def test_reference_matches_two_stage_pipeline(W, seed):
     pp, cp = min(2, W), W // min(2, W)
     M, N = (128, 256) if seed == 1 else (64, 512)
     runs = run_reference(PID, W, M=M, N=N, seed=seed)
+    assert_attention_arguments(runs, W, inner=cp)  # CP groups of consecutive ranks, PP groups strided by cp
     for rank, run in enumerate(runs):
-        c, p = rank % cp, rank // cp
-        assert run.inputs[3:6] == (8, None, True)
-        assert run.inputs[6] == GroupRef(tuple(range(p * cp, (p + 1) * cp)))
-        assert run.inputs[7] == GroupRef(tuple(range(c, W, cp)))
-        assert torch.equal(run.inputs[0], runs[c].inputs[0]), "both stages hold the same hidden_states"
+        assert torch.equal(run.inputs[0], runs[rank % cp].inputs[0]), "both stages hold the same hidden_states"
     h = torch.cat([runs[c].inputs[0] for c in range(cp)], dim=1)
     S = runs[0].inputs[0].shape[1]
     stage_out = [attention_block(h, runs[0].inputs[1], runs[0].inputs[2])]
