@@ -4,6 +4,7 @@ Views, the API, the admin, the actors and the management commands stay thin and 
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 import secrets
@@ -236,6 +237,26 @@ def upload_size_check(uploaded) -> None:
     if total > limit:
         raise uploads.UploadRejected([uploads.UploadError("(upload)", "over_size",
                                                           f"upload is {total:,} bytes; the limit is {limit:,} bytes")])
+
+
+def upload_files(files, form) -> list[tuple[str, bytes]]:
+    """(path, bytes) from a submission request: an archive (``files["archive"]``), or a directory's files
+    (``files.getlist("files")``) with their relative paths (``form["paths"]``, a JSON list filled by the page's JS;
+    the file names when it is missing or does not match). ``files``/``form``: the request's FILES and form data."""
+    uploaded = []
+    archive = files.get("archive")
+    chosen = files.getlist("files")
+    upload_size_check(([archive] if archive else []) + chosen)
+    if archive:
+        uploaded.append((archive.name, archive.read()))
+    try:
+        paths = json.loads(form.get("paths") or "[]")
+    except ValueError:
+        paths = []
+    if not isinstance(paths, list) or len(paths) != len(chosen):
+        paths = [f.name for f in chosen]
+    uploaded.extend((str(path), f.read()) for path, f in zip(paths, chosen))
+    return uploaded
 
 
 def upload_members(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:

@@ -1,7 +1,6 @@
 """Server-rendered pages: short functions over selectors (reads) and services (writes)."""
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
 from django.conf import settings
@@ -22,24 +21,6 @@ from leaderboard.models import ApiToken
 
 def site_context(request) -> dict:
     return {"site_name": "pkb-arena", "open_signup": settings.PKB_OPEN_SIGNUP}
-
-
-def _uploaded(request) -> list[tuple[str, bytes]]:
-    """(path, bytes) from the form: an archive, or a directory's files with their relative paths (filled by JS)."""
-    files = []
-    archive = request.FILES.get("archive")
-    chosen = request.FILES.getlist("files")
-    services.upload_size_check(([archive] if archive else []) + chosen)
-    if archive:
-        files.append((archive.name, archive.read()))
-    try:
-        paths = json.loads(request.POST.get("paths") or "[]")
-    except ValueError:
-        paths = []
-    if not isinstance(paths, list) or len(paths) != len(chosen):
-        paths = [f.name for f in chosen]
-    files.extend((str(path), f.read()) for path, f in zip(paths, chosen))
-    return files
 
 
 # --- leaderboard -------------------------------------------------------------------------------------------------------
@@ -188,7 +169,8 @@ def submit(request):
     errors = []
     if request.method == "POST" and form.is_valid():
         try:
-            submission = services.submission_create(submitter, form.metadata(), _uploaded(request))
+            submission = services.submission_create(submitter, form.metadata(),
+                                                    services.upload_files(request.FILES, request.POST))
         except uploads.UploadRejected as exc:
             errors = exc.errors
         except services.QuotaExceeded as exc:

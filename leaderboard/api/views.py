@@ -1,8 +1,6 @@
 """REST API v1: the same selectors and services as the pages."""
 from __future__ import annotations
 
-import json
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -95,7 +93,8 @@ class SubmissionList(APIView):
         submitter = services.submitter_for(request.user)
         fields = {key: request.data.get(key) for key in METADATA if key in request.data}
         try:
-            submission = services.submission_create(submitter, fields, _files(request))
+            submission = services.submission_create(submitter, fields,
+                                                    services.upload_files(request.FILES, request.data))
         except uploads.UploadRejected as exc:
             return Response({"detail": "upload refused; nothing was stored",
                              "errors": [e.as_dict() for e in exc.errors]}, status=status.HTTP_400_BAD_REQUEST)
@@ -110,23 +109,6 @@ class SubmissionList(APIView):
         data["jobs"] = submission.jobs.count()
         data["url"] = request.build_absolute_uri(submission.get_absolute_url())
         return Response(data, status=status.HTTP_201_CREATED)
-
-
-def _files(request) -> list[tuple[str, bytes]]:
-    files = []
-    archive = request.FILES.get("archive")
-    chosen = request.FILES.getlist("files")
-    services.upload_size_check(([archive] if archive else []) + chosen)
-    if archive:
-        files.append((archive.name, archive.read()))
-    try:
-        paths = json.loads(request.data.get("paths") or "[]")
-    except ValueError:
-        paths = []
-    if not isinstance(paths, list) or len(paths) != len(chosen):
-        paths = [f.name for f in chosen]
-    files.extend((str(p), f.read()) for p, f in zip(paths, chosen))
-    return files
 
 
 class SubmissionDetail(APIView):
