@@ -343,11 +343,16 @@ def _send_on_commit(job: EvaluationJob, queue: str | None = None) -> None:
 
 
 def _send_quietly(job_id: int, queue: str) -> None:
-    """A lost message is repaired by the reaper, so a broker outage must not fail the request that queued the job."""
+    send_quietly(send_job, job_id, queue, "job")
+
+
+def send_quietly(send, message_id: int, queue: str, what: str, logger: logging.Logger = log) -> None:
+    """``send(message_id, queue)``, logging a failure instead of raising it: a lost message is repaired by the reaper,
+    so a broker outage must not fail the request that queued the job (or the feedback run)."""
     try:
-        send_job(job_id, queue)
+        send(message_id, queue)
     except Exception:
-        log.exception("could not send job %s to queue %s; the reaper will re-send it", job_id, queue)
+        logger.exception("could not send %s %s to queue %s; the reaper will re-send it", what, message_id, queue)
 
 
 # --- visibility and staff actions -----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from django.utils import timezone
 from leaderboard.feedback import conf, report, seeds
 from leaderboard.feedback.models import FeedbackQuota, FeedbackRun, FeedbackSession, queue_for
 from leaderboard.models import Candidate, HardwareProfile, Problem, Submission, Submitter
-from leaderboard.services import NotAllowed, QuotaExceeded
+from leaderboard.services import NotAllowed, QuotaExceeded, send_quietly
 
 log = logging.getLogger("leaderboard.feedback")
 QUEUED, RUNNING, DONE, FAILED = FeedbackRun.QUEUED, FeedbackRun.RUNNING, FeedbackRun.DONE, FeedbackRun.FAILED
@@ -261,10 +261,7 @@ def _send_on_commit(run_id: int, queue: str) -> None:
 def _send_quietly(run_id: int, queue: str) -> None:
     from leaderboard.feedback.actors import send
 
-    try:
-        send(run_id, queue)
-    except Exception:
-        log.exception("could not send feedback run %s to %s; the reaper will re-send it", run_id, queue)
+    send_quietly(send, run_id, queue, "feedback run", log)
 
 
 # --- lifecycle on workers --------------------------------------------------------------------------------------------
