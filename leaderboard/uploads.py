@@ -12,6 +12,7 @@ Pure functions: no database, no Django models; the problem catalogue comes in as
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -100,56 +101,57 @@ def members_from_archive(name: str, data: bytes, limits: Limits) -> list[tuple[s
 
 
 def _zip_members(name: str, data: bytes, limits: Limits) -> list[tuple[str, bytes]]:
-    out, errors, total = [], [], 0
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        for info in archive.infolist():
-            if info.is_dir():
-                continue
-            mode = (info.external_attr >> 16) & 0o170000
-            if mode and mode not in (0o100000,):
-                errors.append(UploadError(info.filename, "not_a_regular_file", "links and special files are refused"))
-                continue
-            error = _path_error(info.filename)
-            if error:
-                errors.append(error)
-                continue
-            total += info.file_size
-            if info.file_size > limits.max_file_bytes:
-                errors.append(_too_big(info.filename, info.file_size, limits.max_file_bytes))
-                continue
-            if total > limits.max_total_bytes:
-                raise UploadRejected(errors + [_too_big(name, total, limits.max_total_bytes, unpacked=True)])
+        def read(info: zipfile.ZipInfo) -> bytes | UploadError:
             content = archive.read(info)
             if len(content) != info.file_size:  # a lying header (zip bomb); never trust declared sizes
-                errors.append(UploadError(info.filename, "size_mismatch", "declared and actual sizes differ"))
-                continue
-            out.append((info.filename, content))
-    if errors:
-        raise UploadRejected(errors)
-    return out
+                return UploadError(info.filename, "size_mismatch", "declared and actual sizes differ")
+            return content
+
+        return _checked_members(name, limits, ((info.filename, info.file_size, _zip_is_file(info),
+                                                functools.partial(read, info))
+                                               for info in archive.infolist() if not info.is_dir()))
+
+
+def _zip_is_file(info: zipfile.ZipInfo) -> bool:
+    """No Unix file type recorded, or a regular file's: links and special files are refused."""
+    return ((info.external_attr >> 16) & 0o170000) in (0, 0o100000)
 
 
 def _tar_members(name: str, data: bytes, limits: Limits) -> list[tuple[str, bytes]]:
-    out, errors, total = [], [], 0
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
-        for info in archive:
-            if info.isdir():
-                continue
-            if not info.isfile():
-                errors.append(UploadError(info.name, "not_a_regular_file", "links and special files are refused"))
-                continue
-            error = _path_error(info.name)
-            if error:
-                errors.append(error)
-                continue
-            total += info.size
-            if info.size > limits.max_file_bytes:
-                errors.append(_too_big(info.name, info.size, limits.max_file_bytes))
-                continue
-            if total > limits.max_total_bytes:
-                raise UploadRejected(errors + [_too_big(name, total, limits.max_total_bytes, unpacked=True)])
+        def read(info: tarfile.TarInfo) -> bytes:
             handle = archive.extractfile(info)
-            out.append((info.name, handle.read() if handle else b""))
+            return handle.read() if handle else b""
+
+        return _checked_members(name, limits, ((info.name, info.size, info.isfile(), functools.partial(read, info))
+                                               for info in archive if not info.isdir()))
+
+
+def _checked_members(name: str, limits: Limits, members) -> list[tuple[str, bytes]]:
+    """The (path, bytes) of an archive's members, given (path, declared size, is a regular file, read) for each one
+    but its folders, in order; ``read()`` gives the bytes, or an UploadError. Every refusal is collected, except that
+    passing the unpacked total stops at once, before reading more."""
+    out, errors, total = [], [], 0
+    for path, size, regular, read in members:
+        if not regular:
+            errors.append(UploadError(path, "not_a_regular_file", "links and special files are refused"))
+            continue
+        error = _path_error(path)
+        if error:
+            errors.append(error)
+            continue
+        total += size
+        if size > limits.max_file_bytes:
+            errors.append(_too_big(path, size, limits.max_file_bytes))
+            continue
+        if total > limits.max_total_bytes:
+            raise UploadRejected(errors + [_too_big(name, total, limits.max_total_bytes, unpacked=True)])
+        content = read()
+        if isinstance(content, UploadError):
+            errors.append(content)
+            continue
+        out.append((path, content))
     if errors:
         raise UploadRejected(errors)
     return out
