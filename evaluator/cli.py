@@ -2,11 +2,18 @@
 
     pkb problems list [--json]
     pkb eval PROBLEM CANDIDATE|reference --world-size W --device cpu|cuda [--trials 5] [--seed S] [--json OUT]
+             [--hidden-shape] [--hidden-world-size W2]
     pkb selfcheck [--problems 1-29] --device cpu --world-size W [--json OUT]
     pkb submit DIR --model ... --protocol ... --attempts k --profile ...   (the site's upload client)
     pkb feedback open | PROBLEM FILE --session S | show S | link S SUBMISSION   (the agentic feedback loop)
 
 ``eval`` exits 0 whenever the evaluation ran, whatever the verdict; 2 for bad arguments.
+
+Hidden checks (docs/threat-model.md, "hard-coded W or shapes"; the site turns both on for ranked runs):
+``--hidden-shape`` adds one more correctness trial at a shape (M', N') the judge draws after the timed loop (the
+result's last trial carries ``hidden_shape``); ``--hidden-world-size W2`` adds a correctness-only run at world size W2
+when the main run is correct (the result's ``hidden_world_size`` says what happened there). A failure at either is
+the verdict. W2 must differ from W and be allowed by the problem's world-size rule, else exit 2.
 """
 from __future__ import annotations
 
@@ -36,8 +43,10 @@ def _problems_list(args) -> int:
 def _eval(args) -> int:
     options = dict(trials=args.trials, seed=args.seed, M=args.M, N=args.N, dtype=args.dtype, reduced=args.reduced,
                    timing=not args.no_timing, multicast_allowed=args.multicast_allowed, timeout_s=args.timeout,
-                   seeds=_seed_list(args.seeds), profile_dir=args.profile)
+                   seeds=_seed_list(args.seeds), profile_dir=args.profile, hidden_shape=args.hidden_shape,
+                   hidden_world_size=args.hidden_world_size)
     try:
+        _check_hidden_world_size(args.problem, args.world_size, args.hidden_world_size)
         result = judge.evaluate(args.problem, args.candidate, args.world_size, args.device, **options)
     except judge.BadRequest as exc:
         print(f"pkb eval: {exc}", file=sys.stderr)
@@ -52,6 +61,30 @@ def _eval(args) -> int:
         print(profiling.render(profile["summary"]) if "summary" in profile else profile.get("error", ""))
         print(f"merged trace: {profile.get('trace', '(none)')}")
     return 0
+
+
+def _check_hidden_world_size(problem, world_size: int, hidden: int | None) -> None:
+    """``--hidden-world-size``: another world size that the problem's rule allows. (The judge itself only records a
+    disallowed one as skipped; on the command line it is a mistake, so it is refused before anything runs.)"""
+    if hidden is None:
+        return
+    if hidden < 1:
+        raise judge.BadRequest(f"--hidden-world-size must be at least 1, not {hidden}")
+    if hidden == world_size:
+        raise judge.BadRequest(f"--hidden-world-size {hidden} is the world size of the run itself; pick another one")
+    prob = _problem(problem)
+    if not prob.allows_world_size(hidden):
+        raise judge.BadRequest(f"hidden world size {hidden} is not allowed by {prob.stem} "
+                               f"(rule: {prob.world_size_rule})")
+
+
+def _problem(problem):
+    import problems
+
+    try:
+        return problems.get(problem)
+    except problems.UnknownProblem as exc:
+        raise judge.BadRequest(str(exc)) from exc
 
 
 def _seed_list(text):
@@ -79,7 +112,15 @@ def summary(result: dict) -> str:
     for trial in result.get("trials", []):
         worst = max((r.get("max_abs_error") or 0 for r in trial["ranks"] if isinstance(r.get("max_abs_error"), (int, float))),
                     default=0)
-        lines.append(f"  trial {trial['trial']} seed {trial['seed']}: {trial['verdict']} (max abs err {worst:.3g})")
+        where = "".join([f" at hidden shape M={trial['hidden_shape']['M']} N={trial['hidden_shape']['N']}"
+                         if trial.get("hidden_shape") else "",
+                         f" at W={trial['world_size']}" if trial.get("world_size") else ""])
+        lines.append(f"  trial {trial['trial']} seed {trial['seed']}{where}: {trial['verdict']} "
+                     f"(max abs err {worst:.3g})")
+    hidden_world = result.get("hidden_world_size")
+    if hidden_world:
+        lines.append(f"hidden world size W={hidden_world['world_size']}: {hidden_world['verdict']}"
+                     + (f" ({hidden_world['message']})" if hidden_world.get("message") else ""))
     timing = result.get("timing")
     if timing:
         lo, hi = timing["speedup_ci"]
@@ -177,6 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
     pev.add_argument("--multicast-allowed", action="store_true", help="the host profile permits NVLink multicast")
     pev.add_argument("--timeout", type=float, default=None, help="seconds per trial/timing block (hang detection)")
     pev.add_argument("--seeds", default=None, help="explicit public trial seeds, comma-separated (trials + 1)")
+    pev.add_argument("--hidden-shape", action="store_true",
+                     help="one more correctness trial at a shape (M', N') the judge draws (ranked site runs do this)")
+    pev.add_argument("--hidden-world-size", metavar="W2", type=int, default=None,
+                     help="a correctness-only run at another world size W2 allowed by the problem (ranked site runs "
+                          "pick one the candidate cannot predict)")
     pev.add_argument("--profile", metavar="DIR", default=None,
                      help="also record a torch profiler trace per rank: DIR/trace.json (merged), DIR/summary.json")
     pev.set_defaults(func=_eval)

@@ -11,6 +11,7 @@ import ctypes
 import json
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -71,7 +72,41 @@ def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
         command.append("--reduced")
     if profile.multicast_allowed:
         command.append("--multicast-allowed")
+    command.extend(hidden_check_flags(job))
     return command
+
+
+# World sizes a CPU profile may use for the hidden run: gloo ranks are processes, but more than 4 of them on a CI host
+# only costs time.
+CPU_HIDDEN_MAX_WORLD_SIZE = 4
+
+
+def hidden_check_flags(job) -> list[str]:
+    """Hidden checks for a job whose result can rank (its profile is ranked; a private submission may still be
+    published): a trial at a shape the judge draws, and a correctness-only run at a world size the candidate cannot
+    predict (drawn here from the OS, never from the job id). None with ``PKB_HIDDEN_CHECKS`` off or on unranked
+    profiles, and no hidden world size where the problem and the profile's devices leave no other one (W = 1 hosts)."""
+    profile = job.profile
+    if not settings.PKB_HIDDEN_CHECKS or not profile.ranked:
+        return []
+    flags = ["--hidden-shape"]
+    other = hidden_world_sizes(job.candidate.problem_id, profile)
+    if other:
+        flags += ["--hidden-world-size", str(random.SystemRandom().choice(other))]
+    return flags
+
+
+def hidden_world_sizes(problem_id: int, profile) -> list[int]:
+    """Every world size other than the profile's that the problem allows and the profile's host can run: up to its
+    GPUs (the profile's W) on CUDA, 1..4 on CPU."""
+    import problems
+
+    try:
+        problem = problems.get(problem_id)
+    except Exception:  # noqa: BLE001 - not implemented or broken here: the judge will say so; no hidden run
+        return []
+    top = profile.world_size if profile.device == "cuda" else CPU_HIDDEN_MAX_WORLD_SIZE
+    return [w for w in range(1, top + 1) if w != profile.world_size and problem.allows_world_size(w)]
 
 
 def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:

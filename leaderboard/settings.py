@@ -130,6 +130,10 @@ PKB_JOB_MAX_ATTEMPTS = env_int("PKB_JOB_MAX_ATTEMPTS", 3, minimum=1)
 PKB_JOB_TIMEOUT_SECONDS = env_int("PKB_JOB_TIMEOUT_SECONDS", 3 * 3600, minimum=10)
 PKB_REQUEUE_QUEUED_AFTER_SECONDS = env_int("PKB_REQUEUE_QUEUED_AFTER_SECONDS", 600, minimum=1)
 PKB_REAPER_INTERVAL_SECONDS = env_int("PKB_REAPER_INTERVAL_SECONDS", 30, minimum=1)
+# Hidden checks for jobs on ranked profiles (docs/threat-model.md, "hard-coded W or shapes"): the judge adds a trial
+# at a shape it draws (--hidden-shape) and a correctness-only run at another world size the worker picks at random
+# (--hidden-world-size). PKB_HIDDEN_CHECKS=0 switches both off (an extra trial and an extra launch per job).
+PKB_HIDDEN_CHECKS = env_bool("PKB_HIDDEN_CHECKS", True)
 # Where the worker keeps candidate files and judge output while a job runs.
 PKB_WORK_DIR = Path(env_str("PKB_WORK_DIR", str(DATA_DIR / "work")))
 

@@ -118,3 +118,53 @@ def test_judge_command_follows_the_profile(owner, submit, gpu, tmp_path):
     assert command[1:5] == ["-m", "evaluator.cli", "eval", "1_allreduce"]
     assert command[command.index("--world-size") + 1] == "8" and command[command.index("--device") + 1] == "cuda"
     assert "--multicast-allowed" in command and "--reduced" not in command
+
+
+def _hidden(command: list[str]) -> tuple[bool, int | None]:
+    world = int(command[command.index("--hidden-world-size") + 1]) if "--hidden-world-size" in command else None
+    return "--hidden-shape" in command, world
+
+
+def test_ranked_profiles_get_the_hidden_checks_at_a_drawn_world_size(owner, submit, gpu, tmp_path, settings):
+    settings.PKB_HIDDEN_CHECKS = True
+    job = submit(owner, profile="gpu-h200x8").jobs.select_related("profile", "candidate__problem").get()
+    drawn = set()
+    for _ in range(40):
+        shape, world = _hidden(runner.judge_command(job, tmp_path / "c.py", tmp_path / "o.json"))
+        assert shape and world is not None and 1 <= world <= 8 and world != 8
+        drawn.add(world)
+    assert len(drawn) > 1  # drawn per job, not a constant the candidate could plan for (7 choices, 40 draws)
+
+
+def test_hidden_checks_switch_off_with_the_setting(owner, submit, gpu, tmp_path, settings):
+    settings.PKB_HIDDEN_CHECKS = False
+    job = submit(owner, profile="gpu-h200x8").jobs.select_related("profile", "candidate__problem").get()
+    assert _hidden(runner.judge_command(job, tmp_path / "c.py", tmp_path / "o.json")) == (False, None)
+
+
+def test_unranked_profiles_get_no_hidden_checks(owner, submit, cpu, tmp_path, settings):
+    settings.PKB_HIDDEN_CHECKS = True
+    job = submit(owner).jobs.select_related("profile", "candidate__problem").get()
+    assert not cpu.ranked
+    assert _hidden(runner.judge_command(job, tmp_path / "c.py", tmp_path / "o.json")) == (False, None)
+
+
+def test_hidden_world_size_follows_the_problem_and_the_profile(owner, submit, cpu, gpu, tmp_path, settings):
+    settings.PKB_HIDDEN_CHECKS = True
+    # A ranked CPU profile: any W in 1..4 other than its own that the problem allows.
+    cpu.ranked = True
+    cpu.save()
+    job = submit(owner).jobs.select_related("profile", "candidate__problem").get()
+    for _ in range(10):
+        shape, world = _hidden(runner.judge_command(job, tmp_path / "c.py", tmp_path / "o.json"))
+        assert shape and world in (1, 3, 4)
+    assert runner.hidden_world_sizes(49, cpu) == [3, 4]  # problem 49 needs W >= 2
+    assert runner.hidden_world_sizes(11, cpu) == [1, 4]  # W divides 512
+    # A one-GPU profile has no other world size: the hidden shape only.
+    gpu.world_size = 1
+    gpu.save()
+    job = submit(owner, profile="gpu-h200x8").jobs.select_related("profile", "candidate__problem").get()
+    assert _hidden(runner.judge_command(job, tmp_path / "c.py", tmp_path / "o.json")) == (True, None)
+    gpu.world_size = 4
+    assert runner.hidden_world_sizes(11, gpu) == [1, 2]
+    assert runner.hidden_world_sizes(999, gpu) == []  # not implemented here: the judge reports that itself

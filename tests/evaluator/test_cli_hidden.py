@@ -1,0 +1,69 @@
+"""``pkb eval --hidden-shape --hidden-world-size W2``: the hidden checks from the command line, end to end through
+the real judge (CPU gloo, problem 1, tiny shapes), and the refusal of a hidden world size the problem does not allow."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).parents[2]
+HARDCODES_SHAPE = ROOT / "tests" / "redteam" / "candidates" / "hardcodes_shape.py"  # right at 64 x 32 only
+TINY = ["--device", "cpu", "--reduced", "--M", "64", "--N", "32", "--trials", "1", "--no-timing", "--seed", "5"]
+
+
+def pkb_eval(*argv, timeout=300):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "evaluator", "eval", *map(str, argv)], capture_output=True,
+                          text=True, env=env, timeout=timeout, cwd=ROOT)
+
+
+def test_hidden_checks_run_and_show_in_the_document(tmp_path):
+    out = tmp_path / "out.json"
+    run = pkb_eval("1", "reference", "--world-size", "2", *TINY, "--hidden-shape", "--hidden-world-size", "1",
+                   "--json", out)
+    assert run.returncode == 0, run.stderr
+    document = json.loads(out.read_text())
+    assert document["verdict"] == "correct", document["message"]
+    hidden = [t for t in document["trials"] if "hidden_shape" in t]
+    assert len(hidden) == 1 and hidden[0]["verdict"] == "correct"
+    assert hidden[0]["hidden_shape"] != {"M": 64, "N": 32}  # a shape of the judge's drawing, not the run's
+    assert document["hidden_world_size"]["world_size"] == 1
+    assert document["hidden_world_size"]["verdict"] == "correct"
+    assert "hidden shape" in run.stdout and "hidden world size W=1: correct" in run.stdout
+
+
+def test_without_the_flags_no_hidden_check_runs(tmp_path):
+    out = tmp_path / "out.json"
+    run = pkb_eval("1", "reference", "--world-size", "2", *TINY, "--json", out)
+    assert run.returncode == 0, run.stderr
+    document = json.loads(out.read_text())
+    assert "hidden_world_size" not in document and not any("hidden_shape" in t for t in document["trials"])
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["1", "reference", "-W", "2", "--hidden-world-size", "0"], "at least 1"),
+    (["1", "reference", "-W", "2", "--hidden-world-size", "2"], "world size of the run itself"),
+    # Problem 49 needs W >= 2 (E = W experts, top-2): W2 = 1 is refused before anything runs.
+    (["49", "reference", "-W", "2", "--hidden-world-size", "1"], "hidden world size 1 is not allowed by 49_"),
+    (["11", "reference", "-W", "2", "--hidden-world-size", "3"], "rule: W divides 512"),
+])
+def test_a_bad_hidden_world_size_exits_2(argv, needle):
+    run = pkb_eval(*argv, timeout=120)
+    assert run.returncode == 2 and needle in run.stderr, run.stderr
+
+
+def test_a_hard_coded_shape_is_caught_by_the_hidden_shape(tmp_path):
+    out = tmp_path / "out.json"
+    # At the run's own shape (64 x 32) it is right ...
+    plain = pkb_eval("1", HARDCODES_SHAPE, "--world-size", "2", *TINY, "--json", out)
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(out.read_text())["verdict"] == "correct"
+    # ... and the hidden trial at another shape catches it.
+    caught = pkb_eval("1", HARDCODES_SHAPE, "--world-size", "2", *TINY, "--hidden-shape", "--json", out)
+    assert caught.returncode == 0, caught.stderr
+    document = json.loads(out.read_text())
+    assert document["verdict"] == "incorrect" and "at the hidden shape" in document["message"], document["message"]
+    assert document["trials"][-1]["hidden_shape"] != {"M": 64, "N": 32}
+    assert "INCORRECT" in caught.stdout
