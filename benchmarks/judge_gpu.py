@@ -2,6 +2,7 @@
 
     python3 benchmarks/judge_gpu.py overhead  --device cuda -W 1 [--problems 1-87] [--baseline-problems 1,13]
     python3 benchmarks/judge_gpu.py aa        --device cuda -W 1 [--problems ...] [--repeats 3]
+    python3 benchmarks/judge_gpu.py selfcheck-aa --device cuda -W 1 [--problems 1-87] [--repeats 2]
     python3 benchmarks/judge_gpu.py sensitivity --device cuda -W 1 [--problem 13] [--repeats 20]
     python3 benchmarks/judge_gpu.py backends  --device cuda -W 1
 
@@ -48,28 +49,52 @@ def relaunch_per_trial(pid: int, W: int, device: str, trials: int, M: int, N: in
     return time.monotonic() - began
 
 
+def _progress(args, what: str, doc: dict) -> None:
+    """Write the JSON so far after every row: a run cut short by the device's time limit keeps what it measured."""
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, f"{what}.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+
+
+def _aa_fields(result: dict) -> dict:
+    """Each judged reference is also an A/A run (the reference judged against itself in fresh processes)."""
+    timing = result.get("timing") or {}
+    ci = timing.get("speedup_ci") or [None, None]
+    return {"speedup": timing.get("speedup"), "ci": ci, "faster": bool(timing.get("faster")),
+            "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1], "ref_ms": timing.get("reference_ms")}
+
+
 def cmd_overhead(args) -> dict:
     rows = []
+    began = time.monotonic()
     for pid in _parse_ids(args.problems):
         prob = problems.get(pid)
         if not prob.allows_world_size(args.world_size):
             continue
         result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N)
         row = {"id": pid, "stem": prob.stem, "verdict": result["verdict"], "wall_s": result["wall_s"],
-               "overhead_s": result["judge_overhead_s"]}
+               "overhead_s": result["judge_overhead_s"], "phases_s": result.get("phases_s"), **_aa_fields(result)}
         if pid in _parse_ids(args.baseline_problems):
             row["relaunch_wall_s"] = round(relaunch_per_trial(pid, args.world_size, args.device, 5, args.M, args.N), 2)
             row["ratio"] = round(row["relaunch_wall_s"] / result["wall_s"], 2)
         rows.append(row)
         print(f"{pid:>3} {prob.stem:<46} {result['verdict']:<14} wall {result['wall_s']:7.2f} s  overhead "
-              f"{result['judge_overhead_s']:6.2f} s" + (f"  relaunch-per-trial {row['relaunch_wall_s']:7.2f} s "
-                                                         f"({row['ratio']:.1f}x)" if "ratio" in row else ""), flush=True)
+              f"{result['judge_overhead_s']:6.2f} s {row['phases_s']} ref {row['ref_ms']} ms A/A {row['speedup']} "
+              f"{row['ci']}{'' if row['contains_1'] else ' MISSES 1.0'}{' FASTER' if row['faster'] else ''}"
+              + (f"  relaunch-per-trial {row['relaunch_wall_s']:7.2f} s ({row['ratio']:.1f}x)" if "ratio" in row
+                 else ""), flush=True)
+        _progress(args, "overhead", {"rows": rows, "partial": True})
     walls = [r["wall_s"] for r in rows]
     over = [r["overhead_s"] for r in rows]
     ratios = [r["ratio"] for r in rows if "ratio" in r]
-    summary = {"problems": len(rows), "total_wall_s": round(sum(walls), 1), "median_overhead_s": statistics.median(over),
+    summary = {"problems": len(rows), "total_wall_s": round(sum(walls), 1),
+               "elapsed_s": round(time.monotonic() - began, 1), "median_overhead_s": statistics.median(over),
                "max_overhead_s": max(over), "relaunch_ratio_median": statistics.median(ratios) if ratios else None,
-               "not_correct": [r["id"] for r in rows if r["verdict"] != schema.CORRECT]}
+               "not_correct": [r["id"] for r in rows if r["verdict"] != schema.CORRECT],
+               "aa_false_faster": sum(r["faster"] for r in rows),
+               "aa_intervals_missing_1": [r["id"] for r in rows if r["verdict"] == schema.CORRECT
+                                          and not r["contains_1"]]}
     print("SUMMARY", json.dumps(summary))
     return {"rows": rows, "summary": summary}
 
@@ -171,6 +196,35 @@ def cmd_sensitivity(args) -> dict:
     return out
 
 
+def cmd_selfcheck_aa(args) -> dict:
+    """A/A repeats for every problem in one pair of process groups (the self-check's mode: trusted references switch
+    problem with ``load``), so many repeats fit in little device time. Fresh processes per run are ``aa``/``overhead``."""
+    from evaluator import selfcheck
+
+    rows = []
+
+    def on_row(row):
+        rows.append(row)
+        for rep, aa in enumerate(row.get("aa", [])):
+            print(f"{row['id']:>3} rep {rep} {aa['verdict']:<10} ref {aa['reference_ms']} ms A/A {aa['speedup']} "
+                  f"{aa['ci']}{'' if aa['contains_1'] else ' MISSES 1.0'}{' FASTER' if aa['faster'] else ''}",
+                  flush=True)
+        if row["verdict"] != schema.CORRECT:
+            print(f"{row['id']:>3} {row['verdict']}: {row.get('message', '')[:300]}", flush=True)
+        _progress(args, "selfcheck-aa", {"rows": rows, "partial": True})
+
+    report = selfcheck.run(_parse_ids(args.problems), args.world_size, args.device, M=args.M, N=args.N,
+                           nulls=False, on_row=on_row, aa_repeats=args.repeats)
+    runs = [aa for row in report["rows"] for aa in row.get("aa", [])]
+    speedups = sorted(a["speedup"] for a in runs if a["speedup"])
+    summary = {"problems": len(report["rows"]), "runs": len(runs), "false_faster": sum(a["faster"] for a in runs),
+               "intervals_missing_1": sum(not a["contains_1"] for a in runs if a["verdict"] == schema.CORRECT),
+               "not_correct": [r["id"] for r in report["rows"] if r["verdict"] != schema.CORRECT],
+               "speedup_min": speedups[0] if speedups else None, "speedup_max": speedups[-1] if speedups else None}
+    print("SUMMARY", json.dumps(summary))
+    return {"rows": report["rows"], "summary": summary}
+
+
 def cmd_backends(args) -> dict:
     rows = []
     for name in sorted(p.stem for p in (HERE / "candidates").glob("p*.py")):
@@ -194,7 +248,7 @@ def cmd_backends(args) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["overhead", "aa", "sensitivity", "backends"])
+    parser.add_argument("what", choices=["overhead", "aa", "selfcheck-aa", "sensitivity", "backends"])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("-W", "--world-size", type=int, default=1)
     parser.add_argument("--problems", default=None)
@@ -206,7 +260,8 @@ def main() -> int:
     parser.add_argument("--N", type=int, default=1024)
     parser.add_argument("--out", default=os.environ.get("OUT"))
     args = parser.parse_args()
-    result = {"overhead": cmd_overhead, "aa": cmd_aa, "sensitivity": cmd_sensitivity, "backends": cmd_backends}[
+    result = {"overhead": cmd_overhead, "aa": cmd_aa, "selfcheck-aa": cmd_selfcheck_aa, "sensitivity": cmd_sensitivity,
+              "backends": cmd_backends}[
         args.what](args)
     if args.out:
         os.makedirs(args.out, exist_ok=True)

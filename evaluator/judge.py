@@ -25,7 +25,7 @@ import torch
 import problems
 from evaluator import physics, policy, schema, stats
 from evaluator.compare import compare
-from evaluator.group import GroupFailure, RankGroup
+from evaluator.group import GroupFailure, RankGroup, close_all
 from evaluator.rank_worker import timing_set_seed
 from problems.base import derive_seed
 
@@ -216,6 +216,10 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict) -
     os.chmod(workdir, 0o711)
     ref = cand = None
     pair = None
+    # Where the wall time goes (start: launch to every rank ready; judge: trials and timing; close: teardown), so the
+    # overhead benchmark can say what to shorten.
+    phases: dict = {}
+    began = time.monotonic()
     try:
         common = dict(world_size=cfg.world_size, device=cfg.device, problem=str(prob.id), M=cfg.M, N=cfg.N,
                       dtype=cfg.dtype, reduced=cfg.reduced)
@@ -225,6 +229,7 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict) -
                          **common)
         pair = Pair(prob, ref, cand, cfg)
         outcome = pair.start()
+        phases["start"] = time.monotonic() - began
         if outcome is None:
             outcome = pair.judge(seeds)
             if cfg.profile_dir and outcome.get("verdict") in (schema.CORRECT, schema.INCORRECT):
@@ -233,12 +238,14 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict) -
         result.update(outcome)
         result["environment"] = pair.environment
         result["_inside_s"] = pair.inside_s
+        phases["judge"] = time.monotonic() - began - phases["start"]
     except Exception as exc:  # noqa: BLE001 - a harness bug or a lost process is never the candidate's fault
         result.update(verdict=schema.INFRA_ERROR, message=f"judge failure: {type(exc).__name__}: {exc}")
     finally:
-        for group in (cand, ref):
-            if group is not None:
-                group.close()
+        closing = time.monotonic()
+        close_all([cand, ref])
+        phases["close"] = time.monotonic() - closing
+        result["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
         if cand is not None:
             result["logs"] = cand.logs()
             if cand.sandbox is not None:
@@ -541,8 +548,7 @@ class Pair:
         return checks, None
 
     def close(self):
-        for group in (self.cand, self.ref):
-            group.close()
+        close_all([self.cand, self.ref])
 
 
 def _other_size(size: int, world_size: int, rng: random.Random) -> int:

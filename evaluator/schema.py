@@ -19,7 +19,8 @@ Example (abridged) of what ``pkb eval ... --json OUT`` writes::
       "environment": {"host": ..., "gpus": [...], "driver": ..., "torch": ..., "nccl": ..., "triton": ...,
                       "python": ..., "backend": "gloo|nccl"},
       "logs": [{"role": "candidate", "rank": 0, "stdout": "...", "stderr": "..."}],  # bounded tails
-      "wall_s": 12.3, "judge_overhead_s": 3.4, "attempts": 1
+      "wall_s": 12.3, "judge_overhead_s": 3.4, "attempts": 1,
+      "phases_s": {"start": 4.1, "judge": 7.9, "close": 0.2}   # the last attempt's launch, judging, teardown
     }
 """
 from __future__ import annotations

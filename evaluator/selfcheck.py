@@ -6,19 +6,22 @@ size (the groups switch problem with the ``load`` command); real candidates alwa
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
 
 import problems
 from evaluator import judge, schema
-from evaluator.group import RankGroup
+from evaluator.group import RankGroup, close_all
 
 NULLS = ("zeros", "inputs", "nocomm")
 
 
 def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: int = 1024, reduced: bool = False,
-        trials: int = 5, nulls: bool = True, seed: int | None = None, on_row=None) -> dict:
+        trials: int = 5, nulls: bool = True, seed: int | None = None, on_row=None, aa_repeats: int = 1) -> dict:
+    """``aa_repeats`` > 1 judges each reference against itself that many times (fresh seeds each, the same two
+    groups of processes), for A/A precision sweeps (benchmarks/judge_gpu.py selfcheck-aa)."""
     cfg = judge.Config(world_size=world_size, device=device, trials=trials, seed=seed, M=M, N=N, reduced=reduced)
     rows = []
     session = None
@@ -36,7 +39,7 @@ def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: 
             started = time.monotonic()
             if session is None:
                 session = _Session(prob, cfg)
-            row = session.check(prob, nulls and world_size >= 1)
+            row = session.check(prob, nulls and world_size >= 1, aa_repeats)
             row["seconds"] = round(time.monotonic() - started, 2)
             rows.append(row)
             if on_row:
@@ -78,17 +81,26 @@ class _Session:
         self.holding = (prob.id, candidate)
         return pair, None
 
-    def check(self, prob, with_nulls: bool) -> dict:
+    def check(self, prob, with_nulls: bool, aa_repeats: int = 1) -> dict:
         seeds = judge._seeds(self.cfg)
         pair, failed = self._pair(prob, "reference")
         outcome = failed or pair.judge(seeds)
+        repeats = [outcome]
+        for rep in range(1, aa_repeats):
+            if repeats[-1]["verdict"] != schema.CORRECT:
+                break
+            again = dataclasses.replace(self.cfg, seed=None if self.cfg.seed is None else self.cfg.seed + 7919 * rep)
+            repeats.append(pair.judge(judge._seeds(again)))
         row = {"id": prob.id, "stem": prob.stem, "verdict": outcome["verdict"], "message": outcome.get("message", ""),
                "output_shapes": (outcome.get("trials") or [{}])[0].get("output_shapes"),
                "timing": outcome.get("timing"), "nulls": {}}
         # An A/A run must never be "faster". CPU timings are unranked (gloo on a shared host), so there a "faster" is
         # reported in the row but is not a failure of the reference.
-        aa_faster = (outcome.get("timing") or {}).get("faster", False) and self.cfg.device == "cuda"
-        row["ok"] = outcome["verdict"] == schema.CORRECT and not aa_faster
+        row["aa"] = [_aa_summary(o) for o in repeats]
+        aa_faster = any(a["faster"] for a in row["aa"]) and self.cfg.device == "cuda"
+        row["ok"] = all(o["verdict"] == schema.CORRECT for o in repeats) and not aa_faster
+        if len(repeats) > 1 and repeats[-1]["verdict"] != schema.CORRECT:
+            row["verdict"], row["message"] = repeats[-1]["verdict"], f"A/A repeat: {repeats[-1].get('message', '')}"
         if with_nulls and row["verdict"] == schema.CORRECT:
             for kind in NULLS:
                 if kind == "nocomm" and self.cfg.world_size == 1:
@@ -113,11 +125,18 @@ class _Session:
         return row
 
     def close(self):
-        for group in (self.cand, self.ref):
-            group.close()
+        close_all([self.cand, self.ref])
         import shutil
 
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _aa_summary(outcome: dict) -> dict:
+    timing = outcome.get("timing") or {}
+    ci = timing.get("speedup_ci") or [None, None]
+    return {"verdict": outcome["verdict"], "speedup": timing.get("speedup"), "ci": ci,
+            "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1], "faster": bool(timing.get("faster")),
+            "reference_ms": timing.get("reference_ms")}
 
 
 def render(report: dict) -> str:

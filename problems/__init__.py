@@ -42,7 +42,7 @@ def get(key) -> Problem:
     """A problem by id (13, "13") or by PKB stem ("13_gemm_allreduce"); raises UnknownProblem."""
     text = str(key).strip()
     if text.isdigit():
-        problem = registry().get(int(text))
+        problem = _one(int(text)) if _REGISTRY is None else _REGISTRY.get(int(text))
     else:
         problem = next((p for p in registry().values() if p.stem == text), None)
         if problem is None:
@@ -55,6 +55,20 @@ def get(key) -> Problem:
     if problem is None:
         raise UnknownProblem(f"unknown problem {key!r}: give an id 1-87 or a stem such as 13_gemm_allreduce")
     return problem
+
+
+def _one(problem_id: int) -> Problem | None:
+    """One problem by id without importing the other 86: every rank process starts with this, and importing all of
+    them (with their helpers) is a measurable part of a rank's start."""
+    names = [info.name for info in pkgutil.iter_modules(__path__) if info.name.startswith(f"p{problem_id:02d}_")
+             and _MODULE_RE.match(info.name)]
+    if len(names) != 1:
+        return registry().get(problem_id)  # none or ambiguous: the full scan reports it
+    try:
+        problem = importlib.import_module(f"problems.{names[0]}").PROBLEM
+    except Exception:  # noqa: BLE001 - the full scan records it in BROKEN with its message
+        return registry().get(problem_id)
+    return problem if problem.id == problem_id else registry().get(problem_id)
 
 
 def stem_of(problem_id: int) -> str:

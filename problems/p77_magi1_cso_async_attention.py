@@ -92,7 +92,14 @@ def solution(query, key_value, k_ranges, cp_shuffle_num, clip_token_nums=None, g
 
     def attend(i, q):  # q: (W*spb, Hl, d), all ranks' range-i tokens for this rank's heads
         lo, hi = bounds[i]
-        out = F.scaled_dot_product_attention(q.transpose(0, 1), k_all[:, lo:hi], v_all[:, lo:hi])
+        q, k, v = q.transpose(0, 1), k_all[:, lo:hi], v_all[:, lo:hi]
+        if q.is_cuda:
+            # 4-D (a batch of one) on the GPU: the fused flash kernel only takes 4-D inputs; 3-D ones fall back to
+            # the math path, which materialises the (Hl, L, C) scores (14 GB at full size) and is ~100x slower.
+            # On the CPU the 3-D math path stays: the CPU's fused bf16 kernel misses the tolerance (tests/problems).
+            out = F.scaled_dot_product_attention(q[None], k[None], v[None])[0]
+        else:
+            out = F.scaled_dot_product_attention(q, k, v)
         return out.transpose(0, 1).reshape(W, spb, Hl, d).contiguous()  # token block j goes back to rank j
 
     # 2-4. Pipelined exchanges: q0, q1, then [q_{i+2} | out_i] while they last, then the remaining outputs.

@@ -75,3 +75,30 @@ def test_slack_widens_only_where_asked():
     y = x + 0.5
     assert not compare(x, y, 1e-2, 1e-2).ok
     assert compare(x, y, 1e-2, 1e-2, slack=lambda t: 0.5).ok
+
+
+def test_fast_path_still_rejects_inf_where_reference_is_inf_and_candidate_finite():
+    expected = torch.tensor([1.0, math.inf, 2.0], dtype=torch.bfloat16)
+    assert compare(expected, expected.clone(), 1e-2, 1e-2).ok
+    result = compare(expected, torch.tensor([1.0, 5.0, 2.0], dtype=torch.bfloat16), 1e-2, 1e-2)
+    assert not result.ok and result.mismatch.index == [1]
+
+
+def test_small_differences_report_their_size_in_every_float_dtype():
+    for dtype in (torch.bfloat16, torch.float16, torch.float32, torch.float64):
+        expected = torch.full((1000,), 4.0, dtype=dtype)
+        actual = expected.clone()
+        actual[7] = 4.03125  # exact in every dtype here
+        ok = compare(expected, actual, 1e-2, 1e-2)
+        assert ok.ok and abs(ok.max_abs_error - 0.03125) < 1e-9 and abs(ok.max_rel_error - 0.03125 / 4) < 1e-9
+        actual[9] = 4.25
+        bad = compare(expected, actual, 1e-2, 1e-2)
+        assert not bad.ok and bad.mismatch.index == [9] and "1 of 1000" in bad.mismatch.message
+
+
+def test_float64_differences_below_float32_resolution_are_seen():
+    expected = torch.full((4,), 1.0, dtype=torch.float64)
+    actual = expected.clone()
+    actual[2] = 1.0 + 1e-9
+    assert not compare(expected, actual, 0.0, 1e-10).ok
+    assert compare(expected, actual, 0.0, 1e-8).ok

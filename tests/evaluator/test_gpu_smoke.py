@@ -34,3 +34,38 @@ def test_wrong_gpu_candidate_is_incorrect(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def solution(tensor):\n    return tensor * 2\n")
     assert judge.evaluate(1, str(bad), 1, "cuda", seed=2, timing=False)["verdict"] == schema.INCORRECT
+
+
+def test_p77_fused_gpu_attention_matches_fp32_math(tmp_path):
+    """Problem 77's reference takes the fused (4-D) attention kernel on the GPU; at full size and W = 1 it must agree
+    with attention computed in float32 from the same inputs, within the problem's tolerance."""
+    import math
+
+    import torch.distributed as dist
+
+    import problems
+    from evaluator.compare import compare
+    from problems.base import InputContext
+
+    prob = problems.get(77)
+    dist.init_process_group("nccl", rank=0, world_size=1, store=dist.HashStore(), device_id=torch.device("cuda", 0))
+    try:
+        ctx = InputContext(rank=0, world_size=1, dtype=torch.bfloat16, device=torch.device("cuda", 0), seed_base=77,
+                           problem_id=77)
+        query, key_value, k_ranges, R, C, _ = inputs = prob.make_inputs(ctx)
+        out = prob.solution(*inputs)
+        torch.cuda.synchronize()
+    finally:
+        dist.destroy_process_group()
+    d = query.shape[-1]
+    spb = query.shape[0] // R
+    expected = torch.empty_like(out)
+    for i in range(R):
+        q = query[i * spb:(i + 1) * spb].float().transpose(0, 1)  # (H, spb, d); at W = 1 spb == C
+        kv = key_value[i * C:(i + 1) * C].float()
+        k = kv[..., :d].repeat_interleave(q.shape[0] // kv.shape[1], dim=1).transpose(0, 1)
+        v = kv[..., d:].repeat_interleave(q.shape[0] // kv.shape[1], dim=1).transpose(0, 1)
+        weights = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(d), dim=-1)
+        expected[i * spb:(i + 1) * spb] = (weights @ v).transpose(0, 1).to(out.dtype)
+    result = compare(expected.cpu(), out.cpu(), prob.atol, prob.rtol)
+    assert result.ok, result.mismatch.message
