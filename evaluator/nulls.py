@@ -3,14 +3,19 @@
 - ``zeros``: the reference's output structure filled with zeros;
 - ``inputs``: the timed input returned unchanged;
 - ``nocomm``: the reference run with every collective replaced by its local-only version (all-reduce keeps the
-  rank's own contribution, all-gather replicates it, receives leave buffers untouched...), i.e. the rank's local
-  result without communication.
+  rank's own contribution, all-gather replicates it, all-to-all keeps only the chunk a rank sends to itself, in
+  place, and zeros the chunks other ranks would send, except that an all-to-all sending back what one delivered
+  returns what the rank sent, receives leave buffers untouched...), i.e. the rank's local result without
+  communication. Object collectives (``all_gather_object``) stay real: references use them for
+  metadata only (tile shapes, block lengths), and a local-only run that cannot even size its buffers consistently
+  crashes (problem 78) instead of giving the wrong answer this null exists to show.
 
 These are trusted helpers for the self-check, not candidates: they live in the judge's package.
 """
 from __future__ import annotations
 
 import contextlib
+import weakref
 from typing import Callable
 
 import torch
@@ -56,7 +61,55 @@ def _async(kwargs):
     return _Done() if kwargs.get("async_op") else None
 
 
+def _split_rows(tensor: torch.Tensor, sizes, world_size: int) -> tuple[list[int], list[int]]:
+    """Offsets and counts, in rows (dim 0), of the W chunks of an all_to_all_single buffer: the given split sizes, or
+    W equal parts when there are none (torch's rule)."""
+    if sizes is not None and len(sizes):
+        counts = [int(x) for x in sizes]
+    else:
+        counts = [tensor.shape[0] // world_size] * world_size
+    return [sum(counts[:i]) for i in range(len(counts))], counts
+
+
+def _own_chunk_only(output, input, output_split_sizes, input_split_sizes, rank: int, world_size: int) -> None:
+    """all_to_all_single without communication: the chunk this rank sends to itself lands where the collective would
+    put it (output chunk ``rank``, placed by ``output_split_sizes``); every chunk that would come from another rank
+    is zero. Never fails on uneven splits: the output keeps the size its caller allocated from the split sizes."""
+    out_offsets, out_counts = _split_rows(output, output_split_sizes, world_size)
+    in_offsets, in_counts = _split_rows(input, input_split_sizes, world_size)
+    own = None
+    if rank < len(in_counts) and in_counts[rank] > 0:
+        own = input.narrow(0, in_offsets[rank], in_counts[rank]).clone()  # before zeroing: output may alias input
+    output.zero_()
+    if own is None or rank >= len(out_counts) or out_counts[rank] <= 0:
+        return
+    target = output.narrow(0, out_offsets[rank], out_counts[rank])
+    if target.numel() == own.numel():
+        target.copy_(own.reshape(target.shape))
+    elif target.is_contiguous():  # split sizes that disagree with themselves (never from a real collective)
+        n = min(target.numel(), own.numel())
+        target.view(-1)[:n].copy_(own.reshape(-1)[:n])
+
+
+# Outputs of the all_to_all_single stand-in up to this size are remembered for the round-trip rule (counts and other
+# metadata; the copies live only for one local-only call of the reference).
+ROUND_TRIP_MAX_NUMEL = 1 << 16
+
+
+def _round_trip(exchanges: list, output, input, output_counts: list[int], input_counts: list[int]):
+    """The real all-to-all is its own inverse: sending back what an all-to-all delivered (with the split sizes
+    swapped) returns to every rank what it sent in the first place, which this rank knows without communicating (a
+    requester learning how many of its requests were answered, problem 64). Returns that, or None."""
+    for ref, delivered, sent, delivered_counts, sent_counts in reversed(exchanges):
+        if (ref() is input and output_counts == sent_counts and input_counts == delivered_counts
+                and output.shape == sent.shape and torch.equal(input, delivered)):
+            return sent
+    return None
+
+
 def _local_collectives() -> dict[str, Callable]:
+    exchanges: list = []  # (weakref to an all_to_all_single output, its copy, a copy of its input, split rows)
+
     def all_reduce(tensor, *a, **k):
         return _async(k)
 
@@ -84,14 +137,27 @@ def _local_collectives() -> dict[str, Callable]:
         return _async(k)
 
     def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None, **k):
-        if output.numel() == input.numel():
-            output.copy_(input.reshape(output.shape))
+        W = _size(group)
+        output_counts = _split_rows(output, output_split_sizes, W)[1]
+        input_counts = _split_rows(input, input_split_sizes, W)[1]
+        back = _round_trip(exchanges, output, input, output_counts, input_counts)
+        sent = input.clone() if max(output.numel(), input.numel()) <= ROUND_TRIP_MAX_NUMEL else None
+        if back is not None:
+            output.copy_(back)
+        else:
+            _own_chunk_only(output, input, output_split_sizes, input_split_sizes, _rank(group), W)
+        if sent is not None:
+            exchanges.append((weakref.ref(output), output.clone(), sent, output_counts, input_counts))
         return _async(k)
 
     def all_to_all(output_tensor_list, input_tensor_list, group=None, **k):
-        for out, inp in zip(output_tensor_list, input_tensor_list):
-            if out.numel() == inp.numel():
-                out.copy_(inp.reshape(out.shape))
+        rank = _rank(group)
+        own = input_tensor_list[rank].clone() if rank < len(input_tensor_list) else None
+        for source, out in enumerate(output_tensor_list):
+            if source == rank and own is not None and out.numel() == own.numel():
+                out.copy_(own.reshape(out.shape))
+            else:
+                out.zero_()  # would have come from another rank
         return _async(k)
 
     def gather(tensor, gather_list=None, dst=0, group=None, **k):
@@ -103,10 +169,6 @@ def _local_collectives() -> dict[str, Callable]:
         if scatter_list:
             tensor.copy_(scatter_list[_rank(group)])
         return _async(k)
-
-    def all_gather_object(object_list, obj, group=None):
-        for i in range(len(object_list)):
-            object_list[i] = obj
 
     def point_to_point(tensor, *a, **k):
         return _Done()
@@ -128,7 +190,7 @@ def _local_collectives() -> dict[str, Callable]:
         "all_gather_into_tensor": all_gather_into_tensor, "_all_gather_base": all_gather_into_tensor,
         "reduce_scatter_tensor": reduce_scatter_tensor, "_reduce_scatter_base": reduce_scatter_tensor,
         "reduce_scatter": reduce_scatter, "all_to_all_single": all_to_all_single, "all_to_all": all_to_all,
-        "gather": gather, "scatter": scatter, "all_gather_object": all_gather_object,
+        "gather": gather, "scatter": scatter,
         "send": point_to_point, "recv": point_to_point, "isend": point_to_point, "irecv": point_to_point,
         "batch_isend_irecv": batch_isend_irecv, "P2POp": P2POp, "barrier": barrier,
     }
