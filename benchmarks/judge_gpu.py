@@ -62,7 +62,9 @@ def _aa_fields(result: dict) -> dict:
     timing = result.get("timing") or {}
     ci = timing.get("speedup_ci") or [None, None]
     return {"speedup": timing.get("speedup"), "ci": ci, "faster": bool(timing.get("faster")),
-            "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1], "ref_ms": timing.get("reference_ms")}
+            "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1], "ref_ms": timing.get("reference_ms"),
+            "bootstrap_ci": timing.get("bootstrap_ci"), "host_bound": timing.get("host_bound"),
+            "host_bound_share": timing.get("host_bound_share")}
 
 
 def cmd_overhead(args) -> dict:
@@ -75,6 +77,9 @@ def cmd_overhead(args) -> dict:
         result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N)
         row = {"id": pid, "stem": prob.stem, "verdict": result["verdict"], "wall_s": result["wall_s"],
                "overhead_s": result["judge_overhead_s"], "phases_s": result.get("phases_s"), **_aa_fields(result)}
+        if result["verdict"] != schema.CORRECT:
+            row["message"] = result["message"][:1500]
+            print(f"{pid:>3} {result['verdict']}: {row['message']}", flush=True)
         if pid in _parse_ids(args.baseline_problems):
             row["relaunch_wall_s"] = round(relaunch_per_trial(pid, args.world_size, args.device, 5, args.M, args.N), 2)
             row["ratio"] = round(row["relaunch_wall_s"] / result["wall_s"], 2)
@@ -82,6 +87,7 @@ def cmd_overhead(args) -> dict:
         print(f"{pid:>3} {prob.stem:<46} {result['verdict']:<14} wall {result['wall_s']:7.2f} s  overhead "
               f"{result['judge_overhead_s']:6.2f} s {row['phases_s']} ref {row['ref_ms']} ms A/A {row['speedup']} "
               f"{row['ci']}{'' if row['contains_1'] else ' MISSES 1.0'}{' FASTER' if row['faster'] else ''}"
+              f"{' host-bound ' + str(row['host_bound_share']) if row['host_bound'] else ''}"
               + (f"  relaunch-per-trial {row['relaunch_wall_s']:7.2f} s ({row['ratio']:.1f}x)" if "ratio" in row
                  else ""), flush=True)
         _progress(args, "overhead", {"rows": rows, "partial": True})
@@ -114,9 +120,12 @@ def cmd_aa(args) -> dict:
             misses += not contains
             rows.append({"id": pid, "repeat": rep, "verdict": result["verdict"], "speedup": timing.get("speedup"),
                          "ci": ci, "contains_1": contains, "faster": timing.get("faster"),
-                         "ref_ms": timing.get("reference_ms")})
+                         "ref_ms": timing.get("reference_ms"), "bootstrap_ci": timing.get("bootstrap_ci"),
+                         "host_bound": timing.get("host_bound"), "host_bound_share": timing.get("host_bound_share")})
             print(f"{pid:>3} rep {rep} {result['verdict']:<10} speedup {timing.get('speedup')} ci {ci} "
-                  f"{'' if contains else 'MISSES 1.0'}", flush=True)
+                  f"raw {timing.get('bootstrap_ci')} {'' if contains else 'MISSES 1.0'}"
+                  f"{' FASTER' if timing.get('faster') else ''} host-bound {timing.get('host_bound')} "
+                  f"{timing.get('host_bound_share')}", flush=True)
     speedups = [r["speedup"] for r in rows if r["speedup"]]
     summary = {"runs": len(rows), "false_faster": false_faster, "intervals_missing_1": misses,
                "speedup_min": min(speedups), "speedup_max": max(speedups),
@@ -191,6 +200,7 @@ def cmd_sensitivity(args) -> dict:
             out["runs"].append({"case": label, "speedup": t.get("speedup"), "ci": ci, "detected": hit})
             print(f"{label:<11} rep {rep:>2} speedup {t.get('speedup')} ci {ci} {'detected' if hit else 'MISSED'}",
                   flush=True)
+            _progress(args, "sensitivity", dict(out, partial=True))
         out[label] = hits / args.repeats
     print("SUMMARY", json.dumps({k: v for k, v in out.items() if k != "runs"}))
     return out
@@ -207,7 +217,8 @@ def cmd_selfcheck_aa(args) -> dict:
         rows.append(row)
         for rep, aa in enumerate(row.get("aa", [])):
             print(f"{row['id']:>3} rep {rep} {aa['verdict']:<10} ref {aa['reference_ms']} ms A/A {aa['speedup']} "
-                  f"{aa['ci']}{'' if aa['contains_1'] else ' MISSES 1.0'}{' FASTER' if aa['faster'] else ''}",
+                  f"{aa['ci']} raw {aa['bootstrap_ci']}{'' if aa['contains_1'] else ' MISSES 1.0'}"
+                  f"{' FASTER' if aa['faster'] else ''}{' host-bound' if aa['host_bound'] else ''}",
                   flush=True)
         if row["verdict"] != schema.CORRECT:
             print(f"{row['id']:>3} {row['verdict']}: {row.get('message', '')[:300]}", flush=True)

@@ -61,6 +61,7 @@ class RankGroup:
         self.seq = 0
         self.closed = False
         self.killed = False
+        self.held = False  # stopped by pause()
         self.sandbox_report: dict = {}
         # Untrusted ranks get a sandbox (own uid and network namespace where possible); trusted ones only the
         # scrubbed environment. Directories: the group's own is root-only for trusted groups; for a sandboxed one it
@@ -131,13 +132,29 @@ class RankGroup:
 
     # --- isolation ----------------------------------------------------------------------------------------------------
     def pause(self) -> None:
-        """Stop every process of an untrusted group (e.g. while the reference runs); no-op for trusted groups."""
-        if self.sandbox is not None and not self.closed:
+        """Stop every process of the group while the other group runs. For a sandboxed candidate this is isolation
+        (it can neither watch the reference's files nor compete with it; daemons of its uid are stopped too). For
+        any group it is also fairness: an idle group's background threads (NCCL's proxy and watchdog) share the
+        CPU cores of the running one's ranks, and stopping only the candidate's slowed the candidate's host side
+        alone (A/A on an H200, benchmarks/RESULTS.md run 3)."""
+        if self.closed or self.held:
+            return
+        if self.sandbox is not None and self.sandbox.enabled:
             self.sandbox.pause(r.proc.pid for r in self.ranks)
+        else:
+            for r in self.ranks:
+                _signal_group(r.proc.pid, signal.SIGSTOP)
+        self.held = True
 
     def resume(self) -> None:
-        if self.sandbox is not None:
+        if not self.held:
+            return
+        self.held = False
+        if self.sandbox is not None and self.sandbox.enabled:
             self.sandbox.resume(r.proc.pid for r in self.ranks)
+        else:
+            for r in self.ranks:
+                _signal_group(r.proc.pid, signal.SIGCONT)
 
     def sandbox_notes(self) -> dict:
         return dict(self.sandbox.notes) if self.sandbox is not None else {}
@@ -300,6 +317,13 @@ class RankGroup:
 _PEER_FAILURE_MARKERS = ("Connection closed by peer", "Connection reset", "remote worker", "Broken pipe",
                          "communicator was aborted", "NCCL Error", "ncclRemoteError", "Socket Timeout",
                          "Connection refused", "peer", "Timed out")
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def close_all(groups: list, timeout: float = 10.0) -> None:

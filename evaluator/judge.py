@@ -298,8 +298,9 @@ class Pair:
         self.build_ms = 0.0
         self.last_wall_ms = 0.0
 
-    # Failures on the reference side are the platform's; on the candidate side they are the candidate's. While the
-    # reference runs, the candidate's processes are stopped (they can neither watch its files nor compete with it).
+    # Failures on the reference side are the platform's; on the candidate side they are the candidate's. While one
+    # side runs, the other's processes are stopped (the candidate can neither watch the reference's files nor compete
+    # with it, and neither side's idle threads slow the other's host).
     def _ref_command(self, cmd: dict, timeout: float, then=None) -> list[dict]:
         """Run a command on the reference with the candidate stopped; ``then()`` (reading and deleting the
         reference's output files) also runs before the candidate is resumed, so those files never exist while it
@@ -317,10 +318,14 @@ class Pair:
             self.cand.resume()
 
     def _cand_command(self, cmd: dict, timeout: float) -> list[dict]:
+        """Run a command on the candidate with the reference stopped (see RankGroup.pause: same conditions for both)."""
+        self.ref.pause()
         try:
             return self._timed_command(self.cand, cmd, timeout)
         except GroupFailure as exc:
             raise _Stop(_candidate_verdict(exc.kind), f"rank {exc.rank}: {exc.message}")
+        finally:
+            self.ref.resume()
 
     def _timed_command(self, group: RankGroup, cmd: dict, timeout: float) -> list[dict]:
         """The command, with the judge's wall clock around it alone (not around pausing the other group)."""
@@ -482,6 +487,7 @@ class Pair:
         per_block = cfg.budget_ms() / cfg.blocks
         iters = int(min(100, max(3 if cfg.device == "cpu" else 10, per_block / max(estimate_ms + self.build_ms, 1e-3))))
         ref_blocks, cand_blocks, walls = [], [], {"ref": [], "cand": []}
+        host_bound = {"ref": [], "cand": []}
         kept, sets = [], 0
         verify = not self.cand.trusted  # an A/A self-check (reference as the candidate) needs no kept outputs
         # A fresh seed per block, unknown to the candidate until the block starts: nothing can be computed ahead, in
@@ -503,6 +509,7 @@ class Pair:
                 replies = run(cmd, timeout)
                 wall_ms = self.last_wall_ms
                 samples = _samples(replies, iters, side)
+                host_bound[side].append(max(float(x.get("host_bound") or 0.0) for x in replies))
                 (ref_blocks if side == "ref" else cand_blocks).append(samples)
                 walls[side].append(wall_ms / (iters + warmup))
                 self.inside_s += (sum(samples) + warmup * statistics.median(samples)) / 1e3
@@ -510,7 +517,8 @@ class Pair:
                     if verify:
                         kept.extend(self._collect_kept(cmd, replies, b))
                     sets = max(sets, max(int(x.get("sets") or 0) for x in replies))
-        doc = _timing_document(ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1)
+        doc = _timing_document(ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1,
+                               host_bound={side: statistics.median(v) for side, v in host_bound.items()})
         doc.update(distinct_input_sets_per_block=sets, calls_per_block=iters + warmup, _kept=kept)
         return doc
 
@@ -651,10 +659,16 @@ def _first_mismatch(record: dict) -> str:
 
 # Relative offset between two process groups running identical code, measured by A/A runs (see _timing_document).
 PROCESS_NOISE_FLOOR = {"cuda": 0.03, "cpu": 0.05}
+# A call is host-bound when its GPU work is already finished by the time the host returns from it (a host sync
+# inside, or launches slower than the GPU runs them): then the events time the host's pace, which differs between
+# processes far more than GPU work does (A/A on an H200, benchmarks/RESULTS.md run 3). Such timings get this wider
+# floor, and say so.
+HOST_BOUND_NOISE_FLOOR = 0.50
+HOST_BOUND_SHARE = 0.2  # of a side's timed calls (median over blocks)
 
 
 def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, environment: Optional[dict] = None,
-                     calls: Optional[int] = None) -> dict:
+                     calls: Optional[int] = None, host_bound: Optional[dict] = None) -> dict:
     ref_all = [x for block in ref_blocks for x in block]
     cand_all = [x for block in cand_blocks for x in block]
     ref_ms, cand_ms = stats.median(ref_all), stats.median(cand_all)
@@ -663,6 +677,10 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
     # host dispatch): measured by A/A runs on an H200 (benchmarks/RESULTS.md). The bootstrap cannot see that
     # offset, so the interval is widened by it; "faster" must clear it too.
     floor = PROCESS_NOISE_FLOOR[cfg.device]
+    host_bound = host_bound or {}
+    is_host_bound = cfg.device == "cuda" and max(host_bound.values(), default=0.0) >= HOST_BOUND_SHARE
+    if is_host_bound:
+        floor = max(floor, HOST_BOUND_NOISE_FLOOR)
     low, high = raw_low / (1.0 + floor), raw_high * (1.0 + floor)
     crosscheck = _crosscheck(ref_blocks, cand_blocks, walls, cfg, calls)
     flags = [schema.FLAG_TIMING_CROSSCHECK] if crosscheck["suspect"] else []
@@ -678,6 +696,8 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
         "speedup": round(ref_ms / cand_ms, 4) if cand_ms > 0 else None,
         "speedup_ci": [round(low, 4), round(high, 4)], "faster": bool(low > 1.0 and not flags),
         "bootstrap_ci": [round(raw_low, 4), round(raw_high, 4)], "process_noise_floor": floor,
+        "host_bound": is_host_bound, "host_bound_share": {"reference": host_bound.get("ref"),
+                                                          "candidate": host_bound.get("cand")},
         "samples": len(cand_all), "reference_samples": len(ref_all), "blocks": len(ref_blocks),
         "ranked": ranked, "method": "cuda_events" if cfg.device == "cuda" else "wall_clock",
         "crosscheck": crosscheck, "speed_of_light": light, "_flags": flags,

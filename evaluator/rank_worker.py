@@ -43,6 +43,18 @@ _barrier = dist.barrier
 _all_reduce = dist.all_reduce
 _urandom = os.urandom
 _cuda_sleep = torch.cuda._sleep
+_query = torch.cuda.Event.query
+_empty_cache = torch.cuda.empty_cache
+_memory_reserved = torch.cuda.memory_reserved
+
+# Above this much cached device memory a rank hands its cache back after each command: the other role's ranks share
+# the GPU and may need it (problem 68's table is 57 GB per input set at W = 1).
+RELEASE_CACHE_BYTES = 4 * 2**30
+# The spin ahead of each timed call lasts at least this many times the host's own time to enqueue one call (measured
+# on the untimed warm-up calls), so that the host is done queueing before the GPU reaches the start event.
+SPIN_HOST_FACTOR = 3.0
+SPIN_MARGIN_US = 20.0
+SPIN_MAX_US = 5_000.0
 
 # Bytes of distinct input sets kept at once in one timing block (per rank); beyond that, sets are rebuilt after use.
 POOL_BYTES = {"cuda": 8 * 2**30, "cpu": 256 * 2**20}
@@ -193,6 +205,8 @@ class Worker:
         self.groups: dict = {}
         self.problem = None
         self.solution = None
+        self.host_us = None  # largest host time seen to enqueue one call of the loaded solution (see time())
+        self.timed_calls_seen = 0
 
     # --- set-up ----------------------------------------------------------------------------------------------------
     def start(self) -> bool:
@@ -220,6 +234,7 @@ class Worker:
 
     def load(self, problem_key, candidate: str, first: bool = False) -> bool:
         self.problem = problems.get(problem_key)
+        self.host_us, self.timed_calls_seen = None, 0
         try:
             self.solution = resolve_solution(self.problem, candidate)
         except BaseException as exc:  # noqa: BLE001 - reported as the candidate's failure
@@ -252,7 +267,12 @@ class Worker:
             return
         torch.save(saved, path)
         del output, inputs
+        self._release_cache()
         self.reply(ok=True, seq=cmd["seq"], ms=elapsed_ms, build_ms=build_ms, path=path)
+
+    def _release_cache(self) -> None:
+        if self.device_kind == "cuda" and _memory_reserved(self.device) > RELEASE_CACHE_BYTES:
+            _empty_cache()
 
     def time(self, cmd: dict) -> None:
         """One timing block: ``warmup`` untimed calls then ``iters`` timed ones, each call on its own input set.
@@ -269,20 +289,34 @@ class Worker:
         calls = warmup + iters
         build = lambda k: list(self.problem.make_inputs(self.context(timing_set_seed(seed, k), trial)))  # noqa: E731
         first = build(0)
-        slots = max(2, min(calls, POOL_BYTES[self.device_kind] // max(1, _nbytes(first))))
+        # One set alone when a set is huge (then each is rebuilt right after its call); two or more otherwise.
+        slots = max(1, min(calls, POOL_BYTES[self.device_kind] // max(1, _nbytes(first))))
         pool = [first] + [build(k) for k in range(1, min(slots, calls))]
+        del first  # the pool holds it: with one slot it must go when its call is done
         flush = self._l2_flush_buffer()
         timer = _EventTimer() if self.device_kind == "cuda" else _WallTimer()
-        spin_cycles = int(cmd.get("spin_us", 0) * _cycles_per_us()) if self.device_kind == "cuda" else 0
         keep = "tag" in cmd
         kept, kept_call = None, None
         samples = []
+        host_us = []  # host time to enqueue one untimed call (the first of a job is left out: it compiles)
+        host_paced = 0  # timed calls whose pace the host set (see below)
+        spin_cycles = 0
         for i in range(calls):
             inputs = pool[i % slots]
             if i < warmup:
+                began = _perf_counter()
                 output = self.solution(*inputs)
+                if self.timed_calls_seen or i > 0:
+                    host_us.append((_perf_counter() - began) * 1e6)
                 if i == warmup - 1:
                     synchronize(self.device_kind)
+                    if self.device_kind == "cuda":
+                        if host_us:  # the largest per-block median seen so far (outliers: allocator growth)
+                            typical = sorted(host_us)[len(host_us) // 2]
+                            self.host_us = typical if self.host_us is None else max(typical, self.host_us)
+                        spin_us = max(cmd.get("spin_us", 0.0), min(SPIN_MAX_US, SPIN_HOST_FACTOR * (self.host_us or 0)
+                                                                                + SPIN_MARGIN_US))
+                        spin_cycles = int(spin_us * _cycles_per_us())
             else:
                 if flush is not None:
                     flush.zero_()
@@ -294,10 +328,19 @@ class Worker:
                     # which differs between processes and would make identical code look faster or slower than itself.
                     _cuda_sleep(spin_cycles)
                 timer.start()
+                began = _perf_counter()
                 output = self.solution(*inputs)
                 timer.stop()
+                if self.device_kind == "cuda":
+                    # Host-paced: the GPU had already finished when the host returned (launches slower than the GPU
+                    # runs them), or the host returned only after the spin was over (it waited on the GPU: a sync
+                    # inside the call). Either way the events also measure this process's host speed.
+                    waited_us = (_perf_counter() - began) * 1e6
+                    if _query(timer.end) or (spin_cycles and waited_us > spin_cycles / _cycles_per_us()):
+                        host_paced += 1
                 synchronize(self.device_kind)
                 samples.append(timer.elapsed_ms())
+                self.timed_calls_seen += 1
                 try:
                     _plain(output)  # every timed output is of plain types (cheap); one of them is also kept
                     if keep and _randbelow(i - warmup + 1) == 0:
@@ -306,10 +349,12 @@ class Worker:
                     self.reply(ok=False, kind="incorrect", error=f"timed call {i}: {exc}", seq=cmd["seq"])
                     return
             del output
+            inputs = None  # with one slot, the set just used must be gone before the next is built
             if i + slots < calls:  # rebuild this slot for a later call (outside any timed window)
                 pool[i % slots] = None
                 pool[i % slots] = build(i + slots)
         del pool
+        self._release_cache()
         # The slowest rank defines the iteration: collectives finish together, compute may not.
         per_rank = torch.tensor(samples, dtype=torch.float64, device=self.device)
         _all_reduce(per_rank, op=dist.ReduceOp.MAX)
@@ -319,7 +364,8 @@ class Worker:
             extra = {"kept_call": kept_call, "kept_seed": timing_set_seed(seed, kept_call)}
         # Every call had an input set of its own (``sets``); ``slots`` of them were alive at once.
         self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), sets=calls, slots=min(slots, calls),
-                   calls=calls, **extra)
+                   calls=calls, host_bound=round(host_paced / max(1, iters), 3), spin_us=round(spin_cycles / max(
+                       _cycles_per_us(), 1e-9), 1) if spin_cycles else 0.0, **extra)
 
     def _l2_flush_buffer(self):
         if self.device_kind != "cuda":
@@ -345,11 +391,12 @@ class Worker:
                 elif op == "profile":  # profile mode (evaluator/profiling.py): a torch profiler trace of a few calls
                     from evaluator import profiling
                     profiling.rank_profile(self, cmd, _barrier, synchronize)
+                self._release_cache()  # after the command's locals are gone, so their memory is really freed
             except BaseException:  # noqa: BLE001 - a candidate exception on this rank
                 self.reply(ok=False, kind="runtime_error", error=traceback.format_exc(limit=20), seq=cmd.get("seq"))
         # Leave at once: every result is already with the judge, and tearing down the process group and the
-        # interpreter (NCCL communicators, the CUDA context, torch's atexit hooks) costs ~1 s per group on a GPU host
-        # for nothing the judge uses. The kernel frees the device memory and the sockets just the same.
+        # interpreter (NCCL communicators, the CUDA context, torch's atexit hooks) takes time the judge would wait for
+        # and uses nothing of. The kernel frees the device memory and the sockets just the same.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

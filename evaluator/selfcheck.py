@@ -136,7 +136,8 @@ def _aa_summary(outcome: dict) -> dict:
     ci = timing.get("speedup_ci") or [None, None]
     return {"verdict": outcome["verdict"], "speedup": timing.get("speedup"), "ci": ci,
             "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1], "faster": bool(timing.get("faster")),
-            "reference_ms": timing.get("reference_ms")}
+            "reference_ms": timing.get("reference_ms"), "bootstrap_ci": timing.get("bootstrap_ci"),
+            "host_bound": timing.get("host_bound"), "host_bound_share": timing.get("host_bound_share")}
 
 
 def render(report: dict) -> str:

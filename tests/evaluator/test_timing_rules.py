@@ -1,0 +1,58 @@
+"""Rules of the timing document and of pausing the idle side (both found by A/A runs on an H200, RESULTS.md run 3)."""
+import os
+import random
+import time
+
+from evaluator import judge
+from evaluator.group import RankGroup, close_all
+
+
+def _blocks(center: float, n_blocks: int = 6, n: int = 50, seed: int = 1) -> list[list[float]]:
+    rng = random.Random(seed)
+    return [[center * (1 + rng.gauss(0, 0.005)) for _ in range(n)] for _ in range(n_blocks)]
+
+
+def _document(ref_ms: float, cand_ms: float, host_bound: dict) -> dict:
+    cfg = judge.Config(world_size=1, device="cuda")
+    walls = {"ref": [ref_ms + 0.01] * 6, "cand": [cand_ms + 0.01] * 6}
+    return judge._timing_document(_blocks(ref_ms), _blocks(cand_ms, seed=2), walls, cfg, calls=51,
+                                  host_bound=host_bound)
+
+
+def test_gpu_paced_timings_use_the_process_floor():
+    doc = _document(1.10, 1.0, {"ref": 0.0, "cand": 0.05})
+    assert doc["host_bound"] is False and doc["process_noise_floor"] == judge.PROCESS_NOISE_FLOOR["cuda"]
+    assert doc["faster"] is True  # 10% is well beyond 3% plus a tight bootstrap interval
+
+
+def test_host_paced_timings_get_the_wide_floor_on_either_side():
+    for shares in ({"ref": 0.0, "cand": 0.6}, {"ref": 0.25, "cand": 0.0}):
+        doc = _document(1.10, 1.0, shares)
+        assert doc["host_bound"] is True and doc["process_noise_floor"] == judge.HOST_BOUND_NOISE_FLOOR
+        assert doc["faster"] is False and doc["speedup_ci"][0] < 1.0 < doc["speedup_ci"][1]
+    assert _document(1.70, 1.0, {"ref": 0.0, "cand": 0.6})["faster"] is True
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_pause_stops_a_trusted_group_and_resume_continues_it(tmp_path):
+    """The reference is stopped while the candidate runs, as the candidate is while the reference runs."""
+    group = RankGroup("ref", 2, "cpu", "1", "reference", str(tmp_path / "ref"), 64, 64, "bfloat16", True,
+                      trusted=True)
+    try:
+        group.collect(120)
+        pids = [r.proc.pid for r in group.ranks]
+        group.pause()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_state(p) != "T" for p in pids):
+            time.sleep(0.05)
+        assert [_state(p) for p in pids] == ["T", "T"]
+        group.resume()
+        replies = group.command({"cmd": "trial", "trial": 0, "seed": 3, "tag": "t"}, 120)
+        assert len(replies) == 2 and all(r["ok"] for r in replies)
+    finally:
+        close_all([group])
+    assert all(not os.path.exists(f"/proc/{p}") or _state(p) == "Z" for p in pids)
