@@ -95,6 +95,9 @@ def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trust
         TORCH_EXTENSIONS_DIR=os.path.join(rank_dir, "torch_extensions"),
         TRITON_CACHE_DIR=os.path.join(rank_dir, "triton_cache"),
         PKB_SCRATCH=rank_dir,
+        # The judge stops the idle group (SIGSTOP) while the other runs and keeps its own deadlines; torch's NCCL
+        # heartbeat monitor would count a long stop as a hung watchdog and kill the rank on resume.
+        TORCH_NCCL_ENABLE_MONITORING="0",
     )
     if user:  # getpass.getuser() (torch, triton caches) must not need a passwd entry for a numeric uid
         env.update(USER=user, LOGNAME=user)
