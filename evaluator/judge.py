@@ -297,6 +297,7 @@ class Pair:
         self.timeout = cfg.timeout_s or prob.timeout_s
         self.build_ms = 0.0
         self.last_wall_ms = 0.0
+        self.hidden_skip_reason = ""
 
     # Failures on the reference side are the platform's; on the candidate side they are the candidate's. While one
     # side runs, the other's processes are stopped (the candidate can neither watch the reference's files nor compete
@@ -394,9 +395,12 @@ class Pair:
                 if record["verdict"] != schema.CORRECT:
                     return {"verdict": schema.INCORRECT, "trials": trials, "timing": None,
                             "message": f"outputs changed after the timed loop: {_first_mismatch(record)}"}
+            hidden_note = None
             if self.cfg.hidden_shape:
                 record = self._hidden_shape_trial(seeds[-1])
-                if record is not None:
+                if record is None:
+                    hidden_note = {"verdict": "skipped", "message": self.hidden_skip_reason}
+                else:
                     trials.append(record)
                     if record["verdict"] != schema.CORRECT:
                         shape = record["hidden_shape"]
@@ -404,8 +408,11 @@ class Pair:
                                 "message": f"at the hidden shape M={shape['M']}, N={shape['N']}: "
                                            f"{_first_mismatch(record)}"}
             flags = list(timing_doc.pop("_flags")) if timing_doc else []
-            return {"verdict": schema.CORRECT, "trials": trials, "timing": timing_doc, "flags": flags,
-                    "message": f"all {len(trials)} trials correct on {self.cfg.world_size} rank(s)"}
+            out = {"verdict": schema.CORRECT, "trials": trials, "timing": timing_doc, "flags": flags,
+                   "message": f"all {len(trials)} trials correct on {self.cfg.world_size} rank(s)"}
+            if hidden_note:  # asked for but not run: say so, rather than leave no trace
+                out["hidden_shape"] = hidden_note
+            return out
         except _Stop as stop:
             out = stop.as_result()
             out["trials"] = trials
@@ -467,6 +474,7 @@ class Pair:
         shape = {"M": _other_size(self.cfg.M, self.cfg.world_size, rng),
                  "N": _other_size(self.cfg.N, self.cfg.world_size, rng)}
         if shape == {"M": self.cfg.M, "N": self.cfg.N}:
+            self.hidden_skip_reason = f"M={self.cfg.M}, N={self.cfg.N} are too small to draw another shape"
             return None
         hidden_seed = self._secret_seed([seed], "hidden-trial")
         self.cand.pause()
@@ -475,7 +483,9 @@ class Pair:
             for r in range(self.cfg.world_size):
                 _load_output(self.ref.out_dir, "probe", r, delete=True)
         except (GroupFailure, OSError):
-            return None  # the reference itself does not run at that shape: nothing to hold the candidate to
+            # The reference itself does not run at that shape: nothing to hold the candidate to.
+            self.hidden_skip_reason = f"the reference does not run at the drawn shape M={shape['M']}, N={shape['N']}"
+            return None
         finally:
             self.cand.resume()
         record, _ = self._trial(0, hidden_seed, tag="hidden", shape=shape)

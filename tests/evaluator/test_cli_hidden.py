@@ -67,3 +67,14 @@ def test_a_hard_coded_shape_is_caught_by_the_hidden_shape(tmp_path):
     assert document["verdict"] == "incorrect" and "at the hidden shape" in document["message"], document["message"]
     assert document["trials"][-1]["hidden_shape"] != {"M": 64, "N": 32}
     assert "INCORRECT" in caught.stdout
+
+
+def test_a_hidden_shape_that_cannot_be_drawn_is_recorded_as_skipped():
+    from evaluator import judge
+
+    # At M = N = 16 and W = 1 the only multiple of 16 in [M/2, M] is 16 itself: no other shape to draw.
+    result = judge.evaluate(1, "reference", 1, "cpu", M=16, N=16, reduced=True, trials=1, timing=False,
+                            hidden_shape=True, seed=3)
+    assert result["verdict"] == "correct", result["message"]
+    assert result["hidden_shape"]["verdict"] == "skipped" and "too small" in result["hidden_shape"]["message"]
+    assert not any("hidden_shape" in t for t in result["trials"])
