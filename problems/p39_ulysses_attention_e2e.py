@@ -11,8 +11,9 @@ Decisions (spec Pitfalls):
 - Kept as PKB, quirk included: the eager attention multiplies over the last two dims of (batch, seq, heads, dim)
   tensors, so it attends across the h = 8/W local heads of one token, not across tokens. Every rank's output then
   depends only on its own inputs and the three all-to-alls are exact round trips: a purely local computation
-  (same bf16 GEMMs, no collective) is a correct answer by these semantics, and so is the self-check's
-  no-communication null (each all-to-all keeping the rank's own chunks reproduces the reference bit for bit).
+  (same bf16 GEMMs, no collective) is a correct answer by these semantics: a rank that skips the exchanges and
+  keeps its own pieces reproduces the reference bit for bit (tests/problems). The self-check's no-communication
+  null zeros the pieces peers would send, so it fails here; the exemption below covers nulls that keep them.
   This is inherent to the workload and must be kept for candidates to be judged as in PKB.
 - Weights are rank-specific as in PKB, but scaled by 1/sqrt(512) (PKB: unscaled randn). Unscaled, outputs have
   std ~512 and the head softmax is a hard max, so 1-ulp GEMM differences and bf16 score ties decide elements and

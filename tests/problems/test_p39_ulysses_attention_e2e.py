@@ -41,11 +41,21 @@ def test_reference_matches_local_formula(W, seed):
 
 
 def _without_communication(*inputs):
-    from evaluator.nulls import no_communication
+    """The rank keeps its own pieces: every list all-to-all delivers piece j of this rank's sends as piece j of its
+    receives, with no peer involved (what a kernel that skips the exchanges computes)."""
+    import torch.distributed as dist
+
     from problems.p39_ulysses_attention_e2e import solution
 
-    with no_communication():
+    def local_all_to_all(receives, sends, group=None, async_op=False):
+        for out, piece in zip(receives, sends):
+            out.copy_(piece)
+
+    real, dist.all_to_all = dist.all_to_all, local_all_to_all
+    try:
         return solution(*inputs)
+    finally:
+        dist.all_to_all = real
 
 
 def test_no_communication_is_bit_identical_by_these_semantics():
