@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import problems  # noqa: E402
-from evaluator import judge, schema  # noqa: E402
+from evaluator import judge, schema, selfcheck  # noqa: E402
 from evaluator.cli import _parse_ids  # noqa: E402
 from evaluator.group import RankGroup  # noqa: E402
 
@@ -57,16 +57,6 @@ def _progress(args, what: str, doc: dict) -> None:
             json.dump(doc, f, indent=1)
 
 
-def _aa_fields(result: dict) -> dict:
-    """Each judged reference is also an A/A run (the reference judged against itself in fresh processes)."""
-    timing = result.get("timing") or {}
-    ci = timing.get("speedup_ci") or [None, None]
-    return {"speedup": timing.get("speedup"), "ci": ci, "faster": bool(timing.get("faster")),
-            "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1], "ref_ms": timing.get("reference_ms"),
-            "bootstrap_ci": timing.get("bootstrap_ci"), "host_bound": timing.get("host_bound"),
-            "host_bound_share": timing.get("host_bound_share")}
-
-
 def cmd_overhead(args) -> dict:
     rows = []
     began = time.monotonic()
@@ -76,7 +66,8 @@ def cmd_overhead(args) -> dict:
             continue
         result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N)
         row = {"id": pid, "stem": prob.stem, "verdict": result["verdict"], "wall_s": result["wall_s"],
-               "overhead_s": result["judge_overhead_s"], "phases_s": result.get("phases_s"), **_aa_fields(result)}
+               "overhead_s": result["judge_overhead_s"], "phases_s": result.get("phases_s"),
+               **selfcheck.aa_summary(result)}
         if result["verdict"] != schema.CORRECT:
             row["message"] = result["message"][:1500]
             print(f"{pid:>3} {result['verdict']}: {row['message']}", flush=True)
@@ -85,7 +76,7 @@ def cmd_overhead(args) -> dict:
             row["ratio"] = round(row["relaunch_wall_s"] / result["wall_s"], 2)
         rows.append(row)
         print(f"{pid:>3} {prob.stem:<46} {result['verdict']:<14} wall {result['wall_s']:7.2f} s  overhead "
-              f"{result['judge_overhead_s']:6.2f} s {row['phases_s']} ref {row['ref_ms']} ms A/A {row['speedup']} "
+              f"{result['judge_overhead_s']:6.2f} s {row['phases_s']} ref {row['reference_ms']} ms A/A {row['speedup']} "
               f"{row['ci']}{'' if row['contains_1'] else ' MISSES 1.0'}{' FASTER' if row['faster'] else ''}"
               f"{' host-bound ' + str(row['host_bound_share']) if row['host_bound'] else ''}"
               + (f"  relaunch-per-trial {row['relaunch_wall_s']:7.2f} s ({row['ratio']:.1f}x)" if "ratio" in row
@@ -113,19 +104,14 @@ def cmd_aa(args) -> dict:
             continue
         for rep in range(args.repeats):
             result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N)
-            timing = result.get("timing") or {}
-            ci = timing.get("speedup_ci", [None, None])
-            contains = bool(timing) and ci[0] <= 1.0 <= ci[1]
-            false_faster += bool(timing.get("faster"))
-            misses += not contains
-            rows.append({"id": pid, "repeat": rep, "verdict": result["verdict"], "speedup": timing.get("speedup"),
-                         "ci": ci, "contains_1": contains, "faster": timing.get("faster"),
-                         "ref_ms": timing.get("reference_ms"), "bootstrap_ci": timing.get("bootstrap_ci"),
-                         "host_bound": timing.get("host_bound"), "host_bound_share": timing.get("host_bound_share")})
-            print(f"{pid:>3} rep {rep} {result['verdict']:<10} speedup {timing.get('speedup')} ci {ci} "
-                  f"raw {timing.get('bootstrap_ci')} {'' if contains else 'MISSES 1.0'}"
-                  f"{' FASTER' if timing.get('faster') else ''} host-bound {timing.get('host_bound')} "
-                  f"{timing.get('host_bound_share')}", flush=True)
+            row = {"id": pid, "repeat": rep, **selfcheck.aa_summary(result)}
+            false_faster += row["faster"]
+            misses += not row["contains_1"]
+            rows.append(row)
+            print(f"{pid:>3} rep {rep} {row['verdict']:<10} speedup {row['speedup']} ci {row['ci']} "
+                  f"raw {row['bootstrap_ci']} {'' if row['contains_1'] else 'MISSES 1.0'}"
+                  f"{' FASTER' if row['faster'] else ''} host-bound {row['host_bound']} "
+                  f"{row['host_bound_share']}", flush=True)
     speedups = [r["speedup"] for r in rows if r["speedup"]]
     summary = {"runs": len(rows), "false_faster": false_faster, "intervals_missing_1": misses,
                "speedup_min": min(speedups), "speedup_max": max(speedups),
@@ -209,8 +195,6 @@ def cmd_sensitivity(args) -> dict:
 def cmd_selfcheck_aa(args) -> dict:
     """A/A repeats for every problem in one pair of process groups (the self-check's mode: trusted references switch
     problem with ``load``), so many repeats fit in little device time. Fresh processes per run are ``aa``/``overhead``."""
-    from evaluator import selfcheck
-
     rows = []
 
     def on_row(row):

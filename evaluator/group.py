@@ -143,7 +143,7 @@ class RankGroup:
             self.sandbox.pause(r.proc.pid for r in self.ranks)
         else:
             for r in self.ranks:
-                _signal_group(r.proc.pid, signal.SIGSTOP)
+                sandbox.signal_group(r.proc.pid, signal.SIGSTOP)
         self.held = True
 
     def resume(self) -> None:
@@ -154,7 +154,7 @@ class RankGroup:
             self.sandbox.resume(r.proc.pid for r in self.ranks)
         else:
             for r in self.ranks:
-                _signal_group(r.proc.pid, signal.SIGCONT)
+                sandbox.signal_group(r.proc.pid, signal.SIGCONT)
 
     def sandbox_notes(self) -> dict:
         return dict(self.sandbox.notes) if self.sandbox is not None else {}
@@ -317,13 +317,6 @@ class RankGroup:
 _PEER_FAILURE_MARKERS = ("Connection closed by peer", "Connection reset", "remote worker", "Broken pipe",
                          "communicator was aborted", "NCCL Error", "ncclRemoteError", "Socket Timeout",
                          "Connection refused", "peer", "Timed out")
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def close_all(groups: list, timeout: float = 10.0) -> None:

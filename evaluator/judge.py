@@ -297,7 +297,6 @@ class Pair:
         self.timeout = cfg.timeout_s or prob.timeout_s
         self.build_ms = 0.0
         self.last_wall_ms = 0.0
-        self.hidden_skip_reason = ""
 
     # Failures on the reference side are the platform's; on the candidate side they are the candidate's. While one
     # side runs, the other's processes are stopped (the candidate can neither watch the reference's files nor compete
@@ -398,8 +397,8 @@ class Pair:
             hidden_note = None
             if self.cfg.hidden_shape:
                 record = self._hidden_shape_trial(seeds[-1])
-                if record is None:
-                    hidden_note = {"verdict": "skipped", "message": self.hidden_skip_reason}
+                if record["verdict"] == "skipped":
+                    hidden_note = record
                 else:
                     trials.append(record)
                     if record["verdict"] != schema.CORRECT:
@@ -468,14 +467,15 @@ class Pair:
                   "ranks": ranks, "output_shapes": describe(expected[0]), "reference_call_ms": round(ref_ms, 4), "candidate_call_ms": round(cand_ms, 4)}
         return record, max(ref_ms, cand_ms)
 
-    def _hidden_shape_trial(self, seed: int) -> Optional[dict]:
-        """One more trial at a shape the judge draws now; skipped (None) where the reference cannot run it."""
+    def _hidden_shape_trial(self, seed: int) -> dict:
+        """One more trial at a shape the judge draws now; a ``skipped`` record where there is none to draw or the
+        reference cannot run it."""
         rng = random.Random(self._secret_seed([seed], "hidden-shape"))
         shape = {"M": _other_size(self.cfg.M, self.cfg.world_size, rng),
                  "N": _other_size(self.cfg.N, self.cfg.world_size, rng)}
         if shape == {"M": self.cfg.M, "N": self.cfg.N}:
-            self.hidden_skip_reason = f"M={self.cfg.M}, N={self.cfg.N} are too small to draw another shape"
-            return None
+            return {"verdict": "skipped",
+                    "message": f"M={self.cfg.M}, N={self.cfg.N} are too small to draw another shape"}
         hidden_seed = self._secret_seed([seed], "hidden-trial")
         self.cand.pause()
         try:
@@ -484,8 +484,8 @@ class Pair:
                 _load_output(self.ref.out_dir, "probe", r, delete=True)
         except (GroupFailure, OSError):
             # The reference itself does not run at that shape: nothing to hold the candidate to.
-            self.hidden_skip_reason = f"the reference does not run at the drawn shape M={shape['M']}, N={shape['N']}"
-            return None
+            return {"verdict": "skipped",
+                    "message": f"the reference does not run at the drawn shape M={shape['M']}, N={shape['N']}"}
         finally:
             self.cand.resume()
         record, _ = self._trial(0, hidden_seed, tag="hidden", shape=shape)

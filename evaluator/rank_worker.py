@@ -300,7 +300,7 @@ class Worker:
         samples = []
         host_us = []  # host time to enqueue one untimed call (the first of a job is left out: it compiles)
         host_paced = 0  # timed calls whose pace the host set (see below)
-        spin_cycles = 0
+        spin_us, spin_cycles = 0.0, 0
         for i in range(calls):
             inputs = pool[i % slots]
             if i < warmup:
@@ -336,7 +336,7 @@ class Worker:
                     # runs them), or the host returned only after the spin was over (it waited on the GPU: a sync
                     # inside the call). Either way the events also measure this process's host speed.
                     waited_us = (_perf_counter() - began) * 1e6
-                    if _query(timer.end) or (spin_cycles and waited_us > spin_cycles / _cycles_per_us()):
+                    if _query(timer.end) or (spin_us and waited_us > spin_us):
                         host_paced += 1
                 synchronize(self.device_kind)
                 samples.append(timer.elapsed_ms())
@@ -364,8 +364,7 @@ class Worker:
             extra = {"kept_call": kept_call, "kept_seed": timing_set_seed(seed, kept_call)}
         # Every call had an input set of its own (``sets``); ``slots`` of them were alive at once.
         self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), sets=calls, slots=min(slots, calls),
-                   calls=calls, host_bound=round(host_paced / max(1, iters), 3), spin_us=round(spin_cycles / max(
-                       _cycles_per_us(), 1e-9), 1) if spin_cycles else 0.0, **extra)
+                   calls=calls, host_bound=round(host_paced / max(1, iters), 3), spin_us=round(spin_us, 1), **extra)
 
     def _l2_flush_buffer(self):
         if self.device_kind != "cuda":
@@ -391,7 +390,6 @@ class Worker:
                 elif op == "profile":  # profile mode (evaluator/profiling.py): a torch profiler trace of a few calls
                     from evaluator import profiling
                     profiling.rank_profile(self, cmd, _barrier, synchronize)
-                self._release_cache()  # after the command's locals are gone, so their memory is really freed
             except BaseException:  # noqa: BLE001 - a candidate exception on this rank
                 self.reply(ok=False, kind="runtime_error", error=traceback.format_exc(limit=20), seq=cmd.get("seq"))
         # Leave at once: every result is already with the judge, and tearing down the process group and the

@@ -231,7 +231,7 @@ class Sandbox:
         self.paused = True
         self._stopped: set[int] = set()
         for pgid in pgids:
-            _signal_group(pgid, signal.SIGSTOP)
+            signal_group(pgid, signal.SIGSTOP)
         # Processes in other sessions (daemons) too: all of the uid's, or without one, those carrying the group's
         # scratch path in their environment. A stopped process cannot fork, so a few sweeps find them all.
         if self.uid is not None or self.scratch_root:
@@ -249,7 +249,7 @@ class Sandbox:
             return
         self.paused = False
         for pgid in pgids:
-            _signal_group(pgid, signal.SIGCONT)
+            signal_group(pgid, signal.SIGCONT)
         for pid in self._stopped:
             _signal(pid, signal.SIGCONT)
 
@@ -315,7 +315,7 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def _signal_group(pgid: int, sig: int) -> None:
+def signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):

@@ -96,7 +96,7 @@ class _Session:
                "timing": outcome.get("timing"), "nulls": {}}
         # An A/A run must never be "faster". CPU timings are unranked (gloo on a shared host), so there a "faster" is
         # reported in the row but is not a failure of the reference.
-        row["aa"] = [_aa_summary(o) for o in repeats]
+        row["aa"] = [aa_summary(o) for o in repeats]
         aa_faster = any(a["faster"] for a in row["aa"]) and self.cfg.device == "cuda"
         row["ok"] = all(o["verdict"] == schema.CORRECT for o in repeats) and not aa_faster
         if len(repeats) > 1 and repeats[-1]["verdict"] != schema.CORRECT:
@@ -131,7 +131,9 @@ class _Session:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _aa_summary(outcome: dict) -> dict:
+def aa_summary(outcome: dict) -> dict:
+    """What an A/A run (a reference judged against itself) says: its speedup and interval, whether the interval
+    contains 1.0 and whether it was (falsely) called faster."""
     timing = outcome.get("timing") or {}
     ci = timing.get("speedup_ci") or [None, None]
     return {"verdict": outcome["verdict"], "speedup": timing.get("speedup"), "ci": ci,
