@@ -199,20 +199,25 @@ def _work_root() -> str:
 # --- the reaper, run periodically inside workers and by `manage.py reap_jobs` --------------------------------------
 
 class Reaper(threading.Thread):
-    """Calls services.jobs_reap every PKB_REAPER_INTERVAL_SECONDS until stopped."""
+    """Calls ``reap`` (services.jobs_reap unless given: the feedback worker passes its own) every
+    PKB_REAPER_INTERVAL_SECONDS until stopped; a failed pass is logged and the next one runs as planned."""
 
-    def __init__(self, interval: float | None = None):
-        super().__init__(name="pkb-reaper", daemon=True)
+    def __init__(self, interval: float | None = None, reap=None, name: str = "pkb-reaper",
+                 logger: logging.Logger | None = None, what: str = "reaper"):
+        super().__init__(name=name, daemon=True)
         self.interval = interval or settings.PKB_REAPER_INTERVAL_SECONDS
+        self.reap = reap or (lambda: services.jobs_reap())  # looked up at each pass, as before
+        self.log = logger or log
+        self.what = what
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.is_set():
             try:
                 close_old_connections()
-                services.jobs_reap()
+                self.reap()
             except Exception:
-                log.exception("reaper pass failed")
+                self.log.exception("%s pass failed", self.what)
             self.stopped.wait(self.interval)
 
     def stop(self) -> None:

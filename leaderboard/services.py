@@ -512,26 +512,34 @@ def _reap_one(job_id: int, now) -> str | None:
 
 
 def _resend_lost(now, broker_depth, resend_all: bool = False) -> int:
-    """Re-send the oldest stale queued jobs of each queue, as many as the broker holds fewer messages than jobs."""
+    return resend_lost(EvaluationJob, lambda profile: profile.queue_name, lambda pk, queue: _send_quietly(pk, queue),
+                       now, broker_depth, resend_all)
+
+
+def resend_lost(model, queue_of, send, now, broker_depth, resend_all: bool = False) -> int:
+    """Re-send the oldest stale queued rows of ``model`` (jobs, feedback runs) of each profile's queue
+    (``queue_of(profile)``), as many as the broker holds fewer messages than rows; ``send(pk, queue)`` re-sends one.
+    A row is claimed for re-sending by moving its ``enqueued_at``, so two reapers never send it twice."""
     from leaderboard.broker import queue_depth
 
     depth_of = broker_depth or queue_depth
     stale_before = now if resend_all else now - timedelta(seconds=settings.PKB_REQUEUE_QUEUED_AFTER_SECONDS)
     resent = 0
     for profile in HardwareProfile.objects.all():
-        queued = EvaluationJob.objects.filter(profile=profile, status=QUEUED)
+        queued = model.objects.filter(profile=profile, status=model.QUEUED)
         waiting = queued.count()
         if not waiting:
             continue
-        depth = depth_of(profile.queue_name)
+        queue = queue_of(profile)
+        depth = depth_of(queue)
         missing = waiting - depth if depth is not None else waiting
         if missing <= 0:
             continue
         stale = list(queued.filter(enqueued_at__lte=stale_before).order_by("enqueued_at")
                      .values_list("pk", flat=True)[:missing])
-        for job_id in stale:
-            if EvaluationJob.objects.filter(pk=job_id, status=QUEUED).update(enqueued_at=now) == 1:
-                _send_quietly(job_id, profile.queue_name)
+        for pk in stale:
+            if model.objects.filter(pk=pk, status=model.QUEUED).update(enqueued_at=now) == 1:
+                send(pk, queue)
                 resent += 1
     return resent
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 from leaderboard.feedback import conf, report, seeds
 from leaderboard.feedback.models import FeedbackQuota, FeedbackRun, FeedbackSession, queue_for
 from leaderboard.models import Candidate, HardwareProfile, Problem, Submission, Submitter
-from leaderboard.services import NotAllowed, QuotaExceeded, send_quietly
+from leaderboard.services import NotAllowed, QuotaExceeded, resend_lost, send_quietly
 
 log = logging.getLogger("leaderboard.feedback")
 QUEUED, RUNNING, DONE, FAILED = FeedbackRun.QUEUED, FeedbackRun.RUNNING, FeedbackRun.DONE, FeedbackRun.FAILED
@@ -359,21 +359,5 @@ def runs_reap(now=None, broker_depth=None, resend_all: bool = False) -> dict:
 
 
 def _resend_lost(now, broker_depth, resend_all: bool) -> int:
-    from leaderboard.broker import queue_depth
-
-    depth_of = broker_depth or queue_depth
-    stale_before = now if resend_all else now - timedelta(seconds=settings.PKB_REQUEUE_QUEUED_AFTER_SECONDS)
-    resent = 0
-    for profile in HardwareProfile.objects.all():
-        queued = FeedbackRun.objects.filter(profile=profile, status=QUEUED)
-        waiting = queued.count()
-        if not waiting:
-            continue
-        depth = depth_of(queue_for(profile.slug))
-        missing = waiting - depth if depth is not None else waiting
-        for run_id in list(queued.filter(enqueued_at__lte=stale_before).order_by("enqueued_at")
-                           .values_list("pk", flat=True)[:max(0, missing)]):
-            if FeedbackRun.objects.filter(pk=run_id, status=QUEUED).update(enqueued_at=now) == 1:
-                _send_quietly(run_id, queue_for(profile.slug))
-                resent += 1
-    return resent
+    return resend_lost(FeedbackRun, lambda profile: queue_for(profile.slug), lambda pk, queue: _send_quietly(pk, queue),
+                       now, broker_depth, resend_all)

@@ -7,7 +7,6 @@ profile, and the feedback reaper thread (expired leases re-queued, lost messages
 from __future__ import annotations
 
 import logging
-import threading
 
 from leaderboard.feedback import actors  # noqa: F401  (sets Django up when needed, declares the actor)
 
@@ -17,28 +16,12 @@ from dramatiq.middleware import Middleware  # noqa: E402
 log = logging.getLogger("leaderboard.feedback")
 
 
-class FeedbackReaper(threading.Thread):
-    def __init__(self, interval: float | None = None):
-        from django.conf import settings
+def feedback_reaper():
+    """The jobs' reaper thread, passing over feedback runs (expired leases re-queued, lost messages re-sent)."""
+    from leaderboard.feedback import services
+    from leaderboard.runner import Reaper
 
-        super().__init__(name="pkb-feedback-reaper", daemon=True)
-        self.interval = interval or settings.PKB_REAPER_INTERVAL_SECONDS
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        from leaderboard.feedback import services
-        from leaderboard.runner import close_old_connections
-
-        while not self.stopped.is_set():
-            try:
-                close_old_connections()
-                services.runs_reap()
-            except Exception:
-                log.exception("feedback reaper pass failed")
-            self.stopped.wait(self.interval)
-
-    def stop(self) -> None:
-        self.stopped.set()
+    return Reaper(reap=lambda: services.runs_reap(), name="pkb-feedback-reaper", logger=log, what="feedback reaper")
 
 
 class FeedbackReaperMiddleware(Middleware):
@@ -46,7 +29,7 @@ class FeedbackReaperMiddleware(Middleware):
         self.reaper = None
 
     def after_worker_boot(self, broker, worker):
-        self.reaper = FeedbackReaper()
+        self.reaper = feedback_reaper()
         self.reaper.start()
 
     def before_worker_shutdown(self, broker, worker):

@@ -168,3 +168,30 @@ def test_hidden_world_size_follows_the_problem_and_the_profile(owner, submit, cp
     gpu.world_size = 4
     assert runner.hidden_world_sizes(11, gpu) == [1, 2]
     assert runner.hidden_world_sizes(999, gpu) == []  # not implemented here: the judge reports that itself
+
+
+def test_reaper_thread_runs_its_pass_again_after_a_failure(caplog):
+    """One Reaper thread serves the jobs' reaper and the feedback worker's: a failed pass is logged, not fatal."""
+    import logging
+
+    from leaderboard.feedback.worker import feedback_reaper
+
+    calls = []
+
+    def reap():
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise RuntimeError("database went away")
+
+    reaper = runner.Reaper(interval=0.01, reap=reap, name="test-reaper", what="test reaper")
+    with caplog.at_level(logging.ERROR):
+        reaper.start()
+        deadline = time.monotonic() + 10
+        while len(calls) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        reaper.stop()
+        reaper.join(5)
+    assert len(calls) >= 3 and not reaper.is_alive()
+    assert "test reaper pass failed" in caplog.text
+    feedback = feedback_reaper()
+    assert feedback.name == "pkb-feedback-reaper" and feedback.log.name == "leaderboard.feedback"
