@@ -130,7 +130,20 @@ class RankGroup:
         os.set_blocking(read_fd, False)
         self.ranks.append(_Rank(rank, proc, read_fd, stdout_path=stdout_path, stderr_path=stderr_path))
 
+    def load_command(self, problem: str, candidate: str, shape: Optional[dict] = None) -> dict:
+        """The ``load`` that switches the ranks to ``problem`` and ``candidate`` (a self-check's next problem, or a
+        warm spare's job, with that job's ``shape``: M, N, dtype, reduced). A sandboxed group reads a private copy."""
+        if self.sandbox is not None:
+            candidate = self._private_copy(candidate)
+        return dict(shape or {}, cmd="load", problem=problem, candidate=candidate)
+
     # --- isolation ----------------------------------------------------------------------------------------------------
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to every rank's process group (its session): enough where no candidate code has run yet,
+        since only that could have left processes elsewhere (see pause for a group that ran a candidate)."""
+        for r in self.ranks:
+            sandbox.signal_group(r.proc.pid, sig)
+
     def pause(self) -> None:
         """Stop every process of the group while the other group runs. For a sandboxed candidate this is isolation
         (it can neither watch the reference's files nor compete with it; daemons of its uid are stopped too). For
@@ -142,8 +155,7 @@ class RankGroup:
         if self.sandbox is not None and self.sandbox.enabled:
             self.sandbox.pause(r.proc.pid for r in self.ranks)
         else:
-            for r in self.ranks:
-                sandbox.signal_group(r.proc.pid, signal.SIGSTOP)
+            self.signal(signal.SIGSTOP)
         self.held = True
 
     def resume(self) -> None:
@@ -153,8 +165,7 @@ class RankGroup:
         if self.sandbox is not None and self.sandbox.enabled:
             self.sandbox.resume(r.proc.pid for r in self.ranks)
         else:
-            for r in self.ranks:
-                sandbox.signal_group(r.proc.pid, signal.SIGCONT)
+            self.signal(signal.SIGCONT)
 
     def sandbox_notes(self) -> dict:
         return dict(self.sandbox.notes) if self.sandbox is not None else {}

@@ -23,7 +23,7 @@ from typing import Optional
 import torch
 
 import problems
-from evaluator import physics, policy, schema, stats
+from evaluator import physics, policy, schema, stats, warm
 from evaluator.compare import compare
 from evaluator.group import GroupFailure, RankGroup, close_all
 from evaluator.rank_worker import timing_set_seed
@@ -71,8 +71,9 @@ class Config:
         return self.timing_budget_ms or (2000.0 if self.device == "cuda" else 600.0)
 
 
-def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", **options) -> dict:
-    """Judge ``candidate`` (a path, or "reference" for an A/A run) on ``problem`` (id or stem); see evaluator.schema."""
+def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool=None, **options) -> dict:
+    """Judge ``candidate`` (a path, or "reference" for an A/A run) on ``problem`` (id or stem); see evaluator.schema.
+    ``pool``: an evaluator.warm.WarmPool whose started groups the first attempt uses (a retry starts cold)."""
     cfg = Config(world_size=world_size, device=device, **options)
     prob = _resolve(problem, cfg)
     source, digest = _read_candidate(candidate)
@@ -89,7 +90,7 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", **op
     result: dict = {}
     degraded = None
     for attempt in range(1, cfg.max_attempts + 1):
-        result = _run_once(prob, candidate, cfg, seeds, base)
+        result = _run_once(prob, candidate, cfg, seeds, base, pool if attempt == 1 else None)
         result["attempts"] = attempt
         sandbox_failed = result.pop("_sandbox_start_failure", None)
         if degraded:
@@ -208,27 +209,32 @@ def _seeds(cfg: Config) -> list[int]:
 
 # --- one attempt ------------------------------------------------------------------------------------------------------
 
-def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict) -> dict:
+def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, pool=None) -> dict:
     result = dict(base, trials=[], flags=[], logs=[], timing=None)
-    workdir = tempfile.mkdtemp(prefix="pkb-judge-")
-    # Traversable (not listable) so that a sandboxed candidate reaches its own directory; the reference's directory
-    # inside stays root-only (RankGroup), so its outputs are never readable by the candidate.
-    os.chmod(workdir, 0o711)
     ref = cand = None
     pair = None
-    # Where the wall time goes (start: launch to every rank ready; judge: trials and timing; close: teardown), so the
-    # overhead benchmark can say what to shorten.
+    # Where the wall time goes (start: launch, or taking a warm spare, to every rank ready with the job loaded; judge:
+    # trials and timing; close: teardown), so the overhead benchmark can say what to shorten.
     phases: dict = {}
     began = time.monotonic()
+    spare = workdir = None
     try:
-        common = dict(world_size=cfg.world_size, device=cfg.device, problem=str(prob.id), M=cfg.M, N=cfg.N,
-                      dtype=cfg.dtype, reduced=cfg.reduced)
-        ref = RankGroup("ref", candidate="reference", workdir=os.path.join(workdir, "ref"), trusted=True, **common)
-        cand = RankGroup("cand", candidate=candidate, workdir=os.path.join(workdir, "cand"),
-                         trusted=candidate == "reference" or candidate.startswith("null:"), isolate=cfg.sandbox,
-                         **common)
-        pair = Pair(prob, ref, cand, cfg)
+        spare = pool.take(cfg) if pool is not None else None
+        workdir = spare.workdir if spare else warm.make_workdir()
+        if spare:
+            ref, cand = spare.ref, spare.cand
+        else:
+            common = dict(world_size=cfg.world_size, device=cfg.device, problem=str(prob.id), M=cfg.M, N=cfg.N,
+                          dtype=cfg.dtype, reduced=cfg.reduced)
+            ref = RankGroup("ref", candidate="reference", workdir=os.path.join(workdir, "ref"), trusted=True,
+                            **common)
+            cand = RankGroup("cand", candidate=candidate, workdir=os.path.join(workdir, "cand"),
+                             trusted=candidate == "reference" or candidate.startswith("null:"), isolate=cfg.sandbox,
+                             **common)
+        pair = Pair(prob, ref, cand, cfg, bystanders=pool)
         outcome = pair.start()
+        if outcome is None and spare:
+            outcome = pair.load(candidate, shape=dict(M=cfg.M, N=cfg.N, dtype=cfg.dtype, reduced=cfg.reduced))
         phases["start"] = time.monotonic() - began
         if outcome is None:
             outcome = pair.judge(seeds)
@@ -236,7 +242,7 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict) -
                 from evaluator import profiling
                 outcome["profile"] = profiling.record(pair, seeds[0], cfg.profile_dir)
         result.update(outcome)
-        result["environment"] = pair.environment
+        result["environment"] = dict(pair.environment, warm_start=spare is not None)
         result["_inside_s"] = pair.inside_s
         phases["judge"] = time.monotonic() - began - phases["start"]
     except Exception as exc:  # noqa: BLE001 - a harness bug or a lost process is never the candidate's fault
@@ -255,7 +261,8 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict) -
                 result["environment"] = dict(result["environment"] or {}, sandbox=notes)
         if ref is not None and result.get("verdict") == schema.INFRA_ERROR:
             result["logs"] += ref.logs()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
     failed_command = result.pop("_reference_failed", None)
     if failed_command is not None and result.get("verdict") == schema.INFRA_ERROR:
         _blame(prob, cfg, failed_command, result)
@@ -290,8 +297,9 @@ def _blame(prob, cfg: Config, command: dict, result: dict) -> None:
 class Pair:
     """A reference group and a candidate group for one problem, judged side by side."""
 
-    def __init__(self, prob, ref: RankGroup, cand: RankGroup, cfg: Config):
+    def __init__(self, prob, ref: RankGroup, cand: RankGroup, cfg: Config, bystanders=None):
         self.prob, self.ref, self.cand, self.cfg = prob, ref, cand, cfg
+        self.bystanders = bystanders  # a WarmPool whose spares are stopped during timed blocks
         self.environment: dict = {}
         self.inside_s = 0.0
         self.timeout = cfg.timeout_s or prob.timeout_s
@@ -329,11 +337,16 @@ class Pair:
 
     def _timed_command(self, group: RankGroup, cmd: dict, timeout: float) -> list[dict]:
         """The command, with the judge's wall clock around it alone (not around pausing the other group)."""
+        quiet = self.bystanders is not None and cmd.get("cmd") == "time"
+        if quiet:
+            self.bystanders.hold()
         began = time.monotonic()
         try:
             return group.command(cmd, timeout)
         finally:
             self.last_wall_ms = (time.monotonic() - began) * 1e3
+            if quiet:
+                self.bystanders.release()
 
     def start(self) -> Optional[dict]:
         try:
@@ -357,13 +370,13 @@ class Pair:
             return stop.as_result()
         return None
 
-    def load(self, candidate: str) -> Optional[dict]:
-        """Switch both groups to this problem (trusted self-checks only)."""
+    def load(self, candidate: str, shape: Optional[dict] = None) -> Optional[dict]:
+        """Switch both groups to this problem: a trusted self-check's next problem, or a warm spare's job (with the
+        job's ``shape``; the candidate's code runs for the first time in those processes here)."""
+        problem = str(self.prob.id)
         try:
-            self._ref_command({"cmd": "load", "problem": str(self.prob.id), "candidate": "reference"},
-                              self.cfg.startup_timeout_s)
-            self._cand_command({"cmd": "load", "problem": str(self.prob.id), "candidate": candidate},
-                               self.cfg.startup_timeout_s)
+            self._ref_command(self.ref.load_command(problem, "reference", shape), self.cfg.startup_timeout_s)
+            self._cand_command(self.cand.load_command(problem, candidate, shape), self.cfg.startup_timeout_s)
         except _Stop as stop:
             return stop.as_result()
         return None

@@ -4,7 +4,8 @@ The judge starts W of these per role (reference ranks and candidate ranks are se
 processes) and drives them with JSON commands on stdin; replies go back as JSON lines on the file descriptor given by
 --reply-fd; outputs are written as tensors files into --out, which the judge loads with ``weights_only=True``.
 Commands: ``trial`` (build inputs from a seed, run ``solution``, save outputs), ``time`` (one timing block), ``load``
-(switch problem; trusted references only, for self-checks), ``exit``.
+(switch problem: trusted references in self-checks; or the job's problem and candidate, once, in a warm spare started
+with ``--problem -`` before the job was known), ``exit``.
 
 Everything here runs in an untrusted process when the role is ``cand``: nothing it reports is believed without a
 check in the judge (outputs are compared there, timings are cross-checked against the judge's own clock).
@@ -29,6 +30,23 @@ from evaluator import nulls
 from problems.base import InputContext, derive_seed
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+# ``--problem`` of a warm spare: start the process group, then wait for the job's first ``load``.
+DEFERRED = "-"
+
+
+def _shape_of(cmd: dict) -> dict:
+    """The shape fields a ``load`` may carry, checked: they come from the judge, but nothing here trusts a type."""
+    shape = {}
+    for key in ("M", "N"):
+        if key in cmd:
+            shape[key] = int(cmd[key])
+    if "dtype" in cmd:
+        if cmd["dtype"] not in DTYPES:
+            raise ValueError(f"unknown dtype {cmd['dtype']!r}")
+        shape["dtype"] = cmd["dtype"]
+    if "reduced" in cmd:
+        shape["reduced"] = bool(cmd["reduced"])
+    return shape
 
 # The harness's clocks and synchronisation, bound before the candidate's module is imported, so that patching
 # time.perf_counter, torch.cuda.Event, torch.cuda.synchronize or torch.distributed in the candidate's module does not
@@ -230,9 +248,16 @@ class Worker:
             return False
         self.env = environment(backend) if self.rank == 0 else None
         self.reply(ok=True, event="initialized")  # before any candidate code runs (see group.RankGroup._accept)
+        if self.args.problem == DEFERRED:  # a warm spare (evaluator/warm.py): the job arrives with the first load
+            self.reply(ok=True, event="ready", env=self.env)
+            return True
         return self.load(self.args.problem, self.args.candidate, first=True)
 
-    def load(self, problem_key, candidate: str, first: bool = False) -> bool:
+    def load(self, problem_key, candidate: str, first: bool = False, shape: Optional[dict] = None) -> bool:
+        """Switch to a problem and candidate; ``shape`` (M, N, dtype, reduced) is the job's, for a warm spare."""
+        for key, value in (shape or {}).items():
+            setattr(self.args, key, value)
+        self.dtype = DTYPES[self.args.dtype]
         self.problem = problems.get(problem_key)
         self.host_us, self.timed_calls_seen = None, 0
         try:
@@ -386,7 +411,7 @@ class Worker:
                 elif op == "time":
                     self.time(cmd)
                 elif op == "load":
-                    self.load(cmd["problem"], cmd["candidate"])
+                    self.load(cmd["problem"], cmd["candidate"], shape=_shape_of(cmd))
                 elif op == "profile":  # profile mode (evaluator/profiling.py): a torch profiler trace of a few calls
                     from evaluator import profiling
                     profiling.rank_profile(self, cmd, _barrier, synchronize)
