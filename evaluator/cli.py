@@ -47,7 +47,8 @@ def _eval(args) -> int:
                    hidden_world_size=args.hidden_world_size)
     try:
         _check_hidden_world_size(args.problem, args.world_size, args.hidden_world_size)
-        result = judge.evaluate(args.problem, args.candidate, args.world_size, args.device, **options)
+        result = judge.evaluate(args.problem, args.candidate, args.world_size, args.device,
+                                pool=getattr(args, "pool", None), **options)
     except judge.BadRequest as exc:
         print(f"pkb eval: {exc}", file=sys.stderr)
         return 2
@@ -237,13 +238,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, pool=None) -> int:
+    """``pool``: a WarmPool for ``eval`` (evaluator.serve passes its own; the command line never has one)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "submit":
         return _submit(argv[1:])
     if argv and argv[0] == "feedback":
         return _feedback(argv[1:])
     args = build_parser().parse_args(argv)
+    args.pool = pool
     return args.func(args)
 
 

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import close_old_connections as _close_old_connections
 from django.db import connection
 
-from leaderboard import services
+from leaderboard import judge_service, services
 from leaderboard.models import VERDICTS
 
 log = logging.getLogger("leaderboard.runner")
@@ -63,9 +63,12 @@ def close_old_connections() -> None:
         _close_old_connections()
 
 
+JUDGE = [sys.executable, "-m", "evaluator.cli"]
+
+
 def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
     profile = job.profile
-    command = [sys.executable, "-m", "evaluator.cli", "eval", job.candidate.problem.stem, str(candidate_path),
+    command = JUDGE + ["eval", job.candidate.problem.stem, str(candidate_path),
                "--world-size", str(profile.world_size), "--device", profile.device, "--trials", str(profile.trials),
                "--json", str(out_path)]
     if profile.device == "cpu":
@@ -116,8 +119,13 @@ def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:
     out = workdir / "result.json"
     command = judge_command(job, path, out)
     started = time.monotonic()
-    outcome, returncode = supervise(command, workdir, lambda: services.job_heartbeat(job.pk, worker),
-                        started + settings.PKB_JOB_TIMEOUT_SECONDS, f"job {job.pk}")
+    heartbeat = lambda: services.job_heartbeat(job.pk, worker)  # noqa: E731
+    deadline = started + settings.PKB_JOB_TIMEOUT_SECONDS
+    if settings.PKB_WARM_SPARES and command[:len(JUDGE)] == JUDGE:
+        service = judge_service.for_thread(job.profile.world_size, job.profile.device, settings.PKB_WARM_SPARES)
+        outcome, returncode = service.run(command[len(JUDGE):], workdir, heartbeat, deadline, f"job {job.pk}")
+    else:
+        outcome, returncode = supervise(command, workdir, heartbeat, deadline, f"job {job.pk}")
     tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
     logs = [{"role": "judge", "rank": None, "stdout": tail, "stderr": ""}]
     if outcome == "lease_lost":
@@ -145,32 +153,41 @@ def supervise(command: list[str], workdir: Path, heartbeat, deadline: float, wha
         process = subprocess.Popen(command, cwd=str(settings.BASE_DIR), env=_judge_env(workdir), stdout=logfile,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                    preexec_fn=_die_with_parent)
-        while True:
+
+        def wait(timeout: float) -> int | None:
             try:
-                process.wait(timeout=settings.PKB_HEARTBEAT_SECONDS)
-                return "exited", process.returncode
+                return process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                pass
-            if time.monotonic() > deadline:
-                _kill(process)
-                return "timeout", process.returncode
-            close_old_connections()
-            try:
-                alive = heartbeat()
-            except Exception:  # the database is unreachable for a moment: keep judging, the lease has slack
-                log.warning("%s: heartbeat failed", what, exc_info=True)
-                continue
-            if not alive:
-                _kill(process)
-                return "lease_lost", process.returncode
+                return None
+
+        return watch(wait, lambda: _kill(process), heartbeat, deadline, what)
 
 
-def _kill(process: subprocess.Popen) -> None:
+def watch(wait, kill, heartbeat, deadline: float, what: str) -> tuple[str, int | None]:
+    """Wait for a judge to finish: ``wait(seconds)`` returns its exit status or None if still running; between waits,
+    renew the lease with ``heartbeat()``; ``kill()`` (returning the status) on the deadline or a lost lease."""
+    while True:
+        status = wait(settings.PKB_HEARTBEAT_SECONDS)
+        if status is not None:
+            return "exited", status
+        if time.monotonic() > deadline:
+            return "timeout", kill()
+        close_old_connections()
+        try:
+            alive = heartbeat()
+        except Exception:  # the database is unreachable for a moment: keep judging, the lease has slack
+            log.warning("%s: heartbeat failed", what, exc_info=True)
+            continue
+        if not alive:
+            return "lease_lost", kill()
+
+
+def _kill(process: subprocess.Popen) -> int | None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    process.wait()
+    return process.wait()
 
 
 def _die_with_parent() -> None:

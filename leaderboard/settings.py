@@ -134,6 +134,10 @@ PKB_REAPER_INTERVAL_SECONDS = env_int("PKB_REAPER_INTERVAL_SECONDS", 30, minimum
 # at a shape it draws (--hidden-shape) and a correctness-only run at another world size the worker picks at random
 # (--hidden-world-size). PKB_HIDDEN_CHECKS=0 switches both off (an extra trial and an extra launch per job).
 PKB_HIDDEN_CHECKS = env_bool("PKB_HIDDEN_CHECKS", True)
+# Warm spares (evaluator/warm.py): with N > 0 each worker thread keeps one long-lived judge (evaluator.serve) whose
+# pool holds N pairs of rank groups started ahead of the jobs; every job still gets processes of its own. 0: a fresh
+# judge per job. Worth it on GPU hosts, where start-up is most of a job (benchmarks/RESULTS.md run 4).
+PKB_WARM_SPARES = env_int("PKB_WARM_SPARES", 0, minimum=0)
 # Where the worker keeps candidate files and judge output while a job runs.
 PKB_WORK_DIR = Path(env_str("PKB_WORK_DIR", str(DATA_DIR / "work")))
 
