@@ -1,9 +1,9 @@
 """Judge benchmarks (issues 2 and 8): overhead vs relaunch-per-trial, A/A precision, sensitivity, GPU backends.
 
     python3 benchmarks/judge_gpu.py overhead  --device cuda -W 1 [--problems 1-87] [--baseline-problems 1,13] [--warm 3]
-    python3 benchmarks/judge_gpu.py aa        --device cuda -W 1 [--problems ...] [--repeats 3] [--warm 3]
+    python3 benchmarks/judge_gpu.py aa        --device cuda -W 1 [--problems ...] [--repeats 3] [--warm 3] [--pairs 6]
     python3 benchmarks/judge_gpu.py selfcheck-aa --device cuda -W 1 [--problems 1-87] [--repeats 2]
-    python3 benchmarks/judge_gpu.py sensitivity --device cuda -W 1 [--problem 13] [--repeats 20]
+    python3 benchmarks/judge_gpu.py sensitivity --device cuda -W 1 [--problem 13] [--repeats 20] [--warm 3] [--pairs 6]
     python3 benchmarks/judge_gpu.py backends  --device cuda -W 1
 
 Every number is measured in the same run that prints it. ``--out DIR`` writes the raw JSON as well. ``--warm D``
@@ -123,7 +123,8 @@ def cmd_aa(args) -> dict:
             prob = problems.get(pid)
             if not prob.allows_world_size(args.world_size):
                 continue
-            result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N, pool=pool)
+            result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N, pool=pool,
+                                    pairs=args.pairs)
             row = {"id": pid, "repeat": rep, "wall_s": result["wall_s"], **selfcheck.aa_summary(result)}
             false_faster += row["faster"]
             misses += not row["contains_1"]
@@ -186,7 +187,8 @@ def _cycles_per_us() -> float:
 
 def cmd_sensitivity(args) -> dict:
     pid, W = args.problem, args.world_size
-    base = judge.evaluate(pid, "reference", W, args.device, M=args.M, N=args.N)
+    pool = _pool(args)
+    base = judge.evaluate(pid, "reference", W, args.device, M=args.M, N=args.N, pool=pool)
     ref_ms = base["timing"]["reference_ms"]
     rate = _cycles_per_us()
     work = pathlib.Path(tempfile.mkdtemp())
@@ -203,7 +205,7 @@ def cmd_sensitivity(args) -> dict:
     for label, path, want in (("5% slower", slow, "slower"), ("10% faster", fast, "faster")):
         hits = 0
         for rep in range(args.repeats):
-            result = judge.evaluate(pid, str(path), W, args.device, M=args.M, N=args.N)
+            result = judge.evaluate(pid, str(path), W, args.device, M=args.M, N=args.N, pool=pool, pairs=args.pairs)
             t = result["timing"] or {}
             ci = t.get("speedup_ci", [1, 1])
             hit = (ci[1] < 1.0) if want == "slower" else bool(t.get("faster"))
@@ -213,6 +215,8 @@ def cmd_sensitivity(args) -> dict:
                   flush=True)
             _progress(args, "sensitivity", dict(out, partial=True))
         out[label] = hits / args.repeats
+    if pool:
+        pool.close()
     print("SUMMARY", json.dumps({k: v for k, v in out.items() if k != "runs"}))
     return out
 
@@ -276,7 +280,10 @@ def main() -> int:
     parser.add_argument("--problem", type=int, default=13)
     parser.add_argument("--only", default="", help="backends: candidate name prefixes, e.g. p08,p13")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--warm", type=int, default=0, help="overhead, aa: depth of the warm-spare pool (0: cold)")
+    parser.add_argument("--warm", type=int, default=0,
+                        help="overhead, aa, sensitivity: depth of the warm-spare pool (0: cold)")
+    parser.add_argument("--pairs", type=int, default=1,
+                        help="aa, sensitivity: time each judged run in K fresh process pairs (evaluator/pairs.py)")
     parser.add_argument("--M", type=int, default=1024)
     parser.add_argument("--N", type=int, default=1024)
     parser.add_argument("--out", default=os.environ.get("OUT"))

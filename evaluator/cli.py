@@ -2,7 +2,7 @@
 
     pkb problems list [--json]
     pkb eval PROBLEM CANDIDATE|reference --world-size W --device cpu|cuda [--trials 5] [--seed S] [--json OUT]
-             [--hidden-shape] [--hidden-world-size W2]
+             [--hidden-shape] [--hidden-world-size W2] [--pairs K]
     pkb selfcheck [--problems 1-29] --device cpu --world-size W [--json OUT]
     pkb submit DIR --model ... --protocol ... --attempts k --profile ...   (the site's upload client)
     pkb feedback open | PROBLEM FILE --session S | show S | link S SUBMISSION   (the agentic feedback loop)
@@ -44,7 +44,7 @@ def _eval(args) -> int:
     options = dict(trials=args.trials, seed=args.seed, M=args.M, N=args.N, dtype=args.dtype, reduced=args.reduced,
                    timing=not args.no_timing, multicast_allowed=args.multicast_allowed, timeout_s=args.timeout,
                    seeds=_seed_list(args.seeds), profile_dir=args.profile, hidden_shape=args.hidden_shape,
-                   hidden_world_size=args.hidden_world_size)
+                   hidden_world_size=args.hidden_world_size, pairs=args.pairs)
     try:
         _check_hidden_world_size(args.problem, args.world_size, args.hidden_world_size)
         result = judge.evaluate(args.problem, args.candidate, args.world_size, args.device,
@@ -224,6 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     pev.add_argument("--hidden-world-size", metavar="W2", type=int, default=None,
                      help="a correctness-only run at another world size W2 allowed by the problem (ranked site runs "
                           "pick one the candidate cannot predict)")
+    pev.add_argument("--pairs", type=int, default=1,
+                     help="time in K fresh process pairs and combine them (evaluator/pairs.py); default 1")
     pev.add_argument("--profile", metavar="DIR", default=None,
                      help="also record a torch profiler trace per rank: DIR/trace.json (merged), DIR/summary.json")
     pev.set_defaults(func=_eval)

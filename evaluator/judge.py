@@ -23,7 +23,7 @@ from typing import Optional
 import torch
 
 import problems
-from evaluator import physics, policy, schema, stats, warm
+from evaluator import pairs, physics, policy, schema, stats, warm
 from evaluator.compare import compare
 from evaluator.group import GroupFailure, RankGroup, close_all
 from evaluator.rank_worker import timing_set_seed
@@ -62,6 +62,8 @@ class Config:
     # draws never do, so public and hidden seeds cannot mix. ``trials`` + 1 of them (the last re-checks after timing).
     seeds: Optional[list] = None
     profile_dir: Optional[str] = None  # profile mode: torch profiler traces of both groups (evaluator/profiling.py)
+    # Time in this many fresh process pairs and combine them (evaluator/pairs.py); 1: one pair, the 7% floor.
+    pairs: int = 1
 
     @property
     def blocks(self) -> int:
@@ -102,6 +104,8 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
             # have caused this): the host lacks something the sandbox needs. Retry without it, and say so.
             degraded = f"sandbox switched off after the candidate ranks failed to start inside it: {sandbox_failed}"
             cfg = dataclasses.replace(cfg, sandbox=False)
+    if cfg.pairs > 1 and result["verdict"] == schema.CORRECT and result.get("timing") and not result.get("flags"):
+        _more_pairs(prob, candidate, cfg, base, result, pool)
     if cfg.hidden_world_size and result["verdict"] == schema.CORRECT:
         _hidden_world(prob, candidate, cfg, base, result)
     _never_rank_flagged(result)
@@ -117,6 +121,35 @@ def _never_rank_flagged(result: dict) -> None:
     if result.get("flags") and timing:
         timing["faster"] = False
         timing["ranked"] = False
+
+
+MAX_PAIRS = 16
+
+
+def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, pool) -> None:
+    """Time pairs 2..K, each in fresh groups with one trial of its own (correctness is checked in every pair), and
+    combine the timings (evaluator/pairs.py). A pair the platform fails is dropped and said so; any other failure in a
+    pair is the verdict, as in the first one."""
+    one = dataclasses.replace(cfg, trials=1, pairs=1, hidden_shape=False, hidden_world_size=None, profile_dir=None)
+    timings, dropped = [result["timing"]], []
+    for k in range(2, cfg.pairs + 1):
+        seeds = _seeds(dataclasses.replace(one, seed=None if cfg.seed is None else derive_seed(cfg.seed, "pair", k)))
+        outcome = _run_once(prob, candidate, one, seeds, dict(base), pool)
+        result["_inside_s"] = result.get("_inside_s", 0.0) + outcome.get("_inside_s", 0.0)
+        if outcome["verdict"] == schema.INFRA_ERROR:
+            dropped.append({"pair": k, "message": outcome.get("message", "")[:500]})
+            continue
+        result["trials"] = result.get("trials", []) + [dict(t, pair=k) for t in outcome.get("trials", [])]
+        if outcome["verdict"] != schema.CORRECT:
+            result.update(verdict=outcome["verdict"], timing=None, flags=[],
+                          message=f"in timing pair {k} of {cfg.pairs}: {outcome.get('message', '')}")
+            return
+        result["flags"] = sorted(set(result.get("flags") or []) | set(outcome.get("flags") or []))
+        timings.append(outcome["timing"])
+    if len(timings) > 1:
+        result["timing"] = pairs.combine(timings, cfg.device, HOST_BOUND_NOISE_FLOOR, dropped)
+    else:
+        result["timing"]["pairs"] = {"count": 1, "dropped": dropped}
 
 
 def _hidden_world(prob, candidate: str, cfg: Config, base: dict, result: dict) -> None:
@@ -156,6 +189,8 @@ def _resolve(problem, cfg: Config):
                          f"this host has {torch.cuda.device_count()}")
     if cfg.trials < 1:
         raise BadRequest("at least one trial is needed")
+    if not 1 <= cfg.pairs <= MAX_PAIRS:
+        raise BadRequest(f"pairs must be between 1 and {MAX_PAIRS}, not {cfg.pairs}")
     if cfg.seeds is not None and (len(cfg.seeds) < cfg.trials + 1 or any(
             not isinstance(s, int) or not PUBLIC_SEED_BIT <= s < 2 * PUBLIC_SEED_BIT for s in cfg.seeds)):
         raise BadRequest(f"explicit seeds must be at least trials + 1 = {cfg.trials + 1} public seeds (bit 62 set)")

@@ -139,7 +139,8 @@ def aa_summary(outcome: dict) -> dict:
     return {"verdict": outcome["verdict"], "speedup": timing.get("speedup"), "ci": ci,
             "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1], "faster": bool(timing.get("faster")),
             "reference_ms": timing.get("reference_ms"), "bootstrap_ci": timing.get("bootstrap_ci"),
-            "host_bound": timing.get("host_bound"), "host_bound_share": timing.get("host_bound_share")}
+            "host_bound": timing.get("host_bound"), "host_bound_share": timing.get("host_bound_share"),
+            "pairs": (timing.get("pairs") or {}).get("each")}
 
 
 def render(report: dict) -> str:
