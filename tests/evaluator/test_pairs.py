@@ -1,10 +1,11 @@
 """Timing in several process pairs (evaluator/pairs.py): the combination rule, and the judge running it."""
+import json
 import math
 import random
 
 import pytest
 
-from evaluator import judge, pairs, schema
+from evaluator import cli, judge, pairs, schema
 
 HOST_FLOOR = judge.HOST_BOUND_NOISE_FLOOR
 
@@ -98,3 +99,11 @@ def test_a_candidate_wrong_in_a_later_pair_is_incorrect(tmp_path):
 def test_pair_counts_out_of_range_are_refused(count):
     with pytest.raises(judge.BadRequest):
         judge.evaluate(1, "reference", 1, "cpu", pairs=count, **SMALL)
+
+
+def test_the_command_line_passes_pairs_through(tmp_path):
+    out = tmp_path / "r.json"
+    assert cli.main(["eval", "1", "reference", "-W", "1", "--trials", "1", "--M", "64", "--N", "32", "--pairs", "2",
+                     "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["timing"]["pairs"]["count"] == 2
+    assert cli.main(["eval", "1", "reference", "-W", "1", "--pairs", "0"]) == 2
