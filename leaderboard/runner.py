@@ -3,7 +3,8 @@
 The candidate's code never enters this process: it is written to a private directory and handed to
 ``python -m evaluator.cli eval`` (the trusted judge), which runs it in its own rank processes. A judge that exits
 non-zero, writes unreadable JSON, hangs past the job's timeout, or dies with this worker is an ``infra_error``:
-retried, never scored against the candidate, refunded when retries run out.
+retried, never scored against the candidate, refunded when retries run out. With ``PKB_WARM_SPARES`` the same eval
+command goes to this thread's long-lived judge instead (leaderboard/judge_service.py), under the same rules.
 """
 from __future__ import annotations
 
@@ -69,8 +70,8 @@ JUDGE = [sys.executable, "-m", "evaluator.cli"]
 def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
     profile = job.profile
     command = JUDGE + ["eval", job.candidate.problem.stem, str(candidate_path),
-               "--world-size", str(profile.world_size), "--device", profile.device, "--trials", str(profile.trials),
-               "--json", str(out_path)]
+                       "--world-size", str(profile.world_size), "--device", profile.device,
+                       "--trials", str(profile.trials), "--json", str(out_path)]
     if profile.device == "cpu":
         command.append("--reduced")
     if profile.multicast_allowed:
