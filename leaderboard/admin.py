@@ -24,7 +24,7 @@ class ProblemAdmin(admin.ModelAdmin):
 
 @admin.register(HardwareProfile)
 class HardwareProfileAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "device", "world_size", "ranked", "multicast_allowed", "accepting"]
+    list_display = ["slug", "name", "device", "world_size", "ranked", "multicast_allowed", "timing_pairs", "accepting"]
 
 
 @admin.register(Submitter)

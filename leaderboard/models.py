@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
@@ -61,6 +62,9 @@ class HardwareProfile(models.Model):
     ranked = models.BooleanField(default=True, help_text="timings from this profile may rank")
     multicast_allowed = models.BooleanField(default=False)
     trials = models.PositiveSmallIntegerField(default=5)
+    timing_pairs = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(16)],
+        help_text="time each job in this many fresh process pairs (pkb eval --pairs; evaluator/pairs.py)")
     accepting = models.BooleanField(default=True, help_text="open for new submissions")
     description = models.TextField(blank=True)
 

@@ -74,6 +74,8 @@ def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
                        "--trials", str(profile.trials), "--json", str(out_path)]
     if profile.device == "cpu":
         command.append("--reduced")
+    if profile.timing_pairs > 1:
+        command += ["--pairs", str(profile.timing_pairs)]
     if profile.multicast_allowed:
         command.append("--multicast-allowed")
     command.extend(hidden_check_flags(job))

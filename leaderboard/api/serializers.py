@@ -9,7 +9,7 @@ class ProfileSerializer(serializers.ModelSerializer):
     class Meta:
         model = HardwareProfile
         fields = ["slug", "name", "gpu_type", "device", "world_size", "ranked", "multicast_allowed", "trials",
-                  "accepting", "description"]
+                  "timing_pairs", "accepting", "description"]
 
 
 class ProblemSerializer(serializers.ModelSerializer):

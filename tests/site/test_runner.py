@@ -118,6 +118,12 @@ def test_judge_command_follows_the_profile(owner, submit, gpu, tmp_path):
     assert command[1:5] == ["-m", "evaluator.cli", "eval", "1_allreduce"]
     assert command[command.index("--world-size") + 1] == "8" and command[command.index("--device") + 1] == "cuda"
     assert "--multicast-allowed" in command and "--reduced" not in command
+    assert "--pairs" not in command  # one pair unless the profile asks for more
+    gpu.timing_pairs = 8
+    gpu.save()
+    job.profile.refresh_from_db()
+    command = runner.judge_command(job, tmp_path / "c.py", tmp_path / "o.json")
+    assert command[command.index("--pairs") + 1] == "8"
 
 
 def _hidden(command: list[str]) -> tuple[bool, int | None]:
