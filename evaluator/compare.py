@@ -122,8 +122,7 @@ def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slac
     # relative) is far below any tolerance; float64 stays float64. This keeps the check a few passes over the data
     # instead of dozens in double, which on large outputs was most of the judge's own time.
     work = torch.float64 if e.dtype == torch.float64 else torch.float32
-    e, a = e.to(work), a.to(work)
-    if _within(e, a, atol + extra, rtol, result):
+    if _within(e, a, atol + extra, rtol, result, work):
         return
     e, a = e.double(), a.double()
     bad_value = ~torch.isfinite(a) & torch.isfinite(e)
@@ -151,17 +150,29 @@ def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slac
               index)
 
 
-def _within(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float, result: Comparison) -> bool:
-    """The common case in few passes: a finite reference and every element within tolerance. Records the error
-    sizes and returns True; False sends the caller to the full element-by-element diagnosis (non-finite values,
-    matching NaN/inf, first bad index)."""
-    magnitude = e.abs()
-    diff = (a - e).abs_()
-    # With a finite reference the allowance is finite, so ``diff <= allowance`` also rejects NaN and inf in ``a``.
-    if not (bool(torch.isfinite(magnitude).all()) and bool((diff <= atol + rtol * magnitude).all())):
-        return False
-    result.max_abs_error = max(result.max_abs_error, float(diff.max()))
-    result.max_rel_error = max(result.max_rel_error, float((diff / magnitude.clamp_min_(1e-12)).max()))
+# Elements per slice in the common-case check: slices that stay in cache instead of whole-output temporaries (a
+# 150M-element output made a dozen 600 MB arrays, most of the judge's time on problem 77 when outputs differ).
+CHUNK = 1 << 21
+
+
+def _within(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float, result: Comparison, work) -> bool:
+    """The common case in few passes over cache-sized slices (in ``work`` precision): a finite reference and every
+    element within tolerance. Records the error sizes and returns True; False sends the caller to the full
+    element-by-element diagnosis (non-finite values, matching NaN/inf, first bad index)."""
+    e, a = e.reshape(-1), a.reshape(-1)
+    max_abs = max_rel = 0.0
+    for start in range(0, e.numel(), CHUNK):
+        ec, ac = e[start:start + CHUNK].to(work), a[start:start + CHUNK].to(work)
+        magnitude = ec.abs()
+        # In place only on a converted copy: a slice already in ``work`` precision is a view of the caller's output.
+        diff = (ac - ec).abs_() if a.dtype == work else ac.sub_(ec).abs_()
+        # With a finite reference the allowance is finite, so ``diff <= allowance`` also rejects NaN and inf in ``a``.
+        if not (bool(torch.isfinite(magnitude).all()) and bool((diff <= magnitude * rtol + atol).all())):
+            return False
+        max_abs = max(max_abs, float(diff.max()))
+        max_rel = max(max_rel, float((diff / magnitude.clamp_min_(1e-12)).max()))
+    result.max_abs_error = max(result.max_abs_error, max_abs)
+    result.max_rel_error = max(result.max_rel_error, max_rel)
     return True
 
 

@@ -102,3 +102,22 @@ def test_float64_differences_below_float32_resolution_are_seen():
     actual[2] = 1.0 + 1e-9
     assert not compare(expected, actual, 0.0, 1e-10).ok
     assert compare(expected, actual, 0.0, 1e-8).ok
+
+
+def test_outputs_larger_than_a_slice_are_checked_everywhere_and_left_untouched(monkeypatch):
+    from evaluator import compare as module
+
+    monkeypatch.setattr(module, "CHUNK", 64)  # 1000 x 3 elements: 47 slices
+    expected = torch.randn(1000, 3)
+    close = expected + 1e-4
+    kept = close.clone()
+    result = compare(expected, close, 1e-2, 1e-2)
+    assert result.ok and 0 < result.max_abs_error < 2e-4
+    assert torch.equal(close, kept)  # float32 slices are views of the candidate's output: never written in place
+    late = close.clone()
+    late[990, 2] += 1.0  # in the last slice
+    result = compare(expected, late, 1e-2, 1e-2)
+    assert not result.ok and result.mismatch.index == [990, 2]
+    nan_late = close.to(torch.bfloat16)
+    nan_late[700, 1] = float("nan")
+    assert not compare(expected.to(torch.bfloat16), nan_late, 1e-2, 1e-2).ok
