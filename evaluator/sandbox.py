@@ -257,45 +257,10 @@ class Sandbox:
         """Kill every process of the candidate's uid (daemons included), and every process that still carries this
         group's scratch path in its environment (the fallback without a separate uid), then remove its files in
         shared places."""
-        report = {"killed_outliving": 0, "removed_files": 0}
         if self.closed:
-            return report
+            return {"killed_outliving": 0, "removed_files": 0}
         self.closed = True
-        for _ in range(20):
-            pids = set(processes_of(self.uid)) if self.uid is not None else set()
-            if self.scratch_root:
-                pids.update(processes_with_scratch(self.scratch_root))
-            pids.discard(os.getpid())
-            if not pids:
-                break
-            report["killed_outliving"] += len(pids)
-            if self.uid is not None:
-                _kill_as(self.uid)  # kill(-1) as the uid: everything it owns, in one sweep
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            time.sleep(0.02)
-        if self.uid is None:
-            return report
-        for place in SWEPT_DIRS:
-            try:
-                entries = list(os.scandir(place))
-            except OSError:
-                continue
-            for entry in entries:
-                try:
-                    if entry.stat(follow_symlinks=False).st_uid != self.uid:
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        shutil.rmtree(entry.path, ignore_errors=True)
-                    else:
-                        os.unlink(entry.path)
-                    report["removed_files"] += 1
-                except OSError:
-                    pass
-        return report
+        return reap(self.uid, self.scratch_root)
 
     def close(self) -> None:
         self.cleanup()
@@ -306,6 +271,63 @@ class Sandbox:
             except OSError:
                 pass
             self.netns_fd = None
+
+
+def reap(uid: Optional[int], scratch_root: Optional[str]) -> dict:
+    """Kill every process of ``uid`` and every process whose scratch path lies under ``scratch_root``, then remove
+    the uid's files in shared places. Returns counts."""
+    report = {"killed_outliving": 0, "removed_files": 0}
+    for _ in range(20):
+        pids = set(processes_of(uid)) if uid is not None else set()
+        if scratch_root:
+            pids.update(processes_with_scratch(scratch_root))
+        pids.discard(os.getpid())
+        if not pids:
+            break
+        report["killed_outliving"] += len(pids)
+        if uid is not None:
+            _kill_as(uid)  # kill(-1) as the uid: everything it owns, in one sweep
+        for pid in pids:
+            _signal(pid, signal.SIGKILL)
+        time.sleep(0.02)
+    if uid is None:
+        return report
+    for place in SWEPT_DIRS:
+        try:
+            entries = list(os.scandir(place))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+                report["removed_files"] += 1
+            except OSError:
+                pass
+    return report
+
+
+def sweep_orphans(root: str) -> dict:
+    """What a judge killed before its own clean-up (an overrun, a lost lease) left under ``root``, its temporary
+    directory: every rank still carrying a scratch path there, and every process of a candidate uid that owns a
+    directory there (daemons that dropped the scratch path), reaped as Sandbox.cleanup would have."""
+    report = reap(None, os.path.join(os.path.abspath(root), ""))
+    uids = set()
+    for path in pathlib.Path(root).glob("*/*/*"):  # pkb-judge-*/cand/{out,rank*}: given to the candidate's uid
+        try:
+            owner = path.lstat().st_uid
+        except OSError:
+            continue
+        if UID_RANGE[0] <= owner < UID_RANGE[1]:
+            uids.add(owner)
+    for uid in sorted(uids):
+        for key, value in reap(uid, None).items():
+            report[key] += value
+    return report
 
 
 def _signal(pid: int, sig: int) -> None:

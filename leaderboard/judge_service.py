@@ -98,11 +98,11 @@ class JudgeService:
         self.reply_fd, self.buffer = read_fd, b""
 
     def stop(self) -> int | None:
-        """Kill the judge (its spares leave with it: their stdin closes, and candidate ranks die with their parent)
-        and remove its directory. Returns its exit status."""
+        """Kill the judge and everything it started (runner._kill: spares and job ranks included), and remove its
+        directory. Returns its exit status."""
         status = None
         if self.process is not None:
-            status = runner._kill(self.process)
+            status = runner._kill(self.process, self.directory)
             self.process = None
         if self.reply_fd is not None:
             os.close(self.reply_fd)

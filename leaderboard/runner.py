@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import close_old_connections as _close_old_connections
 from django.db import connection
 
+from evaluator import sandbox
 from leaderboard import judge_service, services
 from leaderboard.models import VERDICTS
 
@@ -163,7 +164,7 @@ def supervise(command: list[str], workdir: Path, heartbeat, deadline: float, wha
             except subprocess.TimeoutExpired:
                 return None
 
-        return watch(wait, lambda: _kill(process), heartbeat, deadline, what)
+        return watch(wait, lambda: _kill(process, workdir), heartbeat, deadline, what)
 
 
 def watch(wait, kill, heartbeat, deadline: float, what: str) -> tuple[str, int | None]:
@@ -185,12 +186,18 @@ def watch(wait, kill, heartbeat, deadline: float, what: str) -> tuple[str, int |
             return "lease_lost", kill()
 
 
-def _kill(process: subprocess.Popen) -> int | None:
+def _kill(process: subprocess.Popen, tmp: Path) -> int | None:
+    """Kill a judge's process group, then what its own clean-up would have removed: rank processes (in sessions of
+    their own) and candidate daemons still running from its temporary directory ``tmp``."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    return process.wait()
+    status = process.wait()
+    report = sandbox.sweep_orphans(str(tmp))
+    if report["killed_outliving"]:
+        log.warning("killed judge left %s processes behind in %s; killed", report["killed_outliving"], tmp)
+    return status
 
 
 def _die_with_parent() -> None:

@@ -81,6 +81,34 @@ def test_hung_judge_is_killed_at_the_job_timeout(owner, submit, cpu, monkeypatch
     assert "timeout" in job.last_error
 
 
+def test_a_killed_judge_leaves_no_rank_or_daemon_behind(owner, submit, cpu, monkeypatch, settings, tmp_path):
+    """What the judge's own clean-up would have killed: a process in a session of its own (as ranks and daemons are)
+    carrying a scratch path in the judge's temporary directory."""
+    settings.PKB_JOB_TIMEOUT_SECONDS = 2
+    settings.PKB_HEARTBEAT_SECONDS = 1
+    pid_file = tmp_path / "daemon.pid"
+    fake_command(monkeypatch, (
+        "import os, subprocess, sys, time\n"
+        "scratch = os.path.join(os.environ['TMPDIR'], 'pkb-judge-x', 'cand', 'rank0')\n"
+        "os.makedirs(scratch)\n"
+        "daemon = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], start_new_session=True,\n"
+        "                          env=dict(os.environ, PKB_SCRATCH=scratch))\n"
+        f"open({str(pid_file)!r}, 'w').write(str(daemon.pid))\n"
+        "time.sleep(60)\n"))
+    job = submit(owner).jobs.get()
+    assert runner.run_job(job.pk, "w") == "infra_error"
+    pid = int(pid_file.read_text())
+    assert _gone(pid)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
 @pytest.mark.django_db(transaction=True)
 def test_lost_lease_stops_the_judge_and_writes_nothing(owner, submit, cpu, monkeypatch, settings):
     settings.PKB_HEARTBEAT_SECONDS = 1
