@@ -13,6 +13,7 @@ processes); without it every job starts cold.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -60,13 +61,21 @@ def _progress(args, what: str, doc: dict) -> None:
 
 
 def _pool(args):
-    return warm.WarmPool(args.world_size, args.device, depth=args.warm) if args.warm else None
+    """A warm pool closed when the command ends, however it ends (or no pool: every job starts cold)."""
+    if not args.warm:
+        return contextlib.nullcontext()
+    return warm.WarmPool(args.world_size, args.device, depth=args.warm)
 
 
 def cmd_overhead(args) -> dict:
+    with _pool(args) as pool:
+        return _overhead(args, pool)
+
+
+def _overhead(args, pool) -> dict:
     rows = []
     began = time.monotonic()
-    pool = _pool(args)
+    baseline = set(_parse_ids(args.baseline_problems))
     for pid in _parse_ids(args.problems):
         prob = problems.get(pid)
         if not prob.allows_world_size(args.world_size):
@@ -79,7 +88,7 @@ def cmd_overhead(args) -> dict:
         if result["verdict"] != schema.CORRECT:
             row["message"] = result["message"][:1500]
             print(f"{pid:>3} {result['verdict']}: {row['message']}", flush=True)
-        if pid in _parse_ids(args.baseline_problems):
+        if pid in baseline:
             row["relaunch_wall_s"] = round(relaunch_per_trial(pid, args.world_size, args.device, 5, args.M, args.N), 2)
             row["ratio"] = round(row["relaunch_wall_s"] / result["wall_s"], 2)
         rows.append(row)
@@ -90,20 +99,19 @@ def cmd_overhead(args) -> dict:
               + (f"  relaunch-per-trial {row['relaunch_wall_s']:7.2f} s ({row['ratio']:.1f}x)" if "ratio" in row
                  else ""), flush=True)
         _progress(args, "overhead", {"rows": rows, "partial": True})
-    if pool:
-        pool.close()
     walls = [r["wall_s"] for r in rows]
     over = [r["overhead_s"] for r in rows]
     ratios = [r["ratio"] for r in rows if "ratio" in r]
     relaunch = [r["relaunch_wall_s"] for r in rows if "relaunch_wall_s" in r]
     elapsed = time.monotonic() - began
+    # Wall to judge the set, baselines left out, per problem: what a queue of jobs sees (a warm pool's first job waits
+    # for its start-up; the later ones find spares ready).
+    per_problem = (elapsed - sum(relaunch)) / max(1, len(rows))
     summary = {"problems": len(rows), "warm_depth": args.warm, "total_wall_s": round(sum(walls), 1),
                "elapsed_s": round(elapsed, 1), "median_wall_s": statistics.median(walls),
-               # Wall to judge the set, baselines left out, per problem: what a queue of jobs sees (a warm pool's
-               # first job waits for its start-up; the later ones find spares ready).
-               "judging_elapsed_per_problem_s": round((elapsed - sum(relaunch)) / max(1, len(rows)), 2),
-               "relaunch_over_judging_per_problem": round(statistics.median(relaunch) / max(
-                   1e-9, (elapsed - sum(relaunch)) / max(1, len(rows))), 2) if relaunch else None,
+               "judging_elapsed_per_problem_s": round(per_problem, 2),
+               "relaunch_over_judging_per_problem": round(statistics.median(relaunch) / max(1e-9, per_problem), 2)
+               if relaunch else None,
                "median_overhead_s": statistics.median(over),
                "max_overhead_s": max(over), "relaunch_ratio_median": statistics.median(ratios) if ratios else None,
                "not_correct": [r["id"] for r in rows if r["verdict"] != schema.CORRECT],
@@ -115,8 +123,12 @@ def cmd_overhead(args) -> dict:
 
 
 def cmd_aa(args) -> dict:
+    with _pool(args) as pool:
+        return _aa(args, pool)
+
+
+def _aa(args, pool) -> dict:
     rows, false_faster, misses = [], 0, 0
-    pool = _pool(args)
     began = time.monotonic()
     for rep in range(args.repeats):  # passes over all problems, so one problem's repeats are minutes apart
         for pid in _parse_ids(args.problems):
@@ -134,8 +146,6 @@ def cmd_aa(args) -> dict:
                   f"{' FASTER' if row['faster'] else ''} host-bound {row['host_bound']} "
                   f"{row['host_bound_share']} ({row['wall_s']} s)", flush=True)
             _progress(args, "aa", {"rows": rows, "partial": True})
-    if pool:
-        pool.close()
     speedups = [r["speedup"] for r in rows if r["speedup"]]
     summary = {"runs": len(rows), "warm_depth": args.warm, "elapsed_s": round(time.monotonic() - began, 1),
                "false_faster": false_faster, "intervals_missing_1": misses,
@@ -186,8 +196,12 @@ def _cycles_per_us() -> float:
 
 
 def cmd_sensitivity(args) -> dict:
+    with _pool(args) as pool:
+        return _sensitivity(args, pool)
+
+
+def _sensitivity(args, pool) -> dict:
     pid, W = args.problem, args.world_size
-    pool = _pool(args)
     base = judge.evaluate(pid, "reference", W, args.device, M=args.M, N=args.N, pool=pool)
     ref_ms = base["timing"]["reference_ms"]
     rate = _cycles_per_us()
@@ -215,8 +229,6 @@ def cmd_sensitivity(args) -> dict:
                   flush=True)
             _progress(args, "sensitivity", dict(out, partial=True))
         out[label] = hits / args.repeats
-    if pool:
-        pool.close()
     print("SUMMARY", json.dumps({k: v for k, v in out.items() if k != "runs"}))
     return out
 

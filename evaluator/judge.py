@@ -23,7 +23,7 @@ from typing import Optional
 import torch
 
 import problems
-from evaluator import pairs, physics, policy, schema, stats, warm
+from evaluator import pairs, physics, policy, sandbox, schema, stats, warm
 from evaluator.compare import compare
 from evaluator.group import GroupFailure, RankGroup, close_all
 from evaluator.rank_worker import timing_set_seed
@@ -56,7 +56,7 @@ class Config:
     hidden_world_size: Optional[int] = None
     # False: candidate ranks run without uid/network isolation and are not paused (debugging, red-team tests).
     # PKB_SANDBOX=0 in the judge's environment switches it off for a whole deployment.
-    sandbox: bool = dataclasses.field(default_factory=lambda: os.environ.get("PKB_SANDBOX", "1") != "0")
+    sandbox: bool = dataclasses.field(default_factory=sandbox.enabled_by_default)
     light_ceilings: Optional[dict] = None  # peak rates for the speed-of-light floor; default: the GPU's, none on CPU
     # Explicit, published trial seeds (feedback runs): each carries PUBLIC_SEED_BIT, which the judge's own secret
     # draws never do, so public and hidden seeds cannot mix. ``trials`` + 1 of them (the last re-checks after timing).
@@ -123,9 +123,6 @@ def _never_rank_flagged(result: dict) -> None:
         timing["ranked"] = False
 
 
-MAX_PAIRS = 16
-
-
 def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, pool) -> None:
     """Time pairs 2..K, each in fresh groups with one trial of its own (correctness is checked in every pair), and
     combine the timings (evaluator/pairs.py). A pair the platform fails is dropped and said so; any other failure in a
@@ -189,8 +186,8 @@ def _resolve(problem, cfg: Config):
                          f"this host has {torch.cuda.device_count()}")
     if cfg.trials < 1:
         raise BadRequest("at least one trial is needed")
-    if not 1 <= cfg.pairs <= MAX_PAIRS:
-        raise BadRequest(f"pairs must be between 1 and {MAX_PAIRS}, not {cfg.pairs}")
+    if not 1 <= cfg.pairs <= pairs.MAX_PAIRS:
+        raise BadRequest(f"pairs must be between 1 and {pairs.MAX_PAIRS}, not {cfg.pairs}")
     if cfg.seeds is not None and (len(cfg.seeds) < cfg.trials + 1 or any(
             not isinstance(s, int) or not PUBLIC_SEED_BIT <= s < 2 * PUBLIC_SEED_BIT for s in cfg.seeds)):
         raise BadRequest(f"explicit seeds must be at least trials + 1 = {cfg.trials + 1} public seeds (bit 62 set)")

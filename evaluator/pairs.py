@@ -28,6 +28,7 @@ PAIR_OFFSET_SD = {"cuda": 0.025, "cpu": 0.0}
 # One-sided z for the calibrated part: ~0.4% false "faster" per judged run if offsets are normal with that SD, i.e.
 # about one in 255 A/A runs (87 problems x 3).
 PAIR_Z = 2.65
+MAX_PAIRS = 16  # Config.pairs and HardwareProfile.timing_pairs
 # Two-sided 95% Student t quantiles by degrees of freedom (K - 1).
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
         11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131}

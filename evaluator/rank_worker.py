@@ -27,11 +27,10 @@ import torch.distributed as dist
 
 import problems
 from evaluator import nulls
+from evaluator.warm import DEFERRED
 from problems.base import InputContext, derive_seed
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
-# ``--problem`` of a warm spare: start the process group, then wait for the job's first ``load``.
-DEFERRED = "-"
 
 
 def _shape_of(cmd: dict) -> dict:

@@ -108,6 +108,11 @@ def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trust
     return env
 
 
+def enabled_by_default() -> bool:
+    """The sandbox is on unless PKB_SANDBOX=0 in the judge's environment (a whole deployment switches it off)."""
+    return os.environ.get("PKB_SANDBOX", "1") != "0"
+
+
 def working_directory(rank_dir: str, trusted: bool) -> str:
     return rank_dir
 
@@ -315,7 +320,7 @@ def sweep_orphans(root: str) -> dict:
     """What a judge killed before its own clean-up (an overrun, a lost lease) left under ``root``, its temporary
     directory: every rank still carrying a scratch path there, and every process of a candidate uid that owns a
     directory there (daemons that dropped the scratch path), reaped as Sandbox.cleanup would have."""
-    report = reap(None, os.path.join(os.path.abspath(root), ""))
+    report = reap(None, os.path.abspath(root))
     uids = set()
     for path in pathlib.Path(root).glob("*/*/*"):  # pkb-judge-*/cand/{out,rank*}: given to the candidate's uid
         try:

@@ -26,9 +26,11 @@ import signal
 import tempfile
 from typing import Optional
 
+from evaluator import sandbox as sandboxing
 from evaluator.group import RankGroup, close_all
 
-DEFERRED = "-"  # rank_worker.DEFERRED (not imported: that module imports torch)
+# ``--problem`` of a spare's ranks (rank_worker): start the process group, then wait for the job's first ``load``.
+DEFERRED = "-"
 
 
 @dataclasses.dataclass
@@ -54,7 +56,7 @@ class WarmPool:
         if depth < 1:
             raise ValueError("a warm pool needs a depth of at least 1")
         self.world_size, self.device, self.depth = world_size, device, depth
-        self.sandbox = os.environ.get("PKB_SANDBOX", "1") != "0" if sandbox is None else sandbox
+        self.sandbox = sandboxing.enabled_by_default() if sandbox is None else sandbox
         self.spares: collections.deque = collections.deque()
         self.taken = self.cold = 0
         self.closed = False
@@ -85,14 +87,15 @@ class WarmPool:
 
     def hold(self) -> None:
         """Stop every spare while a timed block runs (see the module docstring)."""
-        for spare in self.spares:
-            for group in (spare.ref, spare.cand):
-                group.signal(signal.SIGSTOP)
+        self._signal(signal.SIGSTOP)
 
     def release(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, sig: int) -> None:
         for spare in self.spares:
             for group in (spare.ref, spare.cand):
-                group.signal(signal.SIGCONT)
+                group.signal(sig)
 
     def close(self) -> None:
         self.closed = True

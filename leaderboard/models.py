@@ -10,6 +10,8 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from evaluator.pairs import MAX_PAIRS
+
 VERDICTS = ("correct", "incorrect", "compile_error", "runtime_error", "timeout", "policy_violation", "infra_error")
 VERDICT_CHOICES = [(v, v.replace("_", " ")) for v in VERDICTS]
 INFRA_ERROR = "infra_error"
@@ -63,7 +65,7 @@ class HardwareProfile(models.Model):
     multicast_allowed = models.BooleanField(default=False)
     trials = models.PositiveSmallIntegerField(default=5)
     timing_pairs = models.PositiveSmallIntegerField(
-        default=1, validators=[MinValueValidator(1), MaxValueValidator(16)],
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_PAIRS)],
         help_text="time each job in this many fresh process pairs (pkb eval --pairs; evaluator/pairs.py)")
     accepting = models.BooleanField(default=True, help_text="open for new submissions")
     description = models.TextField(blank=True)

@@ -95,7 +95,7 @@ def test_a_candidate_wrong_in_a_later_pair_is_incorrect(tmp_path):
     assert result["timing"] is None
 
 
-@pytest.mark.parametrize("count", [0, judge.MAX_PAIRS + 1])
+@pytest.mark.parametrize("count", [0, pairs.MAX_PAIRS + 1])
 def test_pair_counts_out_of_range_are_refused(count):
     with pytest.raises(judge.BadRequest):
         judge.evaluate(1, "reference", 1, "cpu", pairs=count, **SMALL)
