@@ -224,7 +224,9 @@ def _sensitivity(args, pool) -> dict:
             ci = t.get("speedup_ci", [1, 1])
             hit = (ci[1] < 1.0) if want == "slower" else bool(t.get("faster"))
             hits += hit
-            out["runs"].append({"case": label, "speedup": t.get("speedup"), "ci": ci, "detected": hit})
+            out["runs"].append({"case": label, "speedup": t.get("speedup"), "ci": ci, "detected": hit,
+                                "bootstrap_ci": t.get("bootstrap_ci"), "host_bound": t.get("host_bound"),
+                                "pairs": (t.get("pairs") or {}).get("each")})  # for benchmarks/aa_rules.py
             print(f"{label:<11} rep {rep:>2} speedup {t.get('speedup')} ci {ci} {'detected' if hit else 'MISSED'}",
                   flush=True)
             _progress(args, "sensitivity", dict(out, partial=True))

@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
+from evaluator.pairs import ONE_PAIR_FLOOR
 from leaderboard import export, plots, selectors, services, uploads
 from leaderboard.forms import SignupForm, SubmitForm, TokenForm
 from leaderboard.models import ApiToken
@@ -94,6 +95,7 @@ def submission_detail(request, pk):
         "submission": submission, "grid": grid, "status": status, "entry": getattr(submission, "entry", None),
         "is_owner": submission.is_owner(request.user), "code_visible": submission.code_visible_to(request.user),
         "environment": selectors.submission_environment(submission),
+        "one_pair_floor": f"{ONE_PAIR_FLOOR.get(submission.profile.device, 0.0):.1%}",
     })
 
 

@@ -25,7 +25,7 @@ def test_agreeing_pairs_get_the_calibrated_interval_which_shrinks_with_more_pair
         assert doc["pairs"]["half_width"]["calibrated"] >= doc["pairs"]["half_width"]["empirical"]
         widths.append(math.log(hi) - math.log(lo))
     assert widths[0] > widths[1] > widths[2]
-    assert widths[1] == pytest.approx(2 * math.hypot(pairs.PAIR_Z * 0.025, 0.001) / 2, rel=0.01)
+    assert widths[1] == pytest.approx(2 * math.hypot(pairs.PAIR_Z * pairs.PAIR_OFFSET_SD["cuda"], 0.001) / 2, rel=0.01)
 
 
 def test_five_percent_either_way_is_told_apart_with_six_agreeing_pairs():
@@ -107,3 +107,18 @@ def test_the_command_line_passes_pairs_through(tmp_path):
                      "--json", str(out)]) == 0
     assert json.loads(out.read_text())["timing"]["pairs"]["count"] == 2
     assert cli.main(["eval", "1", "reference", "-W", "1", "--pairs", "0"]) == 2
+
+
+def test_stored_runs_are_rejudged_with_the_rules_the_judge_uses():
+    # benchmarks/aa_rules.py re-judges recorded A/A runs: its interval must be the judge's, for one pair and for K.
+    import benchmarks.aa_rules as aa_rules
+
+    each = [timing(s, half=0.004) for s in (0.97, 1.01, 1.03, 0.99)]
+    doc = pairs.combine(each, "cuda", HOST_FLOOR)
+    again = aa_rules.rejudge({"pairs": [{k: t[k] for k in ("speedup", "bootstrap_ci", "host_bound")} for t in each]})
+    assert [round(again["low"], 4), round(again["high"], 4)] == doc["speedup_ci"]
+    one = aa_rules.rejudge({"speedup": 1.05, "bootstrap_ci": [1.04, 1.06], "host_bound": False})
+    floor = judge.PROCESS_NOISE_FLOOR["cuda"]
+    assert one["low"] == pytest.approx(1.04 / (1 + floor)) and one["high"] == pytest.approx(1.06 * (1 + floor))
+    summary = aa_rules.summarise([{"speedup": 1.12, "bootstrap_ci": [1.11, 1.13], "host_bound": False}])
+    assert summary["false_faster"] == 1 and summary["missing_1"] == 1  # a 12% A/A offset clears the floor

@@ -55,3 +55,19 @@ def test_never_rank_guard_applies_to_any_flag():
     result = {"flags": [schema.FLAG_UNRANKED_DEVICE], "timing": {"faster": True, "ranked": True}}
     judge._never_rank_flagged(result)
     assert result["timing"] == {"faster": False, "ranked": False}
+
+
+def test_the_judges_spin_does_not_widen_the_allowance():
+    # GPU red-team run 5 (1 ms of side-stream work per call): the candidate's wall held 0.67 ms more per call than
+    # the reference's, both holding the judge's spin (sized from the slowest trial call, so ~1 ms here). A quarter of
+    # the spin-inflated wall (0.77 ms) let it pass; a quarter of the wall less the spin (0.52 ms) does not.
+    config = judge.Config(world_size=1, device="cuda")
+    ref = [[0.005] * 20 for _ in range(6)]
+    cand = [[0.009] * 20 for _ in range(6)]
+    walls = {"ref": [2.397] * 6, "cand": [3.065] * 6}
+    doc = judge._timing_document(ref, cand, walls, config, calls=21, spins=[1.0] * 6)
+    assert doc["crosscheck"]["allowance_ms"] < 0.6 and schema.FLAG_TIMING_CROSSCHECK in doc["_flags"]
+    assert doc["faster"] is False and doc["ranked"] is False
+    honest = judge._timing_document(ref, ref, {"ref": [2.397] * 6, "cand": [2.45] * 6}, config, calls=21,
+                                    spins=[1.0] * 6)
+    assert honest["_flags"] == []

@@ -109,6 +109,19 @@ def test_submission_page_access(client, owner, outsider, submit, finish):
     assert client.get(f"{url}?format=csv").status_code == 200
 
 
+def test_submission_page_says_how_precise_its_timings_are(client, owner, submit, finish):
+    # One process pair per job cannot call a gain inside its floor faster; K pairs can go lower. The page says which.
+    submission = submit(owner)
+    finish(submission.jobs.get(), judge_document())
+    client.force_login(owner)
+    url = submission.get_absolute_url()
+    assert "one process pair: its interval is widened by 5.0% each way" in client.get(url).content.decode()
+    profile = submission.profile
+    profile.timing_pairs = 8
+    profile.save()
+    assert "timed in 8 fresh process pairs" in client.get(url).content.decode()
+
+
 def test_code_and_logs_are_the_owners_until_published(client, owner, outsider, submit, finish):
     submission = submit(owner)
     result = finish(submission.jobs.get(), judge_document())

@@ -1,0 +1,58 @@
+"""Re-judge stored A/A runs (``judge_gpu.py aa --out``) under the interval rules in force now.
+
+    python benchmarks/aa_rules.py benchmarks/runs/run5/aa_*.json
+
+A rule chosen from some runs is tested on others: this reads the raw numbers each run kept (one pair's bootstrap
+interval, or every pair's speedup and interval) and applies today's ``judge.noise_floor`` and ``pairs.interval`` to
+them, so a change of constant shows at once what it does to every recorded A/A run. Nothing here times anything.
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import statistics
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from evaluator import judge, pairs  # noqa: E402
+
+
+def rejudge(row: dict, device: str = "cuda") -> dict:
+    """Today's interval for one stored A/A row; ``None`` when the row kept no timing."""
+    each = row.get("pairs")
+    if each and len(each) > 1:
+        mean, low, high, _, _ = pairs.interval(each, device, judge.HOST_BOUND_NOISE_FLOOR)
+        return {"pairs": len(each), "speedup": math.exp(mean), "low": low, "high": high,
+                "host_bound": any(p.get("host_bound") for p in each)}
+    raw = row.get("bootstrap_ci")
+    if not raw or row.get("speedup") is None:
+        return None
+    floor = judge.noise_floor(device, bool(row.get("host_bound")))
+    return {"pairs": 1, "speedup": row["speedup"], "low": raw[0] / (1 + floor), "high": raw[1] * (1 + floor),
+            "host_bound": bool(row.get("host_bound"))}
+
+
+def summarise(rows: list[dict]) -> dict:
+    judged = [r for r in (rejudge(row) for row in rows) if r]
+    gpu = [r for r in judged if not r["host_bound"]]
+    return {"runs": len(judged), "gpu_paced": len(gpu), "host_bound": len(judged) - len(gpu),
+            "false_faster": sum(r["low"] > 1.0 for r in judged),
+            "missing_1": sum(not r["low"] <= 1.0 <= r["high"] for r in judged),
+            "gpu_paced_offset_max": round(max((abs(math.log(r["speedup"])) for r in gpu), default=0.0), 4),
+            "median_half_width": round(statistics.median(math.log(r["high"] / r["low"]) / 2 for r in judged), 4)
+            if judged else None}
+
+
+def main(paths: list[str]) -> int:
+    print(f"rules: one pair widened by {judge.PROCESS_NOISE_FLOOR['cuda']:.2%} (host-bound "
+          f"{judge.HOST_BOUND_NOISE_FLOOR:.0%}); pairs: offset SD {pairs.PAIR_OFFSET_SD['cuda']}, z {pairs.PAIR_Z}")
+    for path in paths:
+        rows = json.loads(pathlib.Path(path).read_text())["rows"]
+        print(path, json.dumps(summarise(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
