@@ -727,13 +727,13 @@ def _first_mismatch(record: dict) -> str:
 # CUDA: the one-sided bound on one pair's offset from the pairs' calibration, exp(2.65 x 0.030) - 1 = 8.3%. Measured
 # on an H200 (benchmarks/RESULTS.md): run 4's 167 GPU-paced A/A runs needed up to 5.9%; run 5's 51 fresh ones up to
 # 8.3% (problem 15, saved by its bootstrap width under the 7% floor then in force). A 5% difference cannot be told
-# from a change of process pair in one judged run: that takes several pairs (Config.pairs).
+# from a change of process pair in one judged run: that takes several pairs (Config.pairs). CPU: see pairs.py.
 PROCESS_NOISE_FLOOR = pairs.ONE_PAIR_FLOOR
 # A call is host-bound when its GPU work is already finished by the time the host returns from it (a host sync
 # inside, or launches slower than the GPU runs them): then the events time the host's pace, which differs between
 # processes far more than GPU work does (A/A on an H200, benchmarks/RESULTS.md run 3). Such timings get this wider
-# floor, and say so.
-HOST_BOUND_NOISE_FLOOR = 0.50
+# floor, and say so; so does every CPU timing.
+HOST_BOUND_NOISE_FLOOR = pairs.HOST_PACED_FLOOR
 HOST_BOUND_SHARE = 0.2  # of a side's timed calls (median over blocks)
 
 

@@ -115,7 +115,7 @@ def test_submission_page_says_how_precise_its_timings_are(client, owner, submit,
     finish(submission.jobs.get(), judge_document())
     client.force_login(owner)
     url = submission.get_absolute_url()
-    assert "one process pair: its interval is widened by 5.0% each way" in client.get(url).content.decode()
+    assert "one process pair: its interval is widened by 50.0% each way" in client.get(url).content.decode()
     profile = submission.profile
     profile.timing_pairs = 8
     profile.save()
