@@ -2,6 +2,7 @@
 
     python3 benchmarks/judge_gpu.py overhead  --device cuda -W 1 [--problems 1-87] [--baseline-problems 1,13] [--warm 3]
     python3 benchmarks/judge_gpu.py aa        --device cuda -W 1 [--problems ...] [--repeats 3] [--warm 3] [--pairs 6]
+                                              [--replace-memory]
     python3 benchmarks/judge_gpu.py selfcheck-aa --device cuda -W 1 [--problems 1-87] [--repeats 2]
     python3 benchmarks/judge_gpu.py sensitivity --device cuda -W 1 [--problem 13] [--repeats 20] [--warm 3] [--pairs 6]
     python3 benchmarks/judge_gpu.py backends  --device cuda -W 1
@@ -136,8 +137,8 @@ def _aa(args, pool) -> dict:
             if not prob.allows_world_size(args.world_size):
                 continue
             result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N, pool=pool,
-                                    pairs=args.pairs)
-            row = {"id": pid, "repeat": rep, "wall_s": result["wall_s"], **selfcheck.aa_summary(result)}
+                                    pairs=args.pairs, replace_memory=args.replace_memory)
+            row = {"id": pid, "repeat": rep, "replace_memory": args.replace_memory, "wall_s": result["wall_s"], **selfcheck.aa_summary(result)}
             false_faster += row["faster"]
             misses += not row["contains_1"]
             rows.append(row)
@@ -325,6 +326,8 @@ def main() -> int:
                         help="overhead, aa, sensitivity: depth of the warm-spare pool (0: cold)")
     parser.add_argument("--pairs", type=int, default=1,
                         help="aa, sensitivity: time each judged run in K fresh process pairs (evaluator/pairs.py)")
+    parser.add_argument("--replace-memory", action="store_true",
+                        help="aa: place each timing block's data anew in device memory (Config.replace_memory)")
     parser.add_argument("--M", type=int, default=1024)
     parser.add_argument("--N", type=int, default=1024)
     parser.add_argument("--out", default=os.environ.get("OUT"))

@@ -64,6 +64,9 @@ class Config:
     profile_dir: Optional[str] = None  # profile mode: torch profiler traces of both groups (evaluator/profiling.py)
     # Time in this many fresh process pairs and combine them (evaluator/pairs.py); 1: one pair, the 8.3% floor.
     pairs: int = 1
+    # An experiment (benchmarks/judge_gpu.py aa --replace-memory): each timing block's data placed anew in device memory
+    # (rank_worker.REPLACE_PAD_BYTES). Off until a GPU run has shown what it does to the pairs' offsets.
+    replace_memory: bool = False
 
     @property
     def blocks(self) -> int:
@@ -562,7 +565,7 @@ class Pair:
             # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time).
             spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
             cmd = {"cmd": "time", "trial": 0, "seed": block_seeds[b], "iters": iters, "warmup": warmup,
-                   "spin_us": spin_us}
+                   "spin_us": spin_us, "replace_memory": cfg.replace_memory}
             spins.append(spin_us / 1e3 * iters / (iters + warmup))  # warm-up calls do not spin
             if verify:  # both sides keep one timed output (same harness cost); only the candidate's is checked
                 cmd["tag"] = f"b{b}"

@@ -23,6 +23,13 @@ def test_reference_a_a_on_gpu():
     assert result["environment"]["backend"] == "nccl" and result["environment"]["gpus"]
 
 
+def test_placement_experiment_and_pairs_on_gpu():
+    # Each block's data placed anew (rank_worker._new_placement: cache handed back, a random pad held) in two pairs.
+    result = judge.evaluate(13, "reference", 1, "cuda", seed=6, pairs=2, replace_memory=True)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert result["timing"]["pairs"]["count"] == 2 and not result["timing"]["faster"]
+
+
 @pytest.mark.parametrize("name,problem", [("p01_allreduce_triton", 1), ("p01_allreduce_cuda", 1),
                                           ("p13_gemm_allreduce_triton", 13)])
 def test_gpu_backends_are_correct(name, problem):

@@ -79,6 +79,14 @@ def test_the_judge_times_every_pair_and_checks_each_for_correctness():
     assert "pairs" not in judge.evaluate(1, "reference", 2, "cpu", **SMALL)["timing"]
 
 
+def test_the_placement_experiment_judges_the_same_on_cpu():
+    # replace_memory (an experiment for the GPU: each block's data placed anew) only moves data; on CPU it does nothing,
+    # and on any device the verdict and the timing's shape must not change.
+    result = judge.evaluate(1, "reference", 2, "cpu", pairs=2, replace_memory=True, **SMALL)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert result["timing"]["pairs"]["count"] == 2 and result["timing"]["blocks"] == 2 * 4
+
+
 def test_a_candidate_wrong_in_a_later_pair_is_incorrect(tmp_path):
     marker = tmp_path / "seen"
     candidate = tmp_path / "first_process_only.py"
