@@ -29,9 +29,8 @@ def rejudge(row: dict, device: str = "cuda") -> dict:
     raw = row.get("bootstrap_ci")
     if not raw or row.get("speedup") is None:
         return None
-    floor = judge.noise_floor(device, bool(row.get("host_bound")))
-    return {"pairs": 1, "speedup": row["speedup"], "low": raw[0] / (1 + floor), "high": raw[1] * (1 + floor),
-            "host_bound": bool(row.get("host_bound"))}
+    low, high = pairs.widen(raw[0], raw[1], judge.noise_floor(device, bool(row.get("host_bound"))))
+    return {"pairs": 1, "speedup": row["speedup"], "low": low, "high": high, "host_bound": bool(row.get("host_bound"))}
 
 
 def summarise(rows: list[dict]) -> dict:

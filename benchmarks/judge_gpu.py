@@ -138,7 +138,8 @@ def _aa(args, pool) -> dict:
                 continue
             result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N, pool=pool,
                                     pairs=args.pairs, replace_memory=args.replace_memory)
-            row = {"id": pid, "repeat": rep, "replace_memory": args.replace_memory, "wall_s": result["wall_s"], **selfcheck.aa_summary(result)}
+            row = {"id": pid, "repeat": rep, "replace_memory": args.replace_memory, "wall_s": result["wall_s"],
+                   **selfcheck.aa_summary(result)}
             false_faster += row["faster"]
             misses += not row["contains_1"]
             rows.append(row)

@@ -553,20 +553,18 @@ class Pair:
         fits = per_block / max(estimate_ms + self.build_ms, 1e-3)
         iters = int(min(max(least, MAX_ITERS // cfg.pairs), max(least, fits)))
         ref_blocks, cand_blocks, walls = [], [], {"ref": [], "cand": []}
-        spins = []  # the spin the judge asked for, per call of each block (ms): harness time, not the candidate's
         host_bound = {"ref": [], "cand": []}
         kept, sets = [], 0
         verify = not self.cand.trusted  # an A/A self-check (reference as the candidate) needs no kept outputs
         # A fresh seed per block, unknown to the candidate until the block starts: nothing can be computed ahead, in
         # trials or in start-up.
         block_seeds = [self._secret_seed(seeds, "timing-block", b) for b in range(cfg.blocks)]
+        # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time).
+        spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
         for b in range(cfg.blocks):
             warmup = max(3, iters // 5) if b == 0 else 1
-            # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time).
-            spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
             cmd = {"cmd": "time", "trial": 0, "seed": block_seeds[b], "iters": iters, "warmup": warmup,
                    "spin_us": spin_us, "replace_memory": cfg.replace_memory}
-            spins.append(spin_us / 1e3 * iters / (iters + warmup))  # warm-up calls do not spin
             if verify:  # both sides keep one timed output (same harness cost); only the candidate's is checked
                 cmd["tag"] = f"b{b}"
             timeout = self.timeout + (iters + warmup) * (5 * estimate_ms + 2 * self.build_ms) / 1e3
@@ -587,7 +585,8 @@ class Pair:
                     sets = max(sets, max(int(x.get("sets") or 0) for x in replies))
         doc = _timing_document(ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1,
                                host_bound={side: statistics.median(v) for side, v in host_bound.items()},
-                               spins=spins)
+                               # per call of the blocks the cross-check reads (not block 0): one warm-up, no spin
+                               spin_ms=spin_us / 1e3 * iters / (iters + 1))
         doc.update(distinct_input_sets_per_block=sets, calls_per_block=iters + warmup, _kept=kept)
         return doc
 
@@ -747,7 +746,7 @@ def noise_floor(device: str, host_bound: bool) -> float:
 
 def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, environment: Optional[dict] = None,
                      calls: Optional[int] = None, host_bound: Optional[dict] = None,
-                     spins: Optional[list] = None) -> dict:
+                     spin_ms: float = 0.0) -> dict:
     ref_all = [x for block in ref_blocks for x in block]
     cand_all = [x for block in cand_blocks for x in block]
     ref_ms, cand_ms = stats.median(ref_all), stats.median(cand_all)
@@ -759,8 +758,8 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
     host_bound = host_bound or {}
     is_host_bound = cfg.device == "cuda" and max(host_bound.values(), default=0.0) >= HOST_BOUND_SHARE
     floor = noise_floor(cfg.device, is_host_bound)
-    low, high = raw_low / (1.0 + floor), raw_high * (1.0 + floor)
-    crosscheck = _crosscheck(ref_blocks, cand_blocks, walls, cfg, calls, spins)
+    low, high = pairs.widen(raw_low, raw_high, floor)
+    crosscheck = _crosscheck(ref_blocks, cand_blocks, walls, cfg, calls, spin_ms)
     flags = [schema.FLAG_TIMING_CROSSCHECK] if crosscheck["suspect"] else []
     light = None
     if prob is not None:
@@ -783,7 +782,7 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
 
 
 def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int] = None,
-                spins: Optional[list] = None) -> dict:
+                spin_ms: float = 0.0) -> dict:
     """Compare what each side reported with the judge's own clock around each block.
 
     The per-call wall time seen here minus the reported time is the harness overhead (barrier, sync, pipes, building
@@ -793,7 +792,7 @@ def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int
     clocks or events), and its timing is flagged and never ranked. The reported time is the block's median, the
     statistic the speedup is made of: work piled into a few calls raises the mean but not the median, and is caught.
 
-    ``spins``: per block, the GPU spin per call the judge asked both sides for (rank_worker.time). It is in both walls
+    ``spin_ms``: the GPU spin per call the judge asked both sides for (rank_worker.time). It is in both walls
     and cancels in the difference, but it must not grow the allowance: a ~1 ms spin once let 0.67 ms of side-stream
     work per call pass (GPU red-team, run 5). The judge's own number is used, never what a rank reports.
     """
@@ -810,11 +809,10 @@ def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int
     # less the judge's spin.
     floor_ms = 0.05 if cfg.device == "cuda" else 2.0
     block_ms = 2.0 if cfg.device == "cuda" else 30.0
-    spin = statistics.median(spins[skip:]) if spins else 0.0
-    allowance = max(floor_ms, block_ms / max(1, calls or 1), 0.25 * max(0.0, cand_wall - spin))
+    allowance = max(floor_ms, block_ms / max(1, calls or 1), 0.25 * max(0.0, cand_wall - spin_ms))
     unexplained = cand_over - max(ref_over, 0.0)
     suspect = unexplained > allowance
     return {"reference_wall_per_call_ms": round(ref_wall, 4), "candidate_wall_per_call_ms": round(cand_wall, 4),
             "reference_overhead_ms": round(ref_over, 4), "candidate_overhead_ms": round(cand_over, 4),
-            "unexplained_ms": round(unexplained, 4), "allowance_ms": round(allowance, 4), "spin_ms": round(spin, 4),
+            "unexplained_ms": round(unexplained, 4), "allowance_ms": round(allowance, 4), "spin_ms": round(spin_ms, 4),
             "suspect": bool(suspect)}

@@ -49,6 +49,11 @@ _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8
         11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131}
 
 
+def widen(low: float, high: float, floor: float) -> tuple[float, float]:
+    """An interval widened by a relative ``floor`` each way: what a pair's offset may add to what was measured."""
+    return low / (1.0 + floor), high * (1.0 + floor)
+
+
 def interval(timings: list[dict], device: str, host_bound_floor: float) -> tuple:
     """(mean log speedup, low, high, calibrated half-width, empirical half-width) of K >= 2 pairs, from each pair's
     ``speedup``, ``bootstrap_ci`` and ``host_bound`` alone, so that stored A/A runs can be re-judged
@@ -62,7 +67,7 @@ def interval(timings: list[dict], device: str, host_bound_floor: float) -> tuple
     half = max(calibrated, empirical)
     low, high = math.exp(mean - half), math.exp(mean + half)
     if any(t.get("host_bound") for t in timings):
-        low, high = low / (1.0 + host_bound_floor), high * (1.0 + host_bound_floor)
+        low, high = widen(low, high, host_bound_floor)
     return mean, low, high, calibrated, empirical
 
 

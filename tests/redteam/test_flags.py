@@ -65,9 +65,9 @@ def test_the_judges_spin_does_not_widen_the_allowance():
     ref = [[0.005] * 20 for _ in range(6)]
     cand = [[0.009] * 20 for _ in range(6)]
     walls = {"ref": [2.397] * 6, "cand": [3.065] * 6}
-    doc = judge._timing_document(ref, cand, walls, config, calls=21, spins=[1.0] * 6)
+    doc = judge._timing_document(ref, cand, walls, config, calls=21, spin_ms=1.0)
     assert doc["crosscheck"]["allowance_ms"] < 0.6 and schema.FLAG_TIMING_CROSSCHECK in doc["_flags"]
     assert doc["faster"] is False and doc["ranked"] is False
     honest = judge._timing_document(ref, ref, {"ref": [2.397] * 6, "cand": [2.45] * 6}, config, calls=21,
-                                    spins=[1.0] * 6)
+                                    spin_ms=1.0)
     assert honest["_flags"] == []
