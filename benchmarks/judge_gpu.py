@@ -245,21 +245,25 @@ def _sensitivity(args, pool) -> dict:
     fast.write_text(FAST.format(pid=pid, cycles=int(spin_us * rate), delay_us=spin_us, target=0.9))
     out = {"reference_ms": ref_ms, "cheap_variant_ms": fast_ms, "cycles_per_us": rate, "spin_launch_us": launch_us,
            "slow_probe_faithful": delay_us >= 2 * launch_us, "runs": []}
-    for label, path, want in (("5% slower", slow, "slower"), ("10% faster", fast, "faster")):
-        hits = 0
-        for rep in range(args.repeats):
+    cases = (("5% slower", slow, "slower"), ("10% faster", fast, "faster"))
+    hits = {label: 0 for label, _, _ in cases}
+    # The cases alternate, so a run cut by the device's time limit leaves as many repeats of one as of the other.
+    for rep in range(args.repeats):
+        for label, path, want in cases:
+            began = time.monotonic()
             result = judge.evaluate(pid, str(path), W, args.device, M=args.M, N=args.N, pool=pool, pairs=args.pairs)
             t = result["timing"] or {}
             ci = t.get("speedup_ci", [1, 1])
             hit = (ci[1] < 1.0) if want == "slower" else bool(t.get("faster"))
-            hits += hit
+            hits[label] += hit
             out["runs"].append({"case": label, "speedup": t.get("speedup"), "ci": ci, "detected": hit,
+                                "wall_s": round(time.monotonic() - began, 1),
                                 "bootstrap_ci": t.get("bootstrap_ci"), "host_bound": t.get("host_bound"),
                                 "pairs": (t.get("pairs") or {}).get("each")})  # for benchmarks/aa_rules.py
+            out[label] = f"{hits[label]}/{rep + 1}"
             print(f"{label:<11} rep {rep:>2} speedup {t.get('speedup')} ci {ci} {'detected' if hit else 'MISSED'}",
                   flush=True)
             _progress(args, "sensitivity", dict(out, partial=True))
-        out[label] = hits / args.repeats
     print("SUMMARY", json.dumps({k: v for k, v in out.items() if k != "runs"}))
     return out
 
