@@ -136,10 +136,11 @@ def _aa(args, pool) -> dict:
             prob = problems.get(pid)
             if not prob.allows_world_size(args.world_size):
                 continue
-            result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N, pool=pool,
+            candidate = _public_reference_file(pid) if args.untrusted else "reference"
+            result = judge.evaluate(pid, candidate, args.world_size, args.device, M=args.M, N=args.N, pool=pool,
                                     pairs=args.pairs, replace_memory=args.replace_memory)
-            row = {"id": pid, "repeat": rep, "replace_memory": args.replace_memory, "wall_s": result["wall_s"],
-                   **selfcheck.aa_summary(result)}
+            row = {"id": pid, "repeat": rep, "replace_memory": args.replace_memory, "untrusted": args.untrusted,
+                   "wall_s": result["wall_s"], **selfcheck.aa_summary(result)}
             false_faster += row["faster"]
             misses += not row["contains_1"]
             rows.append(row)
@@ -157,6 +158,20 @@ def _aa(args, pool) -> dict:
                "speedup_p95": sorted(speedups)[int(0.95 * (len(speedups) - 1))]}
     print("SUMMARY", json.dumps(summary))
     return {"rows": rows, "summary": summary}
+
+
+PUBLIC_REFERENCE = '''"""A/A as a stranger: problem {pid}'s public reference, judged as an untrusted candidate file (its own sandbox,
+kept timed outputs checked, the cross-check on the harness costs every real candidate has)."""
+import problems
+
+solution = problems.get({pid}).solution
+'''
+
+
+def _public_reference_file(pid: int) -> str:
+    path = pathlib.Path(tempfile.mkdtemp()) / f"public_reference_{pid}.py"
+    path.write_text(PUBLIC_REFERENCE.format(pid=pid))
+    return str(path)
 
 
 SLOW = '''"""Sensitivity probe: the reference plus a documented delay of {delay_us:.2f} us per call (5% of the reference):
@@ -257,7 +272,8 @@ def _sensitivity(args, pool) -> dict:
             hit = (ci[1] < 1.0) if want == "slower" else bool(t.get("faster"))
             hits[label] += hit
             out["runs"].append({"case": label, "speedup": t.get("speedup"), "ci": ci, "detected": hit,
-                                "wall_s": round(time.monotonic() - began, 1),
+                                "wall_s": round(time.monotonic() - began, 1), "flags": result.get("flags"),
+                                "crosscheck": t.get("crosscheck"),
                                 "bootstrap_ci": t.get("bootstrap_ci"), "host_bound": t.get("host_bound"),
                                 "pairs": (t.get("pairs") or {}).get("each")})  # for benchmarks/aa_rules.py
             out[label] = f"{hits[label]}/{rep + 1}"
@@ -333,6 +349,9 @@ def main() -> int:
                         help="aa, sensitivity: time each judged run in K fresh process pairs (evaluator/pairs.py)")
     parser.add_argument("--replace-memory", action="store_true",
                         help="aa: place each timing block's data anew in device memory (Config.replace_memory)")
+    parser.add_argument("--untrusted", action="store_true",
+                        help="aa: judge each public reference as an untrusted candidate file, not the trusted "
+                             "'reference' (which skips the sandbox and the kept-output checks)")
     parser.add_argument("--M", type=int, default=1024)
     parser.add_argument("--N", type=int, default=1024)
     parser.add_argument("--out", default=os.environ.get("OUT"))

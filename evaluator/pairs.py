@@ -91,7 +91,8 @@ def combine(timings: list[dict], device: str, host_bound_floor: float, dropped: 
         pairs={"count": K, "offset_sd": PAIR_OFFSET_SD[device], "z": PAIR_Z,
                "half_width": {"calibrated": round(calibrated, 5), "empirical": round(empirical, 5)},
                "each": [{"speedup": t["speedup"], "bootstrap_ci": t["bootstrap_ci"], "reference_ms": t["reference_ms"],
-                         "candidate_ms": t["candidate_ms"], "host_bound": t.get("host_bound")} for t in timings],
+                         "candidate_ms": t["candidate_ms"], "host_bound": t.get("host_bound"),
+                         "crosscheck": t.get("crosscheck")} for t in timings],
                "dropped": list(dropped or [])},
     )
     return doc

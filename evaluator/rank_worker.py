@@ -135,6 +135,17 @@ def portable(value, path="output"):
     raise TypeError(f"{path} is a {type(value).__name__}; outputs must be tensors, tuples, lists, dicts or numbers")
 
 
+def _snapshot(value):
+    """A copy of a plain output (``_plain`` checked it) on its own device."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_snapshot(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _snapshot(v) for k, v in value.items()}
+    return value
+
+
 def _plain(value, path="output") -> None:
     """Raise TypeError unless ``value`` is made of plain tensors, tuples, lists, dicts and numbers (no copy)."""
     if isinstance(value, torch.Tensor):
@@ -229,6 +240,7 @@ class Worker:
         self.solution = None
         self.host_us = None  # largest host time seen to enqueue one call of the loaded solution (see time())
         self.timed_calls_seen = 0
+        self._kept = None  # the output the last timing block kept, until the judge's ``kept`` command
 
     # --- set-up ----------------------------------------------------------------------------------------------------
     def start(self) -> bool:
@@ -263,7 +275,7 @@ class Worker:
             setattr(self.args, key, value)
         self.dtype = DTYPES[self.args.dtype]
         self.problem = problems.get(problem_key)
-        self.host_us, self.timed_calls_seen = None, 0
+        self.host_us, self.timed_calls_seen, self._kept = None, 0, None
         try:
             self.solution = resolve_solution(self.problem, candidate)
         except BaseException as exc:  # noqa: BLE001 - reported as the candidate's failure
@@ -374,7 +386,10 @@ class Worker:
                 try:
                     _plain(output)  # every timed output is of plain types (cheap); one of them is also kept
                     if keep and _randbelow(i - warmup + 1) == 0:
-                        kept, kept_call = portable(output), i
+                        # Copied at once (a later call may reuse the buffer, a thread may finish it late), but on the
+                        # device: a host copy here, of a size the dice decide, would vary this block's wall time.
+                        kept, kept_call = _snapshot(output), i
+                        synchronize(self.device_kind)
                 except TypeError as exc:
                     self.reply(ok=False, kind="incorrect", error=f"timed call {i}: {exc}", seq=cmd["seq"])
                     return
@@ -389,12 +404,22 @@ class Worker:
         per_rank = torch.tensor(samples, dtype=torch.float64, device=self.device)
         _all_reduce(per_rank, op=dist.ReduceOp.MAX)
         extra = {}
+        self._kept = kept  # written by the next command, ``kept``: outside the judge's clock around this block
         if keep:
-            torch.save(kept, os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt"))
             extra = {"kept_call": kept_call, "kept_seed": timing_set_seed(seed, kept_call)}
         # Every call had an input set of its own (``sets``); ``slots`` of them were alive at once.
         self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), sets=calls, slots=min(slots, calls),
                    calls=calls, host_bound=round(host_paced / max(1, iters), 3), spin_us=round(spin_us, 1), **extra)
+
+    def save_kept(self, cmd: dict) -> None:
+        """Write the output the last timing block kept (to ``tag``; no tag: drop it). A command of its own, so that
+        moving it to the host and writing it, which takes a time that varies with its size and the page cache, is not
+        in the judge's wall clock around the block (the cross-check compares those clocks)."""
+        kept, self._kept = self._kept, None
+        if kept is not None and cmd.get("tag"):
+            torch.save(portable(kept), os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt"))
+        del kept
+        self.reply(ok=True, seq=cmd["seq"])
 
     def _new_placement(self):
         """Hand the cache back and hold a random amount of device memory for the coming block (REPLACE_PAD_BYTES)."""
@@ -422,6 +447,8 @@ class Worker:
                     self.trial(cmd)
                 elif op == "time":
                     self.time(cmd)
+                elif op == "kept":
+                    self.save_kept(cmd)
                 elif op == "load":
                     self.load(cmd["problem"], cmd["candidate"], shape=_shape_of(cmd))
                 elif op == "profile":  # profile mode (evaluator/profiling.py): a torch profiler trace of a few calls

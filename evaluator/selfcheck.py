@@ -140,6 +140,7 @@ def aa_summary(outcome: dict) -> dict:
             "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1], "faster": bool(timing.get("faster")),
             "reference_ms": timing.get("reference_ms"), "bootstrap_ci": timing.get("bootstrap_ci"),
             "host_bound": timing.get("host_bound"), "host_bound_share": timing.get("host_bound_share"),
+            "flags": outcome.get("flags") or [], "crosscheck": timing.get("crosscheck"),
             "pairs": (timing.get("pairs") or {}).get("each")}
 
 
