@@ -115,7 +115,9 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
             # have caused this): the host lacks something the sandbox needs. Retry without it, and say so.
             degraded = f"sandbox switched off after the candidate ranks failed to start inside it: {sandbox_failed}"
             cfg = dataclasses.replace(cfg, sandbox=False)
-    if cfg.pairs > 1 and result["verdict"] == schema.CORRECT and result.get("timing") and not result.get("flags"):
+    # A cross-check flag in the first pair is weighed with the other pairs' (pairs.triage); any other flag is final.
+    if (cfg.pairs > 1 and result["verdict"] == schema.CORRECT and result.get("timing")
+            and not set(result.get("flags") or []) - {schema.FLAG_TIMING_CROSSCHECK}):
         _more_pairs(prob, candidate, cfg, base, result, pool)
     if cfg.hidden_world_size and result["verdict"] == schema.CORRECT:
         _hidden_world(prob, candidate, cfg, base, result)
@@ -141,7 +143,8 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
     # ``pairs`` stays K: every pair times its 1/K share (Judge._time).
     one = dataclasses.replace(cfg, trials=1, hidden_shape=False, hidden_world_size=None, profile_dir=None,
                               timing_estimate_ms=result["timing"].get("estimate_ms"))
-    timings, dropped = [result["timing"]], []
+    timed, dropped = [(1, result["timing"])], []
+    flags = set(result.get("flags") or [])
     for k in range(2, cfg.pairs + 1):
         seeds = _seeds(dataclasses.replace(one, seed=None if cfg.seed is None else derive_seed(cfg.seed, "pair", k)))
         outcome = _run_once(prob, candidate, one, seeds, dict(base), pool)
@@ -154,12 +157,17 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
             result.update(verdict=outcome["verdict"], timing=None, flags=[],
                           message=f"in timing pair {k} of {cfg.pairs}: {outcome.get('message', '')}")
             return
-        result["flags"] = sorted(set(result.get("flags") or []) | set(outcome.get("flags") or []))
-        timings.append(outcome["timing"])
-    if len(timings) > 1:
-        result["timing"] = pairs.combine(timings, cfg.device, HOST_BOUND_NOISE_FLOOR, dropped)
-    else:
-        result["timing"]["pairs"] = {"count": 1, "dropped": dropped}
+        flags |= set(outcome.get("flags") or [])
+        timed.append((k, outcome["timing"]))
+    flags.discard(schema.FLAG_TIMING_CROSSCHECK)  # decided over all pairs:
+    suspect, combined, aside = pairs.triage(timed)
+    if suspect:
+        flags.add(schema.FLAG_TIMING_CROSSCHECK)
+    result["flags"] = sorted(flags)
+    if len(combined) > 1:
+        result["timing"] = pairs.combine([t for _, t in combined], cfg.device, HOST_BOUND_NOISE_FLOOR, dropped, aside)
+    else:  # one pair left: its own document, with the one-pair floor it was judged with
+        result["timing"] = dict(combined[0][1], pairs={"count": 1, "dropped": dropped, "set_aside": aside})
 
 
 def _hidden_world(prob, candidate: str, cfg: Config, base: dict, result: dict) -> None:

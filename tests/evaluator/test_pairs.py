@@ -1,10 +1,12 @@
 """Timing in several process pairs (evaluator/pairs.py): the combination rule, and the judge running it."""
 import json
 import math
+import os
 import random
 
 import pytest
 
+import problems
 from evaluator import cli, judge, pairs, schema
 
 HOST_FLOOR = judge.HOST_BOUND_NOISE_FLOOR
@@ -130,3 +132,86 @@ def test_stored_runs_are_rejudged_with_the_rules_the_judge_uses():
     assert one["low"] == pytest.approx(1.04 / (1 + floor)) and one["high"] == pytest.approx(1.06 * (1 + floor))
     summary = aa_rules.summarise([{"speedup": 1.12, "bootstrap_ci": [1.11, 1.13], "host_bound": False}])
     assert summary["false_faster"] == 1 and summary["missing_1"] == 1  # a 12% A/A offset clears the floor
+
+
+def _suspect(timing_doc: dict, suspect: bool) -> dict:
+    return dict(timing_doc, crosscheck={"suspect": suspect, "unexplained_ms": 0.3, "allowance_ms": 0.2})
+
+
+def test_a_few_suspect_pairs_are_set_aside_and_many_flag_the_result():
+    eight = [(k, _suspect(timing(1.0), k in (3, 6))) for k in range(1, 9)]
+    flagged, combined, aside = pairs.triage(eight)
+    assert not flagged and [k for k, _ in combined] == [1, 2, 4, 5, 7, 8] and [a["pair"] for a in aside] == [3, 6]
+    flagged, combined, aside = pairs.triage([(k, _suspect(timing(1.0), k <= 3)) for k in range(1, 9)])
+    assert flagged and len(combined) == 8 and aside == []
+    assert pairs.triage([(1, _suspect(timing(1.0), True)), (2, _suspect(timing(1.0), False))])[0]
+
+
+def _crosscheck_suspect_in(monkeypatch, suspect_calls: set):
+    """The judge's cross-check, made suspect on the given calls (1-based, one call per pair)."""
+    real, calls = judge._crosscheck, []
+
+    def patched(*args, **kwargs):
+        calls.append(1)
+        out = real(*args, **kwargs)
+        return dict(out, suspect=len(calls) in suspect_calls)
+    monkeypatch.setattr(judge, "_crosscheck", patched)
+
+
+def test_a_cross_check_flag_in_one_pair_of_four_sets_that_pair_aside(monkeypatch):
+    # GPU run 6: honest candidates exceeded the allowance in ~4% of pairs; with 8 pairs, one such pair flagged a
+    # quarter of the results. The first pair's flag no longer stops the other pairs either.
+    _crosscheck_suspect_in(monkeypatch, {1})
+    result = judge.evaluate(1, "reference", 1, "cpu", pairs=4, **SMALL)
+    assert result["verdict"] == schema.CORRECT and result["flags"] == []
+    doc = result["timing"]["pairs"]
+    assert doc["count"] == 3 and [a["pair"] for a in doc["set_aside"]] == [1]
+
+
+def test_cross_check_flags_in_most_pairs_flag_the_result(monkeypatch):
+    _crosscheck_suspect_in(monkeypatch, {1, 2, 4})
+    result = judge.evaluate(1, "reference", 1, "cpu", pairs=4, **SMALL)
+    assert result["flags"] == [schema.FLAG_TIMING_CROSSCHECK]
+    assert result["timing"]["faster"] is False and result["timing"]["ranked"] is False
+    assert result["timing"]["pairs"]["count"] == 4
+
+
+def test_later_pairs_time_with_the_first_pairs_estimate_not_their_cold_trial(monkeypatch):
+    # A later pair's one trial is its processes' first call (cold); the estimate sets the judge's spin and calls.
+    seen, real = [], judge.Pair._time
+
+    def recording(self, seeds, estimate_ms):
+        seen.append(estimate_ms)
+        return real(self, seeds, estimate_ms)
+    monkeypatch.setattr(judge.Pair, "_time", recording)
+    monkeypatch.setattr(judge.Pair, "_trial", _cold_first_trial(judge.Pair._trial))
+    result = judge.evaluate(1, "reference", 1, "cpu", pairs=3, **SMALL)
+    assert result["verdict"] == schema.CORRECT and len(seen) == 3
+    assert seen[0] < 50.0 and seen[1] == seen[2] == pytest.approx(seen[0], rel=1e-6)
+
+
+def _cold_first_trial(real):
+    """Each pair's first trial reads 50 ms, as a cold first call does on a GPU."""
+    def trial(self, index, seed, tag, shape=None):
+        record, est = real(self, index, seed, tag, shape)
+        return record, 50.0 if index == 0 else est
+    return trial
+
+
+def test_a_kept_timed_output_is_written_only_after_the_timed_block(monkeypatch):
+    # Writing it inside the block put a size- and page-cache-dependent time in the judge's wall clock around the block,
+    # which the cross-check reads as the candidate's unexplained time.
+    real, checked = judge.Pair._timed_command, []
+
+    def watching(self, group, cmd, timeout):
+        replies = real(self, group, cmd, timeout)
+        if group is self.cand and cmd["cmd"] in ("time", "kept"):
+            files = [n for n in os.listdir(group.out_dir) if n.startswith(cmd["tag"] + "_r")]
+            checked.append((cmd["cmd"], len(files)))
+        return replies
+    monkeypatch.setattr(judge.Pair, "_timed_command", watching)
+    candidate = os.path.join(os.path.dirname(problems.__file__), "p01_allreduce.py")
+    result = judge.evaluate(1, candidate, 1, "cpu", sandbox=False, **SMALL)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert checked and {c for c in checked if c[0] == "time"} == {("time", 0)}
+    assert {c for c in checked if c[0] == "kept"} == {("kept", 1)}
