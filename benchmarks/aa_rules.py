@@ -1,6 +1,7 @@
-"""Re-judge stored A/A runs (``judge_gpu.py aa --out``) under the interval rules in force now.
+"""Re-judge stored A/A runs (``judge_gpu.py aa --out``) and sensitivity runs (``sensitivity --out``) under the interval
+and cross-check rules in force now.
 
-    python benchmarks/aa_rules.py benchmarks/runs/run5/aa_*.json
+    python benchmarks/aa_rules.py benchmarks/runs/run5/aa_*.json benchmarks/runs/run6/sensitivity_*.json
 
 A rule chosen from some runs is tested on others: this reads the raw numbers each run kept (one pair's bootstrap
 interval, or every pair's speedup and interval) and applies today's ``judge.noise_floor`` and ``pairs.interval`` to
@@ -44,12 +45,39 @@ def summarise(rows: list[dict]) -> dict:
             if judged else None}
 
 
+def rejudge_probe(run: dict) -> dict:
+    """Today's verdict for one stored sensitivity run: its pairs triaged on their cross-checks (pairs.triage), then
+    combined. A run whose first pair was flagged, under the rule then in force, timed no more pairs: not re-judgeable."""
+    each = run.get("pairs")
+    if not each or not all("crosscheck" in p for p in each):
+        return {"rejudged": False}
+    flagged, combined, _ = pairs.triage(list(enumerate(each, 1)))
+    kept = [p for _, p in combined]
+    if len(kept) > 1:
+        _, low, high, _, _ = pairs.interval(kept, "cuda", judge.HOST_BOUND_NOISE_FLOOR)
+    else:
+        low, high = pairs.widen(*kept[0]["bootstrap_ci"], judge.noise_floor("cuda", bool(kept[0].get("host_bound"))))
+    slower = run["case"].endswith("slower")
+    return {"rejudged": True, "detected": high < 1.0 if slower else (low > 1.0 and not flagged),
+            "flagged": flagged, "set_aside": len(each) - len(kept) if not flagged else 0}
+
+
+def summarise_probes(runs: list[dict]) -> dict:
+    out = {}
+    for case in sorted({r["case"] for r in runs}):
+        judged = [j for j in (rejudge_probe(r) for r in runs if r["case"] == case) if j["rejudged"]]
+        out[case] = {"runs": sum(r["case"] == case for r in runs), "rejudged": len(judged),
+                     "detected": sum(j["detected"] for j in judged), "flagged": sum(j["flagged"] for j in judged),
+                     "pairs_set_aside": sum(j["set_aside"] for j in judged)}
+    return out
+
+
 def main(paths: list[str]) -> int:
     print(f"rules: one pair widened by {judge.PROCESS_NOISE_FLOOR['cuda']:.2%} (host-bound "
           f"{judge.HOST_BOUND_NOISE_FLOOR:.0%}); pairs: offset SD {pairs.PAIR_OFFSET_SD['cuda']}, z {pairs.PAIR_Z}")
     for path in paths:
-        rows = json.loads(pathlib.Path(path).read_text())["rows"]
-        print(path, json.dumps(summarise(rows)))
+        doc = json.loads(pathlib.Path(path).read_text())
+        print(path, json.dumps(summarise(doc["rows"]) if "rows" in doc else summarise_probes(doc["runs"])))
     return 0
 
 

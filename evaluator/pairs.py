@@ -16,6 +16,8 @@ A pair in which either side was host-paced brings the host-bound floor back (tho
 Measured on an H200 in run 5 (benchmarks/RESULTS.md, raw JSON in benchmarks/runs/run5): 33 eight-pair A/A runs
 gave 0 false "faster" (one interval missed 1.0 on the slow side); the 5% slower probe on problem 13 at 8192 (read
 0.949x) was detected in the 3 runs that fitted, and at 1024 (probes read 0.87x and 1.07x there) both in 10 of 10.
+Run 6, problem 13 at 4096 (reference 0.108 ms): the probes read 0.948-0.955x and 1.099-1.106x in all 46 runs, and
+every miss was a false cross-check flag in one pair, hence ``triage`` below (re-judged with it: 27 of 27 detected).
 Eight pairs cost 4.4x a one-pair judgement (median wall 12.4 s against 2.7 s per problem on the same 33 problems), so
 the default ``pairs`` is 1 (the single-pair rule in judge.py) and a profile that ranks 5% differences asks for more
 (HardwareProfile.timing_pairs).
