@@ -158,6 +158,18 @@ def _crosscheck_suspect_in(monkeypatch, suspect_calls: set):
     monkeypatch.setattr(judge, "_crosscheck", patched)
 
 
+def test_stored_sensitivity_runs_are_rejudged_with_the_pair_triage():
+    import benchmarks.aa_rules as aa_rules
+
+    one_suspect = [_suspect(timing(1.10), k == 2) for k in range(1, 9)]
+    again = aa_rules.rejudge_probe({"case": "10% faster", "pairs": one_suspect})
+    assert again == {"rejudged": True, "detected": True, "flagged": False, "set_aside": 1}
+    three = [_suspect(timing(1.10), k <= 3) for k in range(1, 9)]
+    assert aa_rules.rejudge_probe({"case": "10% faster", "pairs": three})["detected"] is False  # flagged
+    assert aa_rules.rejudge_probe({"case": "5% slower", "pairs": [_suspect(timing(0.95), False)] * 8})["detected"]
+    assert aa_rules.rejudge_probe({"case": "5% slower", "pairs": None}) == {"rejudged": False}
+
+
 def test_a_cross_check_flag_in_one_pair_of_four_sets_that_pair_aside(monkeypatch):
     # GPU run 6: honest candidates exceeded the allowance in ~4% of pairs; with 8 pairs, one such pair flagged a
     # quarter of the results. The first pair's flag no longer stops the other pairs either.
