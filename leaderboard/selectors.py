@@ -241,7 +241,7 @@ def submission_grid(submission: Submission) -> list[dict]:
         "id", "candidate_id", "status", "run", "last_error")}
     results: dict = {}
     for row in Result.objects.filter(job__submission=submission).order_by("id").values_list(
-            "id", "job_id", "run", "verdict", "message", "flags"):
+            "id", "job_id", "run", "verdict", "message", "flags", "document__timing__pairs__set_aside"):
         results.setdefault((row[1], row[2]), []).append(row)
     attempts = defaultdict(list)
     for cid, pid, attempt in Candidate.objects.filter(submission=submission).order_by("attempt").values_list(
@@ -259,6 +259,8 @@ def _attempt_cell(candidate_id: int, attempt: int, job, results) -> dict:
             "status": final[3] if final else (job[2] if job else "not_judged"),
             "result_id": final[0] if final else None, "message": final[4] if final else "",
             "flags": final[5] if final else [], "retries": sum(1 for r in history if r[3] == "infra_error"),
+            # Timing pairs whose cross-check was suspect, left out of the speedup (evaluator/pairs.py, triage).
+            "set_aside": len(final[6]) if final and isinstance(final[6], list) else 0,
             "failed": bool(job and job[2] == "failed"), "error": job[4] if job else ""}
 
 

@@ -122,6 +122,17 @@ def test_submission_page_says_how_precise_its_timings_are(client, owner, submit,
     assert "timed in 8 fresh process pairs" in client.get(url).content.decode()
 
 
+def test_submission_page_shows_timing_pairs_set_aside(client, owner, submit, finish):
+    # A pair whose cross-check was suspect is left out of the speedup (evaluator/pairs.py, triage): say so, unflagged.
+    submission = submit(owner)
+    document = judge_document()
+    document["timing"]["pairs"] = {"count": 7, "set_aside": [{"pair": 3, "unexplained_ms": 0.5, "allowance_ms": 0.4}]}
+    finish(submission.jobs.get(), document)
+    client.force_login(owner)
+    html = client.get(submission.get_absolute_url()).content.decode()
+    assert "1 timing pair set aside" in html
+
+
 def test_code_and_logs_are_the_owners_until_published(client, owner, outsider, submit, finish):
     submission = submit(owner)
     result = finish(submission.jobs.get(), judge_document())
