@@ -591,8 +591,8 @@ class Pair:
                 if verify:
                     # The kept output leaves the rank in a command of its own, off the wall clock just read: its
                     # write varies with its size and the page cache, and with 12 calls a block (8 pairs) 2 ms of that
-                    # once read as a candidate's unexplained time and flagged honest candidates (GPU run 6). The
-                    # reference's copy is dropped: only the candidate's is checked.
+                    # is enough to read as a candidate's unexplained time (the cross-check). The reference's copy is
+                    # dropped: only the candidate's is checked.
                     run({"cmd": "kept", "tag": cmd["tag"] if side == "cand" else None}, self.timeout)
                 samples = _samples(replies, iters, side)
                 host_bound[side].append(max(float(x.get("host_bound") or 0.0) for x in replies))
