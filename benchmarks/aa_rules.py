@@ -53,12 +53,9 @@ def rejudge_probe(run: dict) -> dict:
         return {"rejudged": False}
     flagged, combined, _ = pairs.triage(list(enumerate(each, 1)))
     kept = [p for _, p in combined]
-    if len(kept) > 1:
-        _, low, high, _, _ = pairs.interval(kept, "cuda", judge.HOST_BOUND_NOISE_FLOOR)
-    else:
-        low, high = pairs.widen(*kept[0]["bootstrap_ci"], judge.noise_floor("cuda", bool(kept[0].get("host_bound"))))
+    again = rejudge(dict(kept[0], pairs=kept))  # K pairs combined, or the one left with its one-pair floor
     slower = run["case"].endswith("slower")
-    return {"rejudged": True, "detected": high < 1.0 if slower else (low > 1.0 and not flagged),
+    return {"rejudged": True, "detected": again["high"] < 1.0 if slower else (again["low"] > 1.0 and not flagged),
             "flagged": flagged, "set_aside": len(each) - len(kept) if not flagged else 0}
 
 

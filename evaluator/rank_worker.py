@@ -119,31 +119,32 @@ def resolve_solution(problem, candidate: str):
     return load_candidate(candidate)
 
 
-def portable(value, path="output"):
-    """Outputs leave the process as plain CPU tensors and builtins; anything else is refused by name."""
+def _copy_plain(value, copy_tensor, path="output"):
+    """``value`` rebuilt of plain tuples, lists, dicts and builtins, each tensor through ``copy_tensor``; anything else
+    is refused by name. One walker for every copy of an output, so they accept the same things."""
     if isinstance(value, torch.Tensor):
         if type(value) is not torch.Tensor:
             raise TypeError(f"{path} is a {type(value).__name__}, not a plain torch.Tensor")
-        return value.detach().to("cpu", copy=True).contiguous() if value.layout == torch.strided else value.detach().cpu()
+        return copy_tensor(value.detach())
     if isinstance(value, (tuple, list)):
-        items = [portable(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        items = [_copy_plain(v, copy_tensor, f"{path}[{i}]") for i, v in enumerate(value)]
         return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, dict):
-        return {k: portable(v, f"{path}[{k!r}]") for k, v in value.items()}
+        return {k: _copy_plain(v, copy_tensor, f"{path}[{k!r}]") for k, v in value.items()}
     if value is None or type(value) in (int, float, bool, str):
         return value
     raise TypeError(f"{path} is a {type(value).__name__}; outputs must be tensors, tuples, lists, dicts or numbers")
 
 
+def portable(value, path="output"):
+    """Outputs leave the process as plain CPU tensors and builtins."""
+    return _copy_plain(value, lambda t: t.to("cpu", copy=True).contiguous() if t.layout == torch.strided else t.cpu(),
+                       path)
+
+
 def _snapshot(value):
-    """A copy of a plain output (``_plain`` checked it) on its own device."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, (tuple, list)):
-        return type(value)(_snapshot(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _snapshot(v) for k, v in value.items()}
-    return value
+    """A copy of a plain output on its own device (moved to the host later, by ``portable``)."""
+    return _copy_plain(value, torch.Tensor.clone)
 
 
 def _plain(value, path="output") -> None:

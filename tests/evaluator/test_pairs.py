@@ -5,6 +5,7 @@ import os
 import random
 
 import pytest
+import torch
 
 import problems
 from evaluator import cli, judge, pairs, schema
@@ -208,6 +209,22 @@ def _cold_first_trial(real):
         record, est = real(self, index, seed, tag, shape)
         return record, 50.0 if index == 0 else est
     return trial
+
+
+def test_a_kept_output_is_copied_on_the_device_as_it_would_be_to_the_host():
+    # The copy made in the timed loop (rank_worker._snapshot) and the one written later (portable) walk outputs alike:
+    # a named tuple becomes a plain tuple in both, a tensor subclass is refused by both.
+    from collections import namedtuple
+
+    from evaluator import rank_worker
+
+    Pair = namedtuple("Pair", "out aux")
+    output = Pair(torch.arange(4.0), {"n": [torch.ones(2), 3]})
+    copy = rank_worker._snapshot(output)
+    assert type(copy) is tuple and copy[0].data_ptr() != output.out.data_ptr()
+    assert repr(rank_worker.portable(copy)) == repr(rank_worker.portable(output))
+    with pytest.raises(TypeError, match="Parameter"):
+        rank_worker._snapshot(torch.nn.Parameter(torch.ones(1)))
 
 
 def test_a_kept_timed_output_is_written_only_after_the_timed_block(monkeypatch):
