@@ -829,4 +829,10 @@ def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int
     return {"reference_wall_per_call_ms": round(ref_wall, 4), "candidate_wall_per_call_ms": round(cand_wall, 4),
             "reference_overhead_ms": round(ref_over, 4), "candidate_overhead_ms": round(cand_over, 4),
             "unexplained_ms": round(unexplained, 4), "allowance_ms": round(allowance, 4), "spin_ms": round(spin_ms, 4),
-            "suspect": bool(suspect)}
+            "suspect": bool(suspect),
+            # Each block's wall and reported median per call (block 0 included, though not read above): whether an
+            # honest pair's excess sits in one block or in all of them says where to look for its cause.
+            "blocks_ms": {side: {"wall": [round(w, 4) for w in walls[key]],
+                                 "reported": [round(statistics.median(b), 4) for b in blocks]}
+                          for side, key, blocks in (("reference", "ref", ref_blocks),
+                                                    ("candidate", "cand", cand_blocks))}}
