@@ -27,7 +27,7 @@ import problems
 from evaluator import pairs, physics, policy, sandbox, schema, stats, warm
 from evaluator.compare import compare
 from evaluator.group import GroupFailure, RankGroup, close_all
-from evaluator.rank_worker import timing_set_seed
+from evaluator.rank_worker import SPIN_MAX_US, timing_set_seed
 from problems.base import derive_seed
 
 
@@ -574,12 +574,19 @@ class Pair:
         # A fresh seed per block, unknown to the candidate until the block starts: nothing can be computed ahead, in
         # trials or in start-up.
         block_seeds = [self._secret_seed(seeds, "timing-block", b) for b in range(cfg.blocks)]
-        # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time).
+        # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time). In block 0
+        # each rank lengthens it to what its own host needs; from block 1 on both sides spin exactly the same, the
+        # most either side's ranks have wanted, so the spin cancels in the cross-check of wall clocks. (A rank's
+        # wish is its own report and may be a lie: it can only lengthen both sides' spins, up to SPIN_MAX_US, which
+        # the cross-check's allowance leaves out.)
         spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
+        wanted_us, spins = 0.0, []
         for b in range(cfg.blocks):
             warmup = max(3, iters // 5) if b == 0 else 1
+            block_spin = max(spin_us, wanted_us)
             cmd = {"cmd": "time", "trial": 0, "seed": block_seeds[b], "iters": iters, "warmup": warmup,
-                   "spin_us": spin_us, "replace_memory": cfg.replace_memory}
+                   "spin_us": block_spin, "spin_exact": b > 0, "replace_memory": cfg.replace_memory}
+            spins.append(block_spin)
             if verify:  # both sides keep one timed output (same harness cost); only the candidate's is checked
                 cmd["tag"] = f"b{b}"
             timeout = self.timeout + (iters + warmup) * (5 * estimate_ms + 2 * self.build_ms) / 1e3
@@ -595,6 +602,7 @@ class Pair:
                     # dropped: only the candidate's is checked.
                     run({"cmd": "kept", "tag": cmd["tag"] if side == "cand" else None}, self.timeout)
                 samples = _samples(replies, iters, side)
+                wanted_us = max(wanted_us, _spin_wanted(replies))
                 host_bound[side].append(max(float(x.get("host_bound") or 0.0) for x in replies))
                 (ref_blocks if side == "ref" else cand_blocks).append(samples)
                 walls[side].append(wall_ms / (iters + warmup))
@@ -606,9 +614,9 @@ class Pair:
         doc = _timing_document(ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1,
                                host_bound={side: statistics.median(v) for side, v in host_bound.items()},
                                # per call of the blocks the cross-check reads (not block 0): one warm-up, no spin
-                               spin_ms=spin_us / 1e3 * iters / (iters + 1))
+                               spin_ms=statistics.median(spins[1:] or spins) / 1e3 * iters / (iters + 1))
         doc.update(distinct_input_sets_per_block=sets, calls_per_block=iters + warmup, _kept=kept,
-                   estimate_ms=round(estimate_ms, 6))
+                   estimate_ms=round(estimate_ms, 6), spin_us_per_block=[round(x, 1) for x in spins])
         return doc
 
     def _collect_kept(self, cmd: dict, replies: list[dict], block: int) -> list[dict]:
@@ -674,6 +682,14 @@ def _candidate_verdict(kind: str, loading: bool = False) -> str:
     if kind == "exited":
         return schema.RUNTIME_ERROR
     return schema.RUNTIME_ERROR  # protocol violations and anything unknown
+
+
+def _spin_wanted(replies: list[dict]) -> float:
+    """The longest spin a side's ranks asked for (their host time to queue a call), within the ranks' own cap;
+    anything that is not a finite number counts as no wish."""
+    wishes = [x.get("spin_wanted_us") for x in replies]
+    wishes = [float(w) for w in wishes if isinstance(w, (int, float)) and math.isfinite(w) and w > 0]
+    return min(SPIN_MAX_US, max(wishes, default=0.0))
 
 
 def _samples(replies: list[dict], iters: int, side: str) -> list[float]:

@@ -244,3 +244,39 @@ def test_a_kept_timed_output_is_written_only_after_the_timed_block(monkeypatch):
     assert result["verdict"] == schema.CORRECT, result["message"]
     assert checked and {c for c in checked if c[0] == "time"} == {("time", 0)}
     assert {c for c in checked if c[0] == "kept"} == {("kept", 1)}
+
+
+def test_after_the_first_block_both_sides_spin_exactly_the_most_either_side_wanted(monkeypatch):
+    # Each process once lengthened its spin from its own noisy host times, so the two sides' spins differed and the
+    # difference read as unexplained time in the cross-check (H200, run 7). From block 1 on, the judge sets one spin.
+    real, sent = judge.Pair._timed_command, []
+    wishes = {("ref", 0): 300.0, ("cand", 0): 120.0, ("cand", 2): 800.0, ("ref", 3): float("nan")}
+
+    def wishing(self, group, cmd, timeout):
+        replies = real(self, group, cmd, timeout)
+        if cmd["cmd"] == "time":
+            side = "cand" if group is self.cand else "ref"
+            block = sum(1 for s, _ in sent if s == side)
+            sent.append((side, dict(cmd)))
+            replies[0]["spin_wanted_us"] = wishes.get((side, block), 0.0)
+        return replies
+    monkeypatch.setattr(judge.Pair, "_timed_command", wishing)
+    result = judge.evaluate(1, "reference", 1, "cpu", **SMALL)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    by_block = {}
+    for side, cmd in sent:
+        by_block.setdefault(cmd["seed"], []).append(cmd)
+    blocks = list(by_block.values())
+    assert len(blocks) >= 4 and all(len(b) == 2 for b in blocks)
+    assert [b[0]["spin_exact"] for b in blocks] == [False] + [True] * (len(blocks) - 1)
+    assert all(b[0]["spin_us"] == b[1]["spin_us"] for b in blocks)  # one spin for both sides of a block
+    assert [b[0]["spin_us"] for b in blocks[:4]] == [0.0, 300.0, 300.0, 800.0]  # a NaN wish counts as none
+    assert result["timing"]["spin_us_per_block"][:4] == [0.0, 300.0, 300.0, 800.0]
+
+
+def test_a_ranks_spin_wish_is_capped_and_only_numbers_count():
+    from evaluator import rank_worker
+
+    assert judge._spin_wanted([{"spin_wanted_us": 1e12}]) == rank_worker.SPIN_MAX_US
+    assert judge._spin_wanted([{"spin_wanted_us": "9"}, {"spin_wanted_us": float("inf")}, {}]) == 0.0
+    assert judge._spin_wanted([{"spin_wanted_us": 40}, {"spin_wanted_us": 90.5}]) == 90.5
