@@ -275,7 +275,10 @@ def _sensitivity(args, pool) -> dict:
                                 "wall_s": round(time.monotonic() - began, 1), "flags": result.get("flags"),
                                 "crosscheck": t.get("crosscheck"),
                                 "bootstrap_ci": t.get("bootstrap_ci"), "host_bound": t.get("host_bound"),
-                                "pairs": (t.get("pairs") or {}).get("each")})  # for benchmarks/aa_rules.py
+                                "pairs": (t.get("pairs") or {}).get("each"),  # for benchmarks/aa_rules.py
+                                "set_aside": (t.get("pairs") or {}).get("set_aside"),
+                                "dropped": (t.get("pairs") or {}).get("dropped"),
+                                "spin_us_per_block": t.get("spin_us_per_block")})
             out[label] = f"{hits[label]}/{rep + 1}"
             print(f"{label:<11} rep {rep:>2} speedup {t.get('speedup')} ci {ci} {'detected' if hit else 'MISSED'}",
                   flush=True)

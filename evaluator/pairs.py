@@ -63,8 +63,10 @@ def triage(timings: list[tuple[int, dict]]) -> tuple[bool, list[tuple[int, dict]
     suspect = [(k, t) for k, t in timings if crosscheck_suspect(t)]
     if len(suspect) > MAX_SUSPECT_SHARE * len(timings):
         return True, timings, []
+    # Kept whole (speedup and cross-check), so that a stored run says what was set aside and why.
     aside = [{"pair": k, "unexplained_ms": t["crosscheck"].get("unexplained_ms"),
-              "allowance_ms": t["crosscheck"].get("allowance_ms")} for k, t in suspect]
+              "allowance_ms": t["crosscheck"].get("allowance_ms"), "speedup": t.get("speedup"),
+              "crosscheck": t["crosscheck"]} for k, t in suspect]
     return False, [(k, t) for k, t in timings if not crosscheck_suspect(t)], aside
 # Two-sided 95% Student t quantiles by degrees of freedom (K - 1).
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,

@@ -141,7 +141,8 @@ def aa_summary(outcome: dict) -> dict:
             "reference_ms": timing.get("reference_ms"), "bootstrap_ci": timing.get("bootstrap_ci"),
             "host_bound": timing.get("host_bound"), "host_bound_share": timing.get("host_bound_share"),
             "flags": outcome.get("flags") or [], "crosscheck": timing.get("crosscheck"),
-            "pairs": (timing.get("pairs") or {}).get("each")}
+            "pairs": (timing.get("pairs") or {}).get("each"), "set_aside": (timing.get("pairs") or {}).get("set_aside"),
+            "spin_us_per_block": timing.get("spin_us_per_block")}
 
 
 def render(report: dict) -> str:
