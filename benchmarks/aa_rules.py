@@ -51,12 +51,16 @@ def rejudge_probe(run: dict) -> dict:
     each = run.get("pairs")
     if not each or not all("crosscheck" in p for p in each):
         return {"rejudged": False}
-    flagged, combined, _ = pairs.triage(list(enumerate(each, 1)))
-    kept = [p for _, p in combined]
+    # Runs stored from run 7 on also keep the pairs the judge set aside (their speedup and cross-check, not their
+    # bootstrap interval): they count in the triage again, and only pairs with an interval are combined.
+    aside = [(a["pair"], a) for a in run.get("set_aside") or [] if "crosscheck" in a]
+    ran = sorted([(p.get("pair", k), p) for k, p in enumerate(each, 1)] + aside, key=lambda kp: kp[0])
+    flagged, combined, _ = pairs.triage(ran)
+    kept = [p for _, p in combined if p.get("bootstrap_ci")]
     again = rejudge(dict(kept[0], pairs=kept))  # K pairs combined, or the one left with its one-pair floor
     slower = run["case"].endswith("slower")
     return {"rejudged": True, "detected": again["high"] < 1.0 if slower else (again["low"] > 1.0 and not flagged),
-            "flagged": flagged, "set_aside": len(each) - len(kept) if not flagged else 0}
+            "flagged": flagged, "set_aside": len(ran) - len(combined)}
 
 
 def summarise_probes(runs: list[dict]) -> dict:

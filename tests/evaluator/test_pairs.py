@@ -169,6 +169,14 @@ def test_stored_sensitivity_runs_are_rejudged_with_the_pair_triage():
     assert aa_rules.rejudge_probe({"case": "10% faster", "pairs": three})["detected"] is False  # flagged
     assert aa_rules.rejudge_probe({"case": "5% slower", "pairs": [_suspect(timing(0.95), False)] * 8})["detected"]
     assert aa_rules.rejudge_probe({"case": "5% slower", "pairs": None}) == {"rejudged": False}
+    # From run 7 on, the pairs the judge set aside are stored beside the combined ones and count again.
+    aside = [{"pair": k, "speedup": 1.1, "crosscheck": {"suspect": True}} for k in (2, 5)]
+    clean = [_suspect(timing(1.10), False) for _ in range(6)]
+    assert aa_rules.rejudge_probe({"case": "10% faster", "pairs": clean, "set_aside": aside}) == {
+        "rejudged": True, "detected": True, "flagged": False, "set_aside": 2}
+    three = aside + [{"pair": 7, "speedup": 1.1, "crosscheck": {"suspect": True}}]
+    again = aa_rules.rejudge_probe({"case": "10% faster", "pairs": clean[:5], "set_aside": three})
+    assert again["flagged"] and not again["detected"]
 
 
 def test_a_cross_check_flag_in_one_pair_of_four_sets_that_pair_aside(monkeypatch):
