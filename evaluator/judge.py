@@ -576,9 +576,10 @@ class Pair:
         block_seeds = [self._secret_seed(seeds, "timing-block", b) for b in range(cfg.blocks)]
         # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time). In block 0
         # each rank lengthens it to what its own host needs; from block 1 on both sides spin exactly the same, the
-        # most either side's ranks have wanted, so the spin cancels in the cross-check of wall clocks. (A rank's
-        # wish is its own report and may be a lie: it can only lengthen both sides' spins, up to SPIN_MAX_US, which
-        # the cross-check's allowance leaves out.)
+        # most the reference's ranks have wanted, so the spin cancels in the cross-check of wall clocks. Only the
+        # reference's wish counts: the GPU is idle but for one spinning thread while the host queues the call, and
+        # work a candidate starts on another stream in that time is seen by neither the events nor the wall clock
+        # (docs/threat-model.md), so the candidate must not be able to lengthen it.
         spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
         wanted_us, spins = 0.0, []
         for b in range(cfg.blocks):
@@ -602,7 +603,8 @@ class Pair:
                     # dropped: only the candidate's is checked.
                     run({"cmd": "kept", "tag": cmd["tag"] if side == "cand" else None}, self.timeout)
                 samples = _samples(replies, iters, side)
-                wanted_us = max(wanted_us, _spin_wanted(replies))
+                if side == "ref":
+                    wanted_us = max(wanted_us, _spin_wanted(replies))
                 host_bound[side].append(max(float(x.get("host_bound") or 0.0) for x in replies))
                 (ref_blocks if side == "ref" else cand_blocks).append(samples)
                 walls[side].append(wall_ms / (iters + warmup))

@@ -254,11 +254,13 @@ def test_a_kept_timed_output_is_written_only_after_the_timed_block(monkeypatch):
     assert {c for c in checked if c[0] == "kept"} == {("kept", 1)}
 
 
-def test_after_the_first_block_both_sides_spin_exactly_the_most_either_side_wanted(monkeypatch):
+def test_after_the_first_block_both_sides_spin_exactly_what_the_reference_wanted(monkeypatch):
     # Each process once lengthened its spin from its own noisy host times, so the two sides' spins differed and the
-    # difference read as unexplained time in the cross-check (H200, run 7). From block 1 on, the judge sets one spin.
+    # difference read as unexplained time in the cross-check (H200, run 7). From block 1 on, the judge sets one spin,
+    # from the reference's wishes alone: a candidate can use the spin's idle GPU, so it must not lengthen it.
     real, sent = judge.Pair._timed_command, []
-    wishes = {("ref", 0): 300.0, ("cand", 0): 120.0, ("cand", 2): 800.0, ("ref", 3): float("nan")}
+    wishes = {("ref", 0): 300.0, ("cand", 0): 5000.0, ("ref", 2): 800.0, ("cand", 2): 5000.0,
+              ("ref", 3): float("nan")}
 
     def wishing(self, group, cmd, timeout):
         replies = real(self, group, cmd, timeout)
