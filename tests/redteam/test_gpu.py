@@ -64,3 +64,20 @@ def test_gpu_patched_synchronize_is_never_correct_and_faster():
     assert result["verdict"] != schema.CORRECT or schema.FLAG_TIMING_CROSSCHECK in result["flags"], \
         result["timing"]["crosscheck"]
     assert_never_correct_and_faster(result)
+
+
+class HoleOpen(Exception):
+    """The exploit was judged correct, faster and unflagged."""
+
+
+@pytest.mark.xfail(strict=True, raises=HoleOpen,
+                   reason="known hole, found by reading the code (stop 16) and not yet run on a GPU: work queued on "
+                          "another stream runs beside the judge's spin, unseen (docs/threat-model.md). Strict: a run "
+                          "in which the judge already catches it fails here, and the threat model must be corrected")
+def test_gpu_work_beside_the_judges_spin_is_never_correct_and_faster():
+    result = run("gpu_beside_spin", **GPU_TIMED)
+    assert result["verdict"] == schema.CORRECT, result["message"]  # anything else: the exploit itself is broken
+    timing = result["timing"]
+    if timing["faster"] and not result["flags"]:
+        raise HoleOpen(f"{timing['speedup']}x {timing['speedup_ci']}, cross-check {timing['crosscheck']}")
+    assert_never_correct_and_faster(result)
