@@ -575,16 +575,19 @@ class Pair:
         # trials or in start-up.
         block_seeds = [self._secret_seed(seeds, "timing-block", b) for b in range(cfg.blocks)]
         # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time). In block 0
-        # each rank lengthens it to what its own host needs; from block 1 on both sides spin exactly the same, the
-        # most the reference's ranks have wanted, so the spin cancels in the cross-check of wall clocks. Only the
-        # reference's wish counts: the GPU is idle but for one spinning thread while the host queues the call, and
-        # work a candidate starts on another stream in that time is seen by neither the events nor the wall clock
-        # (docs/threat-model.md), so the candidate must not be able to lengthen it.
+        # each rank lengthens it to what its own host needs; from block 1 on both sides spin exactly the same, so the
+        # spin cancels in the cross-check of wall clocks: the most the reference's ranks have wanted, or what the
+        # candidate's wanted (a candidate whose launches are slower should still be timed on the GPU, not on its host)
+        # up to CANDIDATE_SPIN_SHARE times that. The cap: the GPU is idle but for one spinning thread while the host
+        # queues the call, and work a candidate starts on another stream in that time is seen by neither the events
+        # nor the wall clock (docs/threat-model.md), so the candidate must not lengthen it at will.
         spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
-        wanted_us, spins = 0.0, []
+        wanted = {"ref": 0.0, "cand": 0.0}
+        spins = []
         for b in range(cfg.blocks):
             warmup = max(3, iters // 5) if b == 0 else 1
-            block_spin = max(spin_us, wanted_us)
+            trusted = max(spin_us, wanted["ref"])
+            block_spin = max(trusted, min(wanted["cand"], CANDIDATE_SPIN_SHARE * trusted))
             cmd = {"cmd": "time", "trial": 0, "seed": block_seeds[b], "iters": iters, "warmup": warmup,
                    "spin_us": block_spin, "spin_exact": b > 0, "replace_memory": cfg.replace_memory}
             spins.append(block_spin)
@@ -603,8 +606,7 @@ class Pair:
                     # dropped: only the candidate's is checked.
                     run({"cmd": "kept", "tag": cmd["tag"] if side == "cand" else None}, self.timeout)
                 samples = _samples(replies, iters, side)
-                if side == "ref":
-                    wanted_us = max(wanted_us, _spin_wanted(replies))
+                wanted[side] = max(wanted[side], _spin_wanted(replies))
                 host_bound[side].append(max(float(x.get("host_bound") or 0.0) for x in replies))
                 (ref_blocks if side == "ref" else cand_blocks).append(samples)
                 walls[side].append(wall_ms / (iters + warmup))
@@ -684,6 +686,11 @@ def _candidate_verdict(kind: str, loading: bool = False) -> str:
     if kind == "exited":
         return schema.RUNTIME_ERROR
     return schema.RUNTIME_ERROR  # protocol violations and anything unknown
+
+
+# From block 1 on, a candidate's wish can lengthen the spin both sides share to at most this many times the
+# reference's (see Pair._time).
+CANDIDATE_SPIN_SHARE = 2.0
 
 
 def _spin_wanted(replies: list[dict]) -> float:

@@ -254,10 +254,10 @@ def test_a_kept_timed_output_is_written_only_after_the_timed_block(monkeypatch):
     assert {c for c in checked if c[0] == "kept"} == {("kept", 1)}
 
 
-def test_after_the_first_block_both_sides_spin_exactly_what_the_reference_wanted(monkeypatch):
+def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_most_double_it(monkeypatch):
     # Each process once lengthened its spin from its own noisy host times, so the two sides' spins differed and the
-    # difference read as unexplained time in the cross-check (H200, run 7). From block 1 on, the judge sets one spin,
-    # from the reference's wishes alone: a candidate can use the spin's idle GPU, so it must not lengthen it.
+    # difference read as unexplained time in the cross-check (H200, run 7). From block 1 on, the judge sets one spin:
+    # the reference's wish, or the candidate's up to twice that (a candidate can use the spin's idle GPU).
     real, sent = judge.Pair._timed_command, []
     wishes = {("ref", 0): 300.0, ("cand", 0): 5000.0, ("ref", 2): 800.0, ("cand", 2): 5000.0,
               ("ref", 3): float("nan")}
@@ -280,8 +280,15 @@ def test_after_the_first_block_both_sides_spin_exactly_what_the_reference_wanted
     assert len(blocks) >= 4 and all(len(b) == 2 for b in blocks)
     assert [b[0]["spin_exact"] for b in blocks] == [False] + [True] * (len(blocks) - 1)
     assert all(b[0]["spin_us"] == b[1]["spin_us"] for b in blocks)  # one spin for both sides of a block
-    assert [b[0]["spin_us"] for b in blocks[:4]] == [0.0, 300.0, 300.0, 800.0]  # a NaN wish counts as none
-    assert result["timing"]["spin_us_per_block"][:4] == [0.0, 300.0, 300.0, 800.0]
+    # block 0: 0 (the CPU's); then the reference's 300 doubled, as the candidate wanted far more; then 800 doubled
+    assert [b[0]["spin_us"] for b in blocks[:4]] == [0.0, 600.0, 600.0, 1600.0]
+    assert result["timing"]["spin_us_per_block"][:4] == [0.0, 600.0, 600.0, 1600.0]
+    modest = judge.CANDIDATE_SPIN_SHARE * 300.0 - 100.0
+    wishes.update({("cand", 0): modest, ("cand", 2): 0.0})
+    sent.clear()
+    result = judge.evaluate(1, "reference", 1, "cpu", **SMALL)
+    spins = [cmd["spin_us"] for side, cmd in sent if side == "ref"]
+    assert spins[:4] == [0.0, modest, modest, 800.0]  # a modest wish is met; a NaN wish counts as none
 
 
 def test_a_ranks_spin_wish_is_capped_and_only_numbers_count():
