@@ -359,9 +359,10 @@ class Worker:
                             self.host_us = typical if self.host_us is None else max(typical, self.host_us)
                         wanted_us = min(SPIN_MAX_US, SPIN_HOST_FACTOR * (self.host_us or 0) + SPIN_MARGIN_US)
                         if cmd.get("spin_exact"):
-                            # The judge sets one spin for both sides (from the reference's ``spin_wanted_us``), so
-                            # it cancels in the judge's cross-check of wall clocks. A spin each process ratcheted up
-                            # from its own noisy host times differed between the sides by up to ~1 ms a call.
+                            # The judge sets one spin for both sides (from the ranks' ``spin_wanted_us``, see
+                            # judge.Pair._time), so it cancels in the judge's cross-check of wall clocks. A spin each
+                            # process ratcheted up from its own host times differed between the sides by ~0.9 ms a
+                            # call (median, GPU run 7).
                             spin_us = min(SPIN_MAX_US, float(cmd.get("spin_us", 0.0)))
                         else:
                             spin_us = max(cmd.get("spin_us", 0.0), wanted_us)
