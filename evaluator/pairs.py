@@ -49,9 +49,9 @@ MAX_PAIRS = 16  # Config.pairs and HardwareProfile.timing_pairs
 # The cross-check (judge._crosscheck) is noisy per pair: in GPU run 6, 4 of 104 pairs of honest candidates exceeded
 # their allowance (never more than 2 of a run's 8); in run 7, 6 of 192 and, with both sides' spins made equal, 4 of 80
 # (unexplained time per pair then centred on 0, SD ~0.11 ms a call, against allowances of ~0.2 ms). With K pairs one
-# such pair would flag the whole result, so a suspect pair is set aside (its timing untrusted, not combined) and the result is flagged only when more than this
-# share of its pairs are suspect. Work hidden from the events in some pairs then buys nothing (those pairs are not
-# counted), and hidden in many it is flagged as with one pair.
+# such pair would flag the whole result, so a suspect pair is set aside (its timing untrusted, not combined) and the
+# result is flagged only when more than this share of its pairs are suspect. Work hidden from the events in some pairs
+# then buys nothing (those pairs are not counted), and hidden in many it is flagged as with one pair.
 MAX_SUSPECT_SHARE = 0.25
 
 
