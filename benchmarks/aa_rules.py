@@ -54,7 +54,7 @@ def rejudge_probe(run: dict) -> dict:
     # Runs stored from run 7 on also keep the pairs the judge set aside (their speedup and cross-check, not their
     # bootstrap interval): they count in the triage again, and only pairs with an interval are combined.
     aside = [(a["pair"], a) for a in run.get("set_aside") or [] if "crosscheck" in a]
-    ran = sorted([(p.get("pair", k), p) for k, p in enumerate(each, 1)] + aside, key=lambda kp: kp[0])
+    ran = list(enumerate(each, 1)) + aside  # the combined pairs' numbers are not stored; only counts come out
     flagged, combined, _ = pairs.triage(ran)
     kept = [p for _, p in combined if p.get("bootstrap_ci")]
     again = rejudge(dict(kept[0], pairs=kept))  # K pairs combined, or the one left with its one-pair floor

@@ -136,12 +136,13 @@ def aa_summary(outcome: dict) -> dict:
     contains 1.0 and whether it was (falsely) called faster."""
     timing = outcome.get("timing") or {}
     ci = timing.get("speedup_ci") or [None, None]
+    paired = timing.get("pairs") or {}
     return {"verdict": outcome["verdict"], "speedup": timing.get("speedup"), "ci": ci,
             "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1], "faster": bool(timing.get("faster")),
             "reference_ms": timing.get("reference_ms"), "bootstrap_ci": timing.get("bootstrap_ci"),
             "host_bound": timing.get("host_bound"), "host_bound_share": timing.get("host_bound_share"),
             "flags": outcome.get("flags") or [], "crosscheck": timing.get("crosscheck"),
-            "pairs": (timing.get("pairs") or {}).get("each"), "set_aside": (timing.get("pairs") or {}).get("set_aside"),
+            "pairs": paired.get("each"), "set_aside": paired.get("set_aside"), "dropped": paired.get("dropped"),
             "spin_us_per_block": timing.get("spin_us_per_block")}
 
 
