@@ -72,16 +72,26 @@ class Config:
     # for a 0.1 ms call in GPU run 6), and a cold estimate sets a judge's spin 18x too long, whose wall then varies
     # with the GPU clock and read as a candidate's unexplained time (honest candidates flagged).
     timing_estimate_ms: Optional[float] = None
+    # Timing blocks with no spin, after the spun ones (Pair._time, _probe_check); None: one on CUDA, none on CPU,
+    # where no block spins.
+    probe: Optional[int] = None
 
     @property
     def blocks(self) -> int:
         return 6 if self.device == "cuda" else 4
+
+    @property
+    def probe_blocks(self) -> int:
+        return self.probe if self.probe is not None else (1 if self.device == "cuda" else 0)
 
     def budget_ms(self) -> float:
         return self.timing_budget_ms or (2000.0 if self.device == "cuda" else 600.0)
 
 
 MAX_ITERS = 100  # timed calls per block, per side, when one pair does all the timing
+# A probe block (no spin) has up to this many times a spun block's calls: it costs less per call, and its wall per
+# call must be precise enough to show a hidden fraction of a 0.1 ms call.
+PROBE_CALLS_FACTOR = 4.0
 
 
 def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool=None, **options) -> dict:
@@ -573,7 +583,7 @@ class Pair:
         verify = not self.cand.trusted  # an A/A self-check (reference as the candidate) needs no kept outputs
         # A fresh seed per block, unknown to the candidate until the block starts: nothing can be computed ahead, in
         # trials or in start-up.
-        block_seeds = [self._secret_seed(seeds, "timing-block", b) for b in range(cfg.blocks)]
+        block_seeds = [self._secret_seed(seeds, "timing-block", b) for b in range(cfg.blocks + cfg.probe_blocks)]
         # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time). In block 0
         # each rank lengthens it to what its own host needs; from block 1 on both sides spin exactly the same, so the
         # spin cancels in the cross-check of wall clocks: the most the reference's ranks have wanted, or what the
@@ -584,16 +594,15 @@ class Pair:
         spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
         wanted = {"ref": 0.0, "cand": 0.0}
         spins = []
-        for b in range(cfg.blocks):
-            warmup = max(3, iters // 5) if b == 0 else 1
-            trusted = max(spin_us, wanted["ref"])
-            block_spin = max(trusted, min(wanted["cand"], CANDIDATE_SPIN_SHARE * trusted))
-            cmd = {"cmd": "time", "trial": 0, "seed": block_seeds[b], "iters": iters, "warmup": warmup,
-                   "spin_us": block_spin, "spin_exact": b > 0, "replace_memory": cfg.replace_memory}
-            spins.append(block_spin)
+        probe = {"ref": [], "cand": [], "walls": {"ref": [], "cand": []}}
+
+        def block(b: int, n: int, warmup: int, spin: float, exact: bool, is_probe: bool = False) -> None:
+            nonlocal sets
+            cmd = {"cmd": "time", "trial": 0, "seed": block_seeds[b], "iters": n, "warmup": warmup,
+                   "spin_us": spin, "spin_exact": exact, "replace_memory": cfg.replace_memory}
             if verify:  # both sides keep one timed output (same harness cost); only the candidate's is checked
                 cmd["tag"] = f"b{b}"
-            timeout = self.timeout + (iters + warmup) * (5 * estimate_ms + 2 * self.build_ms) / 1e3
+            timeout = self.timeout + (n + warmup) * (5 * estimate_ms + 2 * self.build_ms) / 1e3
             # Alternate which side goes first so neither always follows the other.
             order = (("ref", self._ref_command), ("cand", self._cand_command))
             for side, run in (order if b % 2 == 0 else order[::-1]):
@@ -605,21 +614,42 @@ class Pair:
                     # is enough to read as a candidate's unexplained time (the cross-check). The reference's copy is
                     # dropped: only the candidate's is checked.
                     run({"cmd": "kept", "tag": cmd["tag"] if side == "cand" else None}, self.timeout)
-                samples = _samples(replies, iters, side)
+                samples = _samples(replies, n, side)
                 wanted[side] = max(wanted[side], _spin_wanted(replies))
-                host_bound[side].append(max(float(x.get("host_bound") or 0.0) for x in replies))
-                (ref_blocks if side == "ref" else cand_blocks).append(samples)
-                walls[side].append(wall_ms / (iters + warmup))
+                if is_probe:  # host-paced by design: no evidence of a host-bound call, and not in the speedup
+                    probe[side].append(samples)
+                    probe["walls"][side].append(wall_ms / (n + warmup))
+                else:
+                    host_bound[side].append(max(float(x.get("host_bound") or 0.0) for x in replies))
+                    (ref_blocks if side == "ref" else cand_blocks).append(samples)
+                    walls[side].append(wall_ms / (n + warmup))
                 self.inside_s += (sum(samples) + warmup * statistics.median(samples)) / 1e3
                 if side == "cand":
                     if verify:
                         kept.extend(self._collect_kept(cmd, replies, b))
                     sets = max(sets, max(int(x.get("sets") or 0) for x in replies))
+
+        for b in range(cfg.blocks):
+            trusted = max(spin_us, wanted["ref"])
+            block_spin = max(trusted, min(wanted["cand"], CANDIDATE_SPIN_SHARE * trusted))
+            spins.append(block_spin)
+            block(b, iters, max(3, iters // 5) if b == 0 else 1, block_spin, b > 0)
+        # Probe blocks: no spin at all, so nothing a candidate queues can run unseen beside it, and the judge's own
+        # clock then bounds what each call really costs (docs/threat-model.md, "Work beside the spin"). Their
+        # samples are host-paced and stay out of the speedup; _crosscheck compares their walls with the claims of
+        # the spun blocks. More calls than a spun block (they are cheaper), so that a block's fixed cost, which
+        # varies by milliseconds, weighs less per call.
+        probe_iters = int(iters * min(PROBE_CALLS_FACTOR, max(1.0, (spins[-1] / 1e3 + estimate_ms)
+                                                               / (estimate_ms + 0.1))))
+        for p in range(cfg.probe_blocks):
+            block(cfg.blocks + p, probe_iters, 1, 0.0, True, is_probe=True)
         doc = _timing_document(ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1,
                                host_bound={side: statistics.median(v) for side, v in host_bound.items()},
                                # per call of the blocks the cross-check reads (not block 0): one warm-up, no spin
-                               spin_ms=statistics.median(spins[1:] or spins) / 1e3 * iters / (iters + 1))
-        doc.update(distinct_input_sets_per_block=sets, calls_per_block=iters + warmup, _kept=kept,
+                               spin_ms=statistics.median(spins[1:] or spins) / 1e3 * iters / (iters + 1),
+                               probe={"ref": probe["ref"], "cand": probe["cand"], "walls": probe["walls"],
+                                      "calls": probe_iters + 1} if cfg.probe_blocks else None)
+        doc.update(distinct_input_sets_per_block=sets, calls_per_block=iters + 1, _kept=kept,
                    estimate_ms=round(estimate_ms, 6), spin_us_per_block=[round(x, 1) for x in spins])
         return doc
 
@@ -785,7 +815,7 @@ def noise_floor(device: str, host_bound: bool) -> float:
 
 def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, environment: Optional[dict] = None,
                      calls: Optional[int] = None, host_bound: Optional[dict] = None,
-                     spin_ms: float = 0.0) -> dict:
+                     spin_ms: float = 0.0, probe: Optional[dict] = None) -> dict:
     ref_all = [x for block in ref_blocks for x in block]
     cand_all = [x for block in cand_blocks for x in block]
     ref_ms, cand_ms = stats.median(ref_all), stats.median(cand_all)
@@ -799,6 +829,9 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
     floor = noise_floor(cfg.device, is_host_bound)
     low, high = pairs.widen(raw_low, raw_high, floor)
     crosscheck = _crosscheck(ref_blocks, cand_blocks, walls, cfg, calls, spin_ms)
+    if probe and probe["ref"] and probe["cand"]:
+        crosscheck["probe"] = _probe_check(ref_blocks, cand_blocks, probe, cfg)
+        crosscheck["suspect"] = crosscheck["suspect"] or crosscheck["probe"]["suspect"]
     flags = [schema.FLAG_TIMING_CROSSCHECK] if crosscheck["suspect"] else []
     light = None
     if prob is not None:
@@ -820,6 +853,51 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
     }
 
 
+def _claimed_ms(blocks) -> float:
+    """What a side's spun blocks say a call costs: the median of the block medians, block 0 (warm-up, compilation)
+    left out when there are enough blocks. The cross-checks read this statistic, the one the speedup is made of."""
+    skip = 1 if len(blocks) > 2 else 0
+    return statistics.median([statistics.median(b) for b in blocks[skip:]])
+
+
+# The probe check's allowance (per call): a floor, a per-block share spread over the probe block's calls, and a
+# share of the candidate's own cost per call. Provisional: set from the honest candidates of GPU run 8.
+PROBE_FLOOR_MS = {"cuda": 0.05, "cpu": 2.0}
+PROBE_BLOCK_MS = {"cuda": 2.0, "cpu": 30.0}
+PROBE_SHARE = 0.25
+
+
+def _probe_check(ref_blocks, cand_blocks, probe: dict, cfg: Config) -> dict:
+    """Hold each side's claim (its spun blocks' events) to the judge's own clock in blocks with no spin.
+
+    In a spun block the GPU waits on a one-thread spin while the host queues the call; work a candidate queues on
+    another stream runs beside that spin, and neither the events nor the wall clock (which holds the spin on both
+    sides) see it. A probe block has no spin, so such work shows in the judge's wall clock, whatever the candidate
+    reports there and whether or not it behaves differently in probe blocks (it can tell them apart). The check:
+    the candidate's wall per call in the probe block, less what it claims per call in the spun blocks, must not
+    exceed the same difference for the reference by more than the allowance. For the reference that difference is
+    the harness's own cost per call plus whatever of the call is paced by its host rather than its GPU.
+
+    What it cannot tell apart: a candidate whose launches take longer than its GPU work, by more than the
+    reference's do, reads like one that hides work; and work hidden under the candidate's own launch time (calls
+    host-paced at zero spin) is not seen at all.
+    """
+    ref_claim, cand_claim = _claimed_ms(ref_blocks), _claimed_ms(cand_blocks)
+    ref_wall = statistics.median(probe["walls"]["ref"])
+    cand_wall = statistics.median(probe["walls"]["cand"])
+    ref_reported = statistics.median([statistics.median(b) for b in probe["ref"]])
+    harness_ms = max(0.0, ref_wall - ref_reported)  # the reference's own: trusted
+    excess = (cand_wall - cand_claim) - (ref_wall - ref_claim)
+    allowance = max(PROBE_FLOOR_MS[cfg.device], PROBE_BLOCK_MS[cfg.device] / max(1, probe.get("calls") or 1),
+                    PROBE_SHARE * max(0.0, cand_wall - harness_ms))
+    return {"reference_wall_per_call_ms": round(ref_wall, 4), "candidate_wall_per_call_ms": round(cand_wall, 4),
+            "reference_claim_ms": round(ref_claim, 4), "candidate_claim_ms": round(cand_claim, 4),
+            "reference_reported_ms": round(ref_reported, 4),
+            "candidate_reported_ms": round(statistics.median([statistics.median(b) for b in probe["cand"]]), 4),
+            "excess_ms": round(excess, 4), "allowance_ms": round(allowance, 4), "calls": probe.get("calls"),
+            "blocks": len(probe["walls"]["cand"]), "suspect": bool(excess > allowance)}
+
+
 def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int] = None,
                 spin_ms: float = 0.0) -> dict:
     """Compare what each side reported with the judge's own clock around each block.
@@ -835,11 +913,10 @@ def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int
     and cancels in the difference, but it must not grow the allowance: a ~1 ms spin once let 0.67 ms of side-stream
     work per call pass (GPU red-team, run 5). The judge's own number is used, never what a rank reports.
     """
-    skip = 1 if len(ref_blocks) > 2 else 0  # the first block includes warm-up and compilation
+    skip = 1 if len(ref_blocks) > 2 else 0  # the first block includes warm-up and compilation, as in _claimed_ms
 
     def overhead(blocks, wall):
-        reported = statistics.median([statistics.median(b) for b in blocks[skip:]])
-        return statistics.median(wall[skip:]) - reported, statistics.median(wall[skip:])
+        return statistics.median(wall[skip:]) - _claimed_ms(blocks), statistics.median(wall[skip:])
 
     ref_over, ref_wall = overhead(ref_blocks, walls["ref"])
     cand_over, cand_wall = overhead(cand_blocks, walls["cand"])

@@ -83,3 +83,66 @@ def test_the_crosscheck_keeps_each_blocks_wall_and_reported_median():
     blocks = judge._timing_document(ref, cand, walls, config, calls=4)["crosscheck"]["blocks_ms"]
     assert blocks == {"reference": {"wall": [1.0, 1.1, 1.2], "reported": [0.2, 0.2, 0.2]},
                       "candidate": {"wall": [2.0, 2.1, 2.2], "reported": [0.5, 0.5, 0.5]}}
+
+
+def _probe_doc(cand_claim, cand_probe_wall, cand_probe_reported, ref_claim=0.108, ref_probe_wall=0.55,
+               ref_probe_reported=0.11, calls=49):
+    """Spun blocks whose walls agree (both hold the spin), then one probe block (no spin) per side."""
+    config = judge.Config(world_size=1, device="cuda")
+    ref = [[ref_claim] * 12 for _ in range(6)]
+    cand = [[cand_claim] * 12 for _ in range(6)]
+    walls = {"ref": [2.0 + ref_claim] * 6, "cand": [2.0 + cand_claim] * 6}
+    probe = {"ref": [[ref_probe_reported] * 48], "cand": [[cand_probe_reported] * 48],
+             "walls": {"ref": [ref_probe_wall], "cand": [cand_probe_wall]}, "calls": calls}
+    return judge._timing_document(ref, cand, walls, config, calls=13, spin_ms=1.9, probe=probe)
+
+
+def test_work_beside_the_spin_shows_in_the_probe_blocks_wall():
+    # The candidate claims 0.01 ms a call in the spun blocks, where its real 0.108 ms ran beside the spin: the spun
+    # blocks' walls agree (the spin hides it) and only the probe block, with no spin, shows the cost.
+    doc = _probe_doc(cand_claim=0.01, cand_probe_wall=0.55, cand_probe_reported=0.01)
+    probe = doc["crosscheck"]["probe"]
+    assert probe["excess_ms"] == pytest.approx(0.098, abs=1e-4) and probe["excess_ms"] > probe["allowance_ms"]
+    assert schema.FLAG_TIMING_CROSSCHECK in doc["_flags"] and doc["faster"] is False and doc["ranked"] is False
+    # The same when it behaves honestly in the probe block (it can tell the blocks apart): the wall is the same.
+    assert schema.FLAG_TIMING_CROSSCHECK in _probe_doc(0.01, 0.55, 0.108)["_flags"]
+
+
+def test_a_candidate_whose_probe_wall_backs_its_claim_passes():
+    # 10% faster on the GPU, and 0.01 ms a call less on the judge's clock at zero spin.
+    doc = _probe_doc(cand_claim=0.098, cand_probe_wall=0.54, cand_probe_reported=0.099)
+    assert doc["crosscheck"]["probe"]["suspect"] is False and doc["_flags"] == []
+    assert doc["crosscheck"]["probe"]["excess_ms"] == pytest.approx(0.0, abs=1e-4)
+
+
+def test_a_large_call_is_allowed_a_share_of_its_own_cost():
+    # A 5 ms call: 25% of what the candidate costs at zero spin (less the reference's harness time) is allowed.
+    ok = _probe_doc(cand_claim=4.5, cand_probe_wall=5.9, cand_probe_reported=4.5, ref_claim=5.0, ref_probe_wall=5.4,
+                    ref_probe_reported=5.0)
+    assert ok["crosscheck"]["probe"]["allowance_ms"] == pytest.approx(0.25 * (5.9 - 0.4))
+    assert ok["crosscheck"]["probe"]["suspect"] is False
+    hidden = _probe_doc(cand_claim=2.5, cand_probe_wall=5.4, cand_probe_reported=2.5, ref_claim=5.0,
+                        ref_probe_wall=5.4, ref_probe_reported=5.0)
+    assert hidden["crosscheck"]["probe"]["suspect"] is True
+
+
+def test_probe_blocks_stay_out_of_the_speedup():
+    doc = _probe_doc(cand_claim=0.098, cand_probe_wall=0.54, cand_probe_reported=5.0)
+    assert doc["candidate_ms"] == pytest.approx(0.098) and doc["samples"] == 72
+
+
+def test_probe_blocks_by_default_on_cuda_only():
+    assert judge.Config(world_size=1, device="cuda").probe_blocks == 1
+    assert judge.Config(world_size=1, device="cpu").probe_blocks == 0
+    assert judge.Config(world_size=1, device="cpu", probe=2).probe_blocks == 2
+
+
+def test_a_probe_block_runs_end_to_end_and_its_outputs_are_checked():
+    # On CPU no block spins, so the probe block is off by default; asked for, it runs through the same harness,
+    # with its own kept output checked against the reference like every timed block's.
+    result = run("honest_allreduce", **dict(TIMED, probe=1))
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    probe = result["timing"]["crosscheck"]["probe"]
+    assert probe["blocks"] == 1 and probe["calls"] >= 4
+    assert probe["candidate_wall_per_call_ms"] > 0 and probe["reference_wall_per_call_ms"] > 0
+    assert result["timing"]["verified_timed_calls"] == 2 * (judge.Config(world_size=2).blocks + 1)  # W = 2 ranks

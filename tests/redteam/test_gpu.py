@@ -70,14 +70,36 @@ class HoleOpen(Exception):
     """The exploit was judged correct, faster and unflagged."""
 
 
+# Problem 1 at 16384 x 16384 bf16 (512 MB; the reference's clone takes ~0.3 ms on an H200): a call the GPU, not the
+# host, paces, so that work hidden beside the spin shows in the probe block's wall (judge._probe_check).
+GPU_DEVICE_BOUND = dict(GPU_TIMED, M=16384, N=16384)
+
+
+def test_gpu_work_beside_the_judges_spin_is_flagged_on_a_device_bound_call():
+    result = run("gpu_beside_spin", **GPU_DEVICE_BOUND)
+    assert result["verdict"] == schema.CORRECT, result["message"]  # anything else: the exploit itself is broken
+    print("probe:", result["timing"]["crosscheck"].get("probe"), "speedup:", result["timing"]["speedup"])
+    assert schema.FLAG_TIMING_CROSSCHECK in result["flags"], result["timing"]["crosscheck"]
+    assert_never_correct_and_faster(result)
+
+
+def test_gpu_honest_control_at_the_device_bound_size_is_not_flagged():
+    result = run("honest_allreduce", **GPU_DEVICE_BOUND)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    print("probe:", result["timing"]["crosscheck"].get("probe"))
+    assert result["flags"] == [], result["timing"]["crosscheck"]
+
+
 @pytest.mark.xfail(strict=True, raises=HoleOpen,
-                   reason="known hole, found by reading the code (stop 16) and not yet run on a GPU: work queued on "
-                          "another stream runs beside the judge's spin, unseen (docs/threat-model.md). Strict: a run "
-                          "in which the judge already catches it fails here, and the threat model must be corrected")
-def test_gpu_work_beside_the_judges_spin_is_never_correct_and_faster():
+                   reason="known limit (docs/threat-model.md, 'Work beside the spin'): on a call whose host time "
+                          "exceeds its GPU time at zero spin (problem 1 at 1024 x 1024: ~0.01 ms), work beside the "
+                          "spin costs the probe block's wall nothing the host did not already spend. Strict: a run in "
+                          "which the judge catches it fails here, and the threat model must be corrected")
+def test_gpu_work_beside_the_judges_spin_on_a_host_paced_call_is_not_yet_caught():
     result = run("gpu_beside_spin", **GPU_TIMED)
     assert result["verdict"] == schema.CORRECT, result["message"]  # anything else: the exploit itself is broken
     timing = result["timing"]
+    print("probe:", timing["crosscheck"].get("probe"), "speedup:", timing["speedup"])
     if timing["faster"] and not result["flags"]:
         raise HoleOpen(f"{timing['speedup']}x {timing['speedup_ci']}, cross-check {timing['crosscheck']}")
     assert_never_correct_and_faster(result)
