@@ -72,8 +72,8 @@ class Config:
     # for a 0.1 ms call in GPU run 6), and a cold estimate sets a judge's spin 18x too long, whose wall then varies
     # with the GPU clock and read as a candidate's unexplained time (honest candidates flagged).
     timing_estimate_ms: Optional[float] = None
-    # Timing blocks with no spin, after the spun ones (Pair._time, _probe_check); None: one on CUDA, none on CPU,
-    # where no block spins.
+    # Timing blocks with no spin, after the spun ones (Pair._time, _probe_check); None: three on CUDA (their
+    # median is read), none on CPU, where no block spins.
     probe: Optional[int] = None
 
     @property
@@ -82,7 +82,7 @@ class Config:
 
     @property
     def probe_blocks(self) -> int:
-        return self.probe if self.probe is not None else (1 if self.device == "cuda" else 0)
+        return self.probe if self.probe is not None else (3 if self.device == "cuda" else 0)
 
     def budget_ms(self) -> float:
         return self.timing_budget_ms or (2000.0 if self.device == "cuda" else 600.0)
@@ -171,13 +171,15 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
         timed.append((k, outcome["timing"]))
     flags.discard(schema.FLAG_TIMING_CROSSCHECK)  # decided over all pairs:
     suspect, combined, aside = pairs.triage(timed)
-    if suspect:
+    pooled = pairs.probe_pooled([t for _, t in timed], PROBE_Z * PROBE_PAIR_SD[cfg.device])
+    if suspect or (pooled and pooled["suspect"]):
         flags.add(schema.FLAG_TIMING_CROSSCHECK)
     result["flags"] = sorted(flags)
     if len(combined) > 1:
         result["timing"] = pairs.combine([t for _, t in combined], cfg.device, HOST_BOUND_NOISE_FLOOR, dropped, aside)
     else:  # one pair left: its own document, with the one-pair floor it was judged with
         result["timing"] = dict(combined[0][1], pairs={"count": 1, "dropped": dropped, "set_aside": aside})
+    result["timing"]["pairs"]["probe"] = pooled
 
 
 def _hidden_world(prob, candidate: str, cfg: Config, base: dict, result: dict) -> None:
@@ -860,9 +862,13 @@ def _claimed_ms(blocks) -> float:
     return statistics.median([statistics.median(b) for b in blocks[skip:]])
 
 
-# The probe check's allowance (per call): a floor, a per-block share spread over the probe block's calls, and a
-# share of the candidate's own cost per call. Provisional: set from the honest candidates of GPU run 8.
-PROBE_FLOOR_MS = {"cuda": 0.05, "cpu": 2.0}
+# The probe check's allowance per call, the largest of: PROBE_Z times the spread of one pair's excess for honest
+# candidates (GPU run 8: SD 0.16 ms over 24 pairs of problem 13 at 4096, a 0.108 ms call, one 41-call probe block:
+# the judge's wall around a block varies by milliseconds, whatever the call), a per-block share spread over the probe
+# block's calls, and a share of the candidate's own cost per call. Across K pairs the mean excess is held to
+# PROBE_Z x PROBE_PAIR_SD / sqrt(K) (pairs.probe_pooled), so eight pairs see ~0.2 ms a call hidden where one sees 0.5.
+PROBE_PAIR_SD = {"cuda": 0.17, "cpu": 3.0}
+PROBE_Z = 3.0
 PROBE_BLOCK_MS = {"cuda": 2.0, "cpu": 30.0}
 PROBE_SHARE = 0.25
 
@@ -888,14 +894,18 @@ def _probe_check(ref_blocks, cand_blocks, probe: dict, cfg: Config) -> dict:
     ref_reported = statistics.median([statistics.median(b) for b in probe["ref"]])
     harness_ms = max(0.0, ref_wall - ref_reported)  # the reference's own: trusted
     excess = (cand_wall - cand_claim) - (ref_wall - ref_claim)
-    allowance = max(PROBE_FLOOR_MS[cfg.device], PROBE_BLOCK_MS[cfg.device] / max(1, probe.get("calls") or 1),
-                    PROBE_SHARE * max(0.0, cand_wall - harness_ms))
+    share = PROBE_SHARE * max(0.0, cand_wall - harness_ms)
+    allowance = max(PROBE_Z * PROBE_PAIR_SD[cfg.device], PROBE_BLOCK_MS[cfg.device] / max(1, probe.get("calls") or 1),
+                    share)
     return {"reference_wall_per_call_ms": round(ref_wall, 4), "candidate_wall_per_call_ms": round(cand_wall, 4),
             "reference_claim_ms": round(ref_claim, 4), "candidate_claim_ms": round(cand_claim, 4),
             "reference_reported_ms": round(ref_reported, 4),
             "candidate_reported_ms": round(statistics.median([statistics.median(b) for b in probe["cand"]]), 4),
-            "excess_ms": round(excess, 4), "allowance_ms": round(allowance, 4), "calls": probe.get("calls"),
-            "blocks": len(probe["walls"]["cand"]), "suspect": bool(excess > allowance)}
+            "excess_ms": round(excess, 4), "allowance_ms": round(allowance, 4), "share_ms": round(share, 4),
+            "calls": probe.get("calls"), "blocks": len(probe["walls"]["cand"]), "suspect": bool(excess > allowance),
+            # each probe block's wall per call (the noise the allowance is set from, for re-judging stored runs)
+            "walls_ms": {"reference": [round(w, 4) for w in probe["walls"]["ref"]],
+                         "candidate": [round(w, 4) for w in probe["walls"]["cand"]]}}
 
 
 def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int] = None,

@@ -2,7 +2,7 @@
 import pytest
 
 import problems
-from evaluator import judge, physics, schema
+from evaluator import judge, pairs, physics, schema
 from tests.redteam.harness import TIMED, run
 
 
@@ -87,25 +87,36 @@ def test_the_crosscheck_keeps_each_blocks_wall_and_reported_median():
 
 def _probe_doc(cand_claim, cand_probe_wall, cand_probe_reported, ref_claim=0.108, ref_probe_wall=0.55,
                ref_probe_reported=0.11, calls=49):
-    """Spun blocks whose walls agree (both hold the spin), then one probe block (no spin) per side."""
+    """Spun blocks whose walls agree (both hold the spin), then three probe blocks (no spin) per side."""
     config = judge.Config(world_size=1, device="cuda")
     ref = [[ref_claim] * 12 for _ in range(6)]
     cand = [[cand_claim] * 12 for _ in range(6)]
     walls = {"ref": [2.0 + ref_claim] * 6, "cand": [2.0 + cand_claim] * 6}
-    probe = {"ref": [[ref_probe_reported] * 48], "cand": [[cand_probe_reported] * 48],
-             "walls": {"ref": [ref_probe_wall], "cand": [cand_probe_wall]}, "calls": calls}
+    probe = {"ref": [[ref_probe_reported] * 48] * 3, "cand": [[cand_probe_reported] * 48] * 3,
+             "walls": {"ref": [ref_probe_wall] * 3, "cand": [cand_probe_wall - 0.3, cand_probe_wall, 9.9]},
+             "calls": calls}
     return judge._timing_document(ref, cand, walls, config, calls=13, spin_ms=1.9, probe=probe)
 
 
 def test_work_beside_the_spin_shows_in_the_probe_blocks_wall():
-    # The candidate claims 0.01 ms a call in the spun blocks, where its real 0.108 ms ran beside the spin: the spun
-    # blocks' walls agree (the spin hides it) and only the probe block, with no spin, shows the cost.
-    doc = _probe_doc(cand_claim=0.01, cand_probe_wall=0.55, cand_probe_reported=0.01)
+    # The candidate claims 0.05 ms a call in the spun blocks, where its real 1 ms ran beside the spin: the spun
+    # blocks' walls agree (the spin hides it) and only the probe blocks, with no spin, show the cost.
+    doc = _probe_doc(cand_claim=0.05, cand_probe_wall=1.45, cand_probe_reported=0.05, ref_claim=1.0,
+                     ref_probe_wall=1.45, ref_probe_reported=1.0)
     probe = doc["crosscheck"]["probe"]
-    assert probe["excess_ms"] == pytest.approx(0.098, abs=1e-4) and probe["excess_ms"] > probe["allowance_ms"]
+    assert probe["excess_ms"] == pytest.approx(0.95, abs=1e-4) and probe["excess_ms"] > probe["allowance_ms"]
+    assert probe["walls_ms"]["candidate"] == [1.15, 1.45, 9.9]  # the median of the blocks is read
     assert schema.FLAG_TIMING_CROSSCHECK in doc["_flags"] and doc["faster"] is False and doc["ranked"] is False
-    # The same when it behaves honestly in the probe block (it can tell the blocks apart): the wall is the same.
-    assert schema.FLAG_TIMING_CROSSCHECK in _probe_doc(0.01, 0.55, 0.108)["_flags"]
+    # The same when it behaves honestly in the probe blocks (it can tell them apart): the wall is the same.
+    assert schema.FLAG_TIMING_CROSSCHECK in _probe_doc(0.05, 1.45, 1.0, 1.0, 1.45, 1.0)["_flags"]
+
+
+def test_one_pair_allows_the_measured_noise_of_its_probe_wall():
+    # 0.1 ms hidden in a 0.108 ms call is within one pair's noise (SD 0.17 ms a call, GPU run 8): not flagged alone.
+    doc = _probe_doc(cand_claim=0.008, cand_probe_wall=0.55, cand_probe_reported=0.008)
+    probe = doc["crosscheck"]["probe"]
+    assert probe["allowance_ms"] == pytest.approx(judge.PROBE_Z * judge.PROBE_PAIR_SD["cuda"])
+    assert probe["suspect"] is False
 
 
 def test_a_candidate_whose_probe_wall_backs_its_claim_passes():
@@ -126,13 +137,24 @@ def test_a_large_call_is_allowed_a_share_of_its_own_cost():
     assert hidden["crosscheck"]["probe"]["suspect"] is True
 
 
+def test_pairs_pool_their_probe_excess():
+    # 0.3 ms a call hidden in each of 8 pairs: below one pair's allowance, above the pooled one (0.51 / sqrt 8).
+    def pair(excess):
+        return {"crosscheck": {"probe": {"excess_ms": excess, "share_ms": 0.03}}}
+    hidden = pairs.probe_pooled([pair(0.3)] * 8, judge.PROBE_Z * judge.PROBE_PAIR_SD["cuda"])
+    assert hidden["suspect"] is True and hidden["allowance_ms"] == pytest.approx(0.51 / 8 ** 0.5, abs=1e-4)
+    honest = pairs.probe_pooled([pair(x) for x in (0.25, -0.19, -0.24, 0.27, 0.03, 0.02, -0.02, 0.02)], 0.51)
+    assert honest["suspect"] is False  # the honest 5%-slower probe's pairs of GPU run 8, call 1
+    assert pairs.probe_pooled([{"crosscheck": {}}], 0.51) is None
+
+
 def test_probe_blocks_stay_out_of_the_speedup():
     doc = _probe_doc(cand_claim=0.098, cand_probe_wall=0.54, cand_probe_reported=5.0)
-    assert doc["candidate_ms"] == pytest.approx(0.098) and doc["samples"] == 72
+    assert doc["candidate_ms"] == pytest.approx(0.098) and doc["samples"] == 72  # 6 spun blocks x 12
 
 
 def test_probe_blocks_by_default_on_cuda_only():
-    assert judge.Config(world_size=1, device="cuda").probe_blocks == 1
+    assert judge.Config(world_size=1, device="cuda").probe_blocks == 3
     assert judge.Config(world_size=1, device="cpu").probe_blocks == 0
     assert judge.Config(world_size=1, device="cpu", probe=2).probe_blocks == 2
 

@@ -70,9 +70,10 @@ class HoleOpen(Exception):
     """The exploit was judged correct, faster and unflagged."""
 
 
-# Problem 1 at 16384 x 16384 bf16 (512 MB; the reference's clone takes ~0.3 ms on an H200): a call the GPU, not the
-# host, paces, so that work hidden beside the spin shows in the probe block's wall (judge._probe_check).
-GPU_DEVICE_BOUND = dict(GPU_TIMED, M=16384, N=16384)
+# Problem 1 at 32768 x 32768 bf16 (2 GiB; the reference's clone takes ~1 ms on an H200): a call the GPU, not the host,
+# paces, and large enough that the work hidden beside the spin exceeds one pair's allowance in the probe blocks'
+# wall (judge._probe_check: 0.51 ms a call). At 16384 (0.26 ms a call) GPU run 8 read an excess of 0.07 ms.
+GPU_DEVICE_BOUND = dict(GPU_TIMED, M=32768, N=32768)
 
 
 def test_gpu_work_beside_the_judges_spin_is_flagged_on_a_device_bound_call():
@@ -91,10 +92,10 @@ def test_gpu_honest_control_at_the_device_bound_size_is_not_flagged():
 
 
 @pytest.mark.xfail(strict=True, raises=HoleOpen,
-                   reason="known limit (docs/threat-model.md, 'Work beside the spin'): on a call whose host time "
-                          "exceeds its GPU time at zero spin (problem 1 at 1024 x 1024: ~0.01 ms), work beside the "
-                          "spin costs the probe block's wall nothing the host did not already spend. Strict: a run in "
-                          "which the judge catches it fails here, and the threat model must be corrected")
+                   reason="known limit (docs/threat-model.md, 'Work beside the spin'): one pair's probe allowance "
+                          "(0.51 ms a call, the noise of the judge's wall clock) is far above problem 1's call at "
+                          "1024 x 1024 (~0.005 ms). Strict: a run in which the judge catches it fails here, and the "
+                          "threat model must be corrected")
 def test_gpu_work_beside_the_judges_spin_on_a_host_paced_call_is_not_yet_caught():
     result = run("gpu_beside_spin", **GPU_TIMED)
     assert result["verdict"] == schema.CORRECT, result["message"]  # anything else: the exploit itself is broken
