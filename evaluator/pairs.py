@@ -69,16 +69,17 @@ def triage(timings: list[tuple[int, dict]]) -> tuple[bool, list[tuple[int, dict]
               "allowance_ms": t["crosscheck"].get("allowance_ms"), "speedup": t.get("speedup"),
               "crosscheck": t["crosscheck"]} for k, t in suspect]
     return False, [(k, t) for k, t in timings if not crosscheck_suspect(t)], aside
-def probe_pooled(timings: list[dict], one_pair_allowance_ms: float) -> Optional[dict]:
+def probe_pooled(timings: list[dict]) -> Optional[dict]:
     """The probe check (judge._probe_check) over K pairs: the mean excess of every pair that ran (set-aside ones too:
-    hiding work in some pairs must not lower the mean), held to the one-pair allowance / sqrt(K), or to the median of
-    the pairs' own shares of the call when that is larger. None when no pair had probe blocks."""
+    hiding work in some pairs must not lower the mean), held to the median of the pairs' noise allowances / sqrt(K),
+    or to the median of their shares of the call when that is larger. None when no pair had probe blocks."""
     probes = [t["crosscheck"]["probe"] for t in timings if (t.get("crosscheck") or {}).get("probe")]
     if not probes:
         return None
     K = len(probes)
     mean = statistics.fmean(p["excess_ms"] for p in probes)
-    allowance = max(one_pair_allowance_ms / math.sqrt(K), statistics.median(p.get("share_ms") or 0.0 for p in probes))
+    allowance = max(statistics.median(p["noise_ms"] for p in probes) / math.sqrt(K),
+                    statistics.median(p["share_ms"] for p in probes))
     return {"pairs": K, "mean_excess_ms": round(mean, 4), "allowance_ms": round(allowance, 4),
             "suspect": bool(mean > allowance)}
 

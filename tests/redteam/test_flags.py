@@ -86,14 +86,15 @@ def test_the_crosscheck_keeps_each_blocks_wall_and_reported_median():
 
 
 def _probe_doc(cand_claim, cand_probe_wall, cand_probe_reported, ref_claim=0.108, ref_probe_wall=0.55,
-               ref_probe_reported=0.11, calls=49):
+               ref_probe_reported=0.11, calls=49, ref_spread=0.0):
     """Spun blocks whose walls agree (both hold the spin), then three probe blocks (no spin) per side."""
     config = judge.Config(world_size=1, device="cuda")
     ref = [[ref_claim] * 12 for _ in range(6)]
     cand = [[cand_claim] * 12 for _ in range(6)]
     walls = {"ref": [2.0 + ref_claim] * 6, "cand": [2.0 + cand_claim] * 6}
     probe = {"ref": [[ref_probe_reported] * 48] * 3, "cand": [[cand_probe_reported] * 48] * 3,
-             "walls": {"ref": [ref_probe_wall] * 3, "cand": [cand_probe_wall - 0.3, cand_probe_wall, 9.9]},
+             "walls": {"ref": [ref_probe_wall, ref_probe_wall + ref_spread, ref_probe_wall],
+                       "cand": [cand_probe_wall - 0.3, cand_probe_wall, 9.9]},
              "calls": calls}
     return judge._timing_document(ref, cand, walls, config, calls=13, spin_ms=1.9, probe=probe)
 
@@ -112,11 +113,20 @@ def test_work_beside_the_spin_shows_in_the_probe_blocks_wall():
 
 
 def test_one_pair_allows_the_measured_noise_of_its_probe_wall():
-    # 0.1 ms hidden in a 0.108 ms call is within one pair's noise (SD 0.17 ms a call, GPU run 8): not flagged alone.
+    # 0.1 ms hidden in a 0.108 ms call is within one pair's noise (the floor, GPU run 8): not flagged alone.
     doc = _probe_doc(cand_claim=0.008, cand_probe_wall=0.55, cand_probe_reported=0.008)
     probe = doc["crosscheck"]["probe"]
-    assert probe["allowance_ms"] == pytest.approx(judge.PROBE_Z * judge.PROBE_PAIR_SD["cuda"])
+    assert probe["allowance_ms"] == pytest.approx(judge.PROBE_FLOOR_MS["cuda"])
     assert probe["suspect"] is False
+
+
+def test_the_references_spread_widens_the_allowance_and_the_candidates_does_not():
+    # Problem 31 in GPU run 8: the reference's probe blocks spanned 5.2-7.8 ms a call, and the honest candidate's
+    # excess read 2.3 ms. The reference's spread is the judge's noise estimate; the candidate's own blocks (one of
+    # them at 9.9 ms here) could be made to vary at will, and change nothing.
+    spread = _probe_doc(0.108, 0.55 + 2.3, 0.11, ref_spread=2.7)["crosscheck"]["probe"]
+    assert spread["allowance_ms"] == pytest.approx(judge.PROBE_RANGE_FACTOR * 2.7) and spread["suspect"] is False
+    assert _probe_doc(0.108, 0.55 + 2.3, 0.11)["crosscheck"]["probe"]["suspect"] is True
 
 
 def test_a_candidate_whose_probe_wall_backs_its_claim_passes():
@@ -140,12 +150,12 @@ def test_a_large_call_is_allowed_a_share_of_its_own_cost():
 def test_pairs_pool_their_probe_excess():
     # 0.3 ms a call hidden in each of 8 pairs: below one pair's allowance, above the pooled one (0.51 / sqrt 8).
     def pair(excess):
-        return {"crosscheck": {"probe": {"excess_ms": excess, "share_ms": 0.03}}}
-    hidden = pairs.probe_pooled([pair(0.3)] * 8, judge.PROBE_Z * judge.PROBE_PAIR_SD["cuda"])
+        return {"crosscheck": {"probe": {"excess_ms": excess, "noise_ms": 0.51, "share_ms": 0.03}}}
+    hidden = pairs.probe_pooled([pair(0.3)] * 8)
     assert hidden["suspect"] is True and hidden["allowance_ms"] == pytest.approx(0.51 / 8 ** 0.5, abs=1e-4)
-    honest = pairs.probe_pooled([pair(x) for x in (0.25, -0.19, -0.24, 0.27, 0.03, 0.02, -0.02, 0.02)], 0.51)
+    honest = pairs.probe_pooled([pair(x) for x in (0.25, -0.19, -0.24, 0.27, 0.03, 0.02, -0.02, 0.02)])
     assert honest["suspect"] is False  # the honest 5%-slower probe's pairs of GPU run 8, call 1
-    assert pairs.probe_pooled([{"crosscheck": {}}], 0.51) is None
+    assert pairs.probe_pooled([{"crosscheck": {}}]) is None
 
 
 def test_probe_blocks_stay_out_of_the_speedup():

@@ -70,10 +70,11 @@ class HoleOpen(Exception):
     """The exploit was judged correct, faster and unflagged."""
 
 
-# Problem 1 at 32768 x 32768 bf16 (2 GiB; the reference's clone takes ~1 ms on an H200): a call the GPU, not the host,
-# paces, and large enough that the work hidden beside the spin exceeds one pair's allowance in the probe blocks'
-# wall (judge._probe_check: 0.51 ms a call). At 16384 (0.26 ms a call) GPU run 8 read an excess of 0.07 ms.
-GPU_DEVICE_BOUND = dict(GPU_TIMED, M=32768, N=32768)
+# Problem 1 at 24576 x 32768 bf16 (1.5 GiB; the reference's clone takes ~0.76 ms on an H200): a call the GPU, not the
+# host, paces, and large enough that the work hidden beside the spin exceeds one pair's allowance in the probe blocks'
+# wall (judge._probe_check: 0.51 ms a call). GPU run 8: at 16384 x 16384 (0.26 ms) the excess read 0.07 ms; at
+# 32768 x 32768 a trial's 2 GiB output file passes the sandbox's per-file limit (RLIMIT_FSIZE).
+GPU_DEVICE_BOUND = dict(GPU_TIMED, M=24576, N=32768)
 
 
 def test_gpu_work_beside_the_judges_spin_is_flagged_on_a_device_bound_call():
