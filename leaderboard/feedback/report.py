@@ -5,7 +5,9 @@
      "mismatch": {"trial", "seed", "failing_ranks", "ranks": [{"rank", "ok", "where", "max_abs_error",
                   "max_rel_error", "first_mismatch_index", "message"}]} | null,
      "timing": {"reference_ms", "candidate_ms", "speedup", "speedup_ci", "faster", "ranked", "method", "samples",
-                "blocks", "crosscheck_suspect"} | null,
+                "blocks", "crosscheck_suspect",
+                "crosscheck": {"unexplained_ms", "allowance_ms",
+                               "probe": {"excess_ms", "allowance_ms", "suspect"} | null}} | null,
      "speed_of_light": {"efficiency": float | "n/a", "reason", "floor_ms", "link_ms", "hbm_ms", "compute_ms",
                         "bytes_per_rank", "flops_per_rank", "ceilings"},
      "shape", "world_size", "device", "seeds", "environment", "metering": {"wall_s", "gpu_seconds"}}
@@ -69,7 +71,15 @@ def timing_summary(timing: dict | None) -> dict | None:
         return None
     keys = ("reference_ms", "candidate_ms", "speedup", "speedup_ci", "faster", "ranked", "method", "samples", "blocks")
     out = {k: timing.get(k) for k in keys}
-    out["crosscheck_suspect"] = bool((timing.get("crosscheck") or {}).get("suspect"))
+    check = timing.get("crosscheck") or {}
+    out["crosscheck_suspect"] = bool(check.get("suspect"))
+    # Which of the judge's clocks disagreed with the reported times, and by how much (docs/threat-model.md, 4 and
+    # 4b): an agent whose honest kernel is flagged needs to know whether its time outside the window or its cost at
+    # zero spin (slow launches read like work hidden beside the spin) is what to reduce.
+    probe = check.get("probe")
+    out["crosscheck"] = {"unexplained_ms": check.get("unexplained_ms"), "allowance_ms": check.get("allowance_ms"),
+                         "probe": {k: probe.get(k) for k in ("excess_ms", "allowance_ms", "suspect")}
+                         if probe else None}
     return out
 
 
@@ -127,6 +137,8 @@ def text(feedback: dict) -> str:
                      f"{'ranked' if timing.get('ranked') else 'unranked'}): reference {timing.get('reference_ms')} ms, "
                      f"candidate {timing.get('candidate_ms')} ms, speedup {timing.get('speedup')}x "
                      f"[{lo}, {hi}] -> {'FASTER' if timing.get('faster') else 'not faster'}")
+        if timing.get("crosscheck_suspect"):
+            lines.append(crosscheck_line(timing.get("crosscheck") or {}))
     light = feedback.get("speed_of_light") or {}
     efficiency = light.get("efficiency")
     if isinstance(efficiency, (int, float)):
@@ -139,6 +151,16 @@ def text(feedback: dict) -> str:
     meter = feedback.get("metering") or {}
     lines.append(f"metered: wall {meter.get('wall_s')} s, GPU-seconds {meter.get('gpu_seconds')}")
     return "\n".join(lines)
+
+
+def crosscheck_line(check: dict) -> str:
+    probe = check.get("probe") or {}
+    if probe.get("suspect"):
+        return (f"timing cross-check: with no spin the judge's clock saw {probe.get('excess_ms')} ms a call more than "
+                f"the events claimed, beyond the reference's and the {probe.get('allowance_ms')} ms allowed (work "
+                "beside the spin, or launches much slower than the GPU work)")
+    return (f"timing cross-check: {check.get('unexplained_ms')} ms a call outside the timed window, beyond the "
+            f"reference's and the {check.get('allowance_ms')} ms allowed")
 
 
 def first_line(message: str) -> str:

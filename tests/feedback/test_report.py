@@ -33,3 +33,17 @@ def test_timed_call_mismatch_is_reported():
                 "trials": [{"trial": 0, "seed": 5, "verdict": "correct", "ranks": []}], "timing": None}
     miss = report.build(document, 0, 0, [])["mismatch"]
     assert miss["trial"] is None and "timed call" in miss["message"]
+
+
+def test_a_probe_flag_says_which_clock_disagreed_and_by_how_much():
+    document = gpu_document({"applies": False, "reason": "off shape"})
+    document["flags"] = ["timing_crosscheck"]
+    document["timing"].update(faster=False, ranked=False, crosscheck={
+        "suspect": True, "unexplained_ms": 0.01, "allowance_ms": 0.2,
+        "probe": {"excess_ms": 1.13, "allowance_ms": 0.51, "suspect": True, "walls_ms": {"reference": [6.4]}}})
+    feedback = report.build(document, 1, 8, [])
+    assert feedback["timing"]["crosscheck"]["probe"] == {"excess_ms": 1.13, "allowance_ms": 0.51, "suspect": True}
+    line = report.text(feedback)
+    assert "with no spin the judge's clock saw 1.13 ms a call more" in line and "0.51 ms allowed" in line
+    document["timing"]["crosscheck"].update(probe=None, unexplained_ms=0.4)
+    assert "0.4 ms a call outside the timed window" in report.text(report.build(document, 1, 8, []))
