@@ -45,7 +45,7 @@ def main(paths: list[str]) -> None:
         runs = [(name, [rejudge(p) for p in probes]) for name, probes in probes_of(json.loads(Path(path).read_text()))]
         suspect = [(name, p["excess_ms"], p["allowance_ms"]) for name, probes in runs for p in probes if p["suspect"]]
         count = sum(len(probes) for _, probes in runs)
-        pooled = [(name, pairs.probe_pooled([{"crosscheck": {"probe": p}} for p in probes]))
+        pooled = [(name, pairs.probe_pooled([{"crosscheck": {"probe": p}} for p in probes], "cuda"))
                   for name, probes in runs if len(probes) > 1]
         total, suspect_total = total + count, suspect_total + len(suspect)
         print(f"{path}: {len(suspect)} of {count} probes suspect {suspect}")

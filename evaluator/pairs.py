@@ -69,17 +69,26 @@ def triage(timings: list[tuple[int, dict]]) -> tuple[bool, list[tuple[int, dict]
               "allowance_ms": t["crosscheck"].get("allowance_ms"), "speedup": t.get("speedup"),
               "crosscheck": t["crosscheck"]} for k, t in suspect]
     return False, [(k, t) for k, t in timings if not crosscheck_suspect(t)], aside
-def probe_pooled(timings: list[dict]) -> Optional[dict]:
+
+
+# The pooled probe check's least allowance per call (probe_pooled). Pairs of one judged run are not independent:
+# in GPU run 8 the mean excess of the eight honest runs of eight pairs spread with an SD of 0.077 ms (means -0.13 to
+# +0.13), where eight independent pairs would give ~0.05; 3 x 0.077, rounded up.
+PROBE_POOLED_FLOOR_MS = {"cuda": 0.25, "cpu": 4.5}
+
+
+def probe_pooled(timings: list[dict], device: str = "cuda") -> Optional[dict]:
     """The probe check (judge._probe_check) over K pairs: the mean excess of every pair that ran (set-aside ones too:
-    hiding work in some pairs must not lower the mean), held to the median of the pairs' noise allowances / sqrt(K),
-    or to the median of their shares of the call when that is larger. None when no pair had probe blocks."""
+    hiding work in some pairs must not lower the mean), held to the median of the pairs' noise allowances / sqrt(K)
+    but at least PROBE_POOLED_FLOOR_MS, or to the median of their shares of the call when that is larger. None when
+    no pair had probe blocks."""
     probes = [t["crosscheck"]["probe"] for t in timings if (t.get("crosscheck") or {}).get("probe")]
     if not probes:
         return None
     K = len(probes)
     mean = statistics.fmean(p["excess_ms"] for p in probes)
-    allowance = max(statistics.median(p["noise_ms"] for p in probes) / math.sqrt(K),
-                    statistics.median(p["share_ms"] for p in probes))
+    noise = max(PROBE_POOLED_FLOOR_MS[device], statistics.median(p["noise_ms"] for p in probes) / math.sqrt(K))
+    allowance = max(noise, statistics.median(p["share_ms"] for p in probes))
     return {"pairs": K, "mean_excess_ms": round(mean, 4), "allowance_ms": round(allowance, 4),
             "suspect": bool(mean > allowance)}
 
