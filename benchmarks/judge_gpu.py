@@ -53,6 +53,21 @@ def relaunch_per_trial(pid: int, W: int, device: str, trials: int, M: int, N: in
     return time.monotonic() - began
 
 
+def _checks(row: dict) -> str:
+    """The cross-checks' numbers on a printed line: flags, the probe excess against its allowance (one pair's, or
+    the pooled one of K pairs), and how many pairs were set aside."""
+    probe = (row.get("crosscheck") or {}).get("probe") or {}
+    pooled = row.get("probe_pooled") or {}
+    text = f" flags {row['flags']}" if row.get("flags") else ""
+    if pooled:
+        text += f" probe mean {pooled['mean_excess_ms']}/{pooled['allowance_ms']} ms"
+    elif probe:
+        text += f" probe {probe.get('excess_ms')}/{probe.get('allowance_ms')} ms"
+    if row.get("set_aside"):
+        text += f" set aside {len(row['set_aside'])}"
+    return text
+
+
 def _progress(args, what: str, doc: dict) -> None:
     """Write the JSON so far after every row: a run cut short by the device's time limit keeps what it measured."""
     if args.out:
@@ -147,7 +162,7 @@ def _aa(args, pool) -> dict:
             print(f"{pid:>3} rep {rep} {row['verdict']:<10} speedup {row['speedup']} ci {row['ci']} "
                   f"raw {row['bootstrap_ci']} {'' if row['contains_1'] else 'MISSES 1.0'}"
                   f"{' FASTER' if row['faster'] else ''} host-bound {row['host_bound']} "
-                  f"{row['host_bound_share']} ({row['wall_s']} s)", flush=True)
+                  f"{row['host_bound_share']}{_checks(row)} ({row['wall_s']} s)", flush=True)
             _progress(args, "aa", {"rows": rows, "partial": True})
     speedups = [r["speedup"] for r in rows if r["speedup"]]
     summary = {"runs": len(rows), "warm_depth": args.warm, "elapsed_s": round(time.monotonic() - began, 1),
@@ -275,8 +290,8 @@ def _sensitivity(args, pool) -> dict:
             out["runs"].append({"case": label, **selfcheck.aa_summary(result), "ci": ci, "detected": hit,
                                 "wall_s": round(time.monotonic() - began, 1)})
             out[label] = f"{hits[label]}/{rep + 1}"
-            print(f"{label:<11} rep {rep:>2} speedup {t.get('speedup')} ci {ci} {'detected' if hit else 'MISSED'}",
-                  flush=True)
+            print(f"{label:<11} rep {rep:>2} speedup {t.get('speedup')} ci {ci} {'detected' if hit else 'MISSED'}"
+                  f"{_checks(out['runs'][-1])}", flush=True)
             _progress(args, "sensitivity", dict(out, partial=True))
     print("SUMMARY", json.dumps({k: v for k, v in out.items() if k != "runs"}))
     return out
