@@ -24,6 +24,7 @@ from leaderboard.models import (
     Result,
     Submission,
 )
+from leaderboard.feedback import report
 from leaderboard.services import quota_usage
 
 PROTOCOL_ORDER = ["one_shot", "best_of_k", "agentic_feedback"]
@@ -241,7 +242,8 @@ def submission_grid(submission: Submission) -> list[dict]:
         "id", "candidate_id", "status", "run", "last_error")}
     results: dict = {}
     for row in Result.objects.filter(job__submission=submission).order_by("id").values_list(
-            "id", "job_id", "run", "verdict", "message", "flags", "document__timing__pairs__set_aside"):
+            "id", "job_id", "run", "verdict", "message", "flags", "document__timing__pairs__set_aside",
+            "document__timing__crosscheck", "document__timing__pairs__probe"):
         results.setdefault((row[1], row[2]), []).append(row)
     attempts = defaultdict(list)
     for cid, pid, attempt in Candidate.objects.filter(submission=submission).order_by("attempt").values_list(
@@ -261,7 +263,15 @@ def _attempt_cell(candidate_id: int, attempt: int, job, results) -> dict:
             "flags": final[5] if final else [], "retries": sum(1 for r in history if r[3] == "infra_error"),
             # Timing pairs whose cross-check was suspect, left out of the speedup (evaluator/pairs.py, triage).
             "set_aside": len(final[6]) if final and isinstance(final[6], list) else 0,
+            "timing_note": _timing_note(final),
             "failed": bool(job and job[2] == "failed"), "error": job[4] if job else ""}
+
+
+def _timing_note(final) -> str:
+    """Why a final result's timing was flagged by the cross-check (its numbers), or nothing."""
+    if not final or "timing_crosscheck" not in (final[5] or []) or not isinstance(final[7], dict):
+        return ""
+    return report.crosscheck_line(final[7], final[8] if isinstance(final[8], dict) else None)
 
 
 def submission_environment(submission: Submission) -> dict:

@@ -47,3 +47,10 @@ def test_a_probe_flag_says_which_clock_disagreed_and_by_how_much():
     assert "with no spin the judge's clock saw 1.13 ms a call more" in line and "0.51 ms allowed" in line
     document["timing"]["crosscheck"].update(probe=None, unexplained_ms=0.4)
     assert "0.4 ms a call outside the timed window" in report.text(report.build(document, 1, 8, []))
+
+
+def test_a_pooled_probe_flag_gives_the_mean_over_the_pairs():
+    check = {"unexplained_ms": 0.0, "allowance_ms": 0.2, "probe": {"excess_ms": 0.3, "allowance_ms": 0.51,
+                                                                   "suspect": False}}
+    line = report.crosscheck_line(check, {"pairs": 8, "mean_excess_ms": 0.3, "allowance_ms": 0.25, "suspect": True})
+    assert "over 8 pairs" in line and "mean 0.3 ms a call" in line and "0.25 ms allowed" in line

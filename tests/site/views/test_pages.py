@@ -221,3 +221,19 @@ def test_submission_page_query_count_does_not_grow_with_files(client, owner, sub
     baseline = count_queries(client, small.get_absolute_url())
     with django_assert_num_queries(baseline):
         client.get(big.get_absolute_url())
+
+
+def test_submission_page_says_why_a_timing_was_flagged(client, owner, submit, finish):
+    # The probe blocks at zero spin saw more than the candidate claimed (docs/threat-model.md, 4b): the page gives
+    # the numbers beside the flag, so a reader can tell a probe flag from time outside the window.
+    submission = submit(owner)
+    document = judge_document()
+    document["flags"] = ["timing_crosscheck"]
+    document["timing"].update(faster=False, ranked=False, crosscheck={
+        "suspect": True, "unexplained_ms": 0.01, "allowance_ms": 0.2,
+        "probe": {"excess_ms": 1.13, "allowance_ms": 0.51, "suspect": True}})
+    finish(submission.jobs.get(), document)
+    client.force_login(owner)
+    html = client.get(submission.get_absolute_url()).content.decode()
+    assert "with no spin the judge&#x27;s clock saw 1.13 ms a call more than the events claimed" in html
+    assert "0.51 ms allowed" in html
