@@ -153,7 +153,8 @@ def _aa(args, pool) -> dict:
                 continue
             candidate = _public_reference_file(pid) if args.untrusted else "reference"
             result = judge.evaluate(pid, candidate, args.world_size, args.device, M=args.M, N=args.N, pool=pool,
-                                    pairs=args.pairs, replace_memory=args.replace_memory)
+                                    pairs=args.pairs, replace_memory=args.replace_memory,
+                                    probe_always=True)  # the probe check's honest noise, in every pair
             row = {"id": pid, "repeat": rep, "replace_memory": args.replace_memory, "untrusted": args.untrusted,
                    "wall_s": result["wall_s"], **selfcheck.aa_summary(result)}
             false_faster += row["faster"]
@@ -281,7 +282,8 @@ def _sensitivity(args, pool) -> dict:
     for rep in range(args.repeats):
         for label, path, want in cases:
             began = time.monotonic()
-            result = judge.evaluate(pid, str(path), W, args.device, M=args.M, N=args.N, pool=pool, pairs=args.pairs)
+            result = judge.evaluate(pid, str(path), W, args.device, M=args.M, N=args.N, pool=pool, pairs=args.pairs,
+                                    probe_always=True)  # the slower probe too: its pairs calibrate the probe check
             t = result["timing"] or {}
             ci = t.get("speedup_ci", [1, 1])
             hit = (ci[1] < 1.0) if want == "slower" else bool(t.get("faster"))

@@ -175,9 +175,28 @@ def test_probe_blocks_by_default_on_cuda_only():
 def test_a_probe_block_runs_end_to_end_and_its_outputs_are_checked():
     # On CPU no block spins, so the probe block is off by default; asked for, it runs through the same harness,
     # with its own kept output checked against the reference like every timed block's.
-    result = run("honest_allreduce", **dict(TIMED, probe=1))
+    result = run("honest_allreduce", **dict(TIMED, probe=1, probe_always=True))
     assert result["verdict"] == schema.CORRECT, result["message"]
     probe = result["timing"]["crosscheck"]["probe"]
     assert probe["blocks"] == 1 and probe["calls"] >= 4
     assert probe["candidate_wall_per_call_ms"] > 0 and probe["reference_wall_per_call_ms"] > 0
     assert result["timing"]["verified_timed_calls"] == 2 * (judge.Config(world_size=2).blocks + 1)  # W = 2 ranks
+
+
+def test_a_candidate_that_cannot_be_faster_skips_the_probe_blocks():
+    # 10 ms a call against a reference of well under 1 ms: the spun blocks already say "not faster", so the probe
+    # blocks (15% of a judgement) have nothing to guard.
+    result = run("honest_slow", **dict(TIMED, probe=1))
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert "probe" not in result["timing"]["crosscheck"] and "cannot make" in result["timing"]["probe_skipped"]
+    assert result["timing"]["verified_timed_calls"] == 2 * judge.Config(world_size=2).blocks  # spun blocks only
+
+
+def test_the_probe_guards_every_pair_that_could_be_faster():
+    one, eight = judge.Config(world_size=1, device="cuda"), judge.Config(world_size=1, device="cuda", pairs=8)
+    assert judge._could_be_faster({"speedup": 1.2, "speedup_ci": [1.05, 1.3]}, one)
+    assert not judge._could_be_faster({"speedup": 1.05, "speedup_ci": [0.97, 1.13]}, one)
+    # With 8 pairs the combined interval is narrower than any pair's: any pair above 1.0 is probed.
+    assert judge._could_be_faster({"speedup": 1.01, "speedup_ci": [0.93, 1.09]}, eight)
+    assert not judge._could_be_faster({"speedup": 0.99, "speedup_ci": [0.91, 1.07]}, eight)
+    assert not judge._could_be_faster({"speedup": None, "speedup_ci": [0, 0]}, one)

@@ -86,9 +86,11 @@ def test_gpu_work_beside_the_judges_spin_is_flagged_on_a_device_bound_call():
 
 
 def test_gpu_honest_control_at_the_device_bound_size_is_not_flagged():
-    result = run("honest_allreduce", **GPU_DEVICE_BOUND)
+    # Probed although it cannot be faster (the reference's own code): the probe check must not flag it.
+    result = run("honest_allreduce", **GPU_DEVICE_BOUND, probe_always=True)
     assert result["verdict"] == schema.CORRECT, result["message"]
     print("probe:", result["timing"]["crosscheck"].get("probe"))
+    assert result["timing"]["crosscheck"]["probe"]["blocks"] == 3
     assert result["flags"] == [], result["timing"]["crosscheck"]
 
 
