@@ -656,11 +656,14 @@ class Pair:
 
         # The probe blocks guard "faster" (they cost ~15% of a judgement, GPU run 8): a pair whose spun blocks
         # cannot make the candidate faster skips them, unless a calibration run asks for them always.
-        probing = cfg.probe_blocks > 0 and (cfg.probe_always or _could_be_faster(document(False), cfg))
+        # (The document is made again after the probe blocks: its bootstrap takes ~0.3 s, paid only when probing.)
+        doc = document(False)
+        probing = cfg.probe_blocks > 0 and (cfg.probe_always or _could_be_faster(doc, cfg))
         for p in range(cfg.probe_blocks if probing else 0):
             block(cfg.blocks + p, probe_iters, 1, 0.0, True, is_probe=True)
-        doc = document(probing)
-        if cfg.probe_blocks and not probing:
+        if probing:
+            doc = document(True)
+        elif cfg.probe_blocks:
             doc["probe_skipped"] = ("the spun blocks cannot make this candidate faster (speedup "
                                     f"{doc['speedup']}, interval {doc['speedup_ci']}): nothing for the probe to guard")
         doc.update(distinct_input_sets_per_block=sets, calls_per_block=iters + 1, _kept=kept,
