@@ -128,9 +128,12 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
             degraded = f"sandbox switched off after the candidate ranks failed to start inside it: {sandbox_failed}"
             cfg = dataclasses.replace(cfg, sandbox=False)
     # A cross-check flag in the first pair is weighed with the other pairs' (pairs.triage); any other flag is final.
-    if (cfg.pairs > 1 and result["verdict"] == schema.CORRECT and result.get("timing")
-            and not set(result.get("flags") or []) - {schema.FLAG_TIMING_CROSSCHECK}):
-        _more_pairs(prob, candidate, cfg, base, result, pool)
+    # One pair (the default) whose cross-check was suspect is timed once more in fresh processes: honest candidates
+    # exceeded the allowance in 4 of 54 one-pair A/A runs of GPU run 8, and a flag keeps a result off the rankings.
+    flags = set(result.get("flags") or [])
+    if (result["verdict"] == schema.CORRECT and result.get("timing") and not flags - {schema.FLAG_TIMING_CROSSCHECK}
+            and (cfg.pairs > 1 or schema.FLAG_TIMING_CROSSCHECK in flags)):
+        _more_pairs(prob, candidate, cfg, base, result, pool, count=max(cfg.pairs, 2))
     if cfg.hidden_world_size and result["verdict"] == schema.CORRECT:
         _hidden_world(prob, candidate, cfg, base, result)
     _never_rank_flagged(result)
@@ -148,16 +151,17 @@ def _never_rank_flagged(result: dict) -> None:
         timing["ranked"] = False
 
 
-def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, pool) -> None:
-    """Time pairs 2..K, each in fresh groups with one trial of its own (correctness is checked in every pair), and
-    combine the timings (evaluator/pairs.py). A pair the platform fails is dropped and said so; any other failure in a
-    pair is the verdict, as in the first one."""
+def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, pool, count: int) -> None:
+    """Time pairs 2..count, each in fresh groups with one trial of its own (correctness is checked in every pair),
+    and combine the timings (evaluator/pairs.py). A pair the platform fails is dropped and said so; any other failure
+    in a pair is the verdict, as in the first one. With ``cfg.pairs`` = 1 this is the retiming of a suspect pair:
+    the result is flagged only if the second pair is suspect too, and otherwise takes the second pair's timing."""
     # ``pairs`` stays K: every pair times its 1/K share (Judge._time).
     one = dataclasses.replace(cfg, trials=1, hidden_shape=False, hidden_world_size=None, profile_dir=None,
                               timing_estimate_ms=result["timing"].get("estimate_ms"))
     timed, dropped = [(1, result["timing"])], []
     flags = set(result.get("flags") or [])
-    for k in range(2, cfg.pairs + 1):
+    for k in range(2, count + 1):
         seeds = _seeds(dataclasses.replace(one, seed=None if cfg.seed is None else derive_seed(cfg.seed, "pair", k)))
         outcome = _run_once(prob, candidate, one, seeds, dict(base), pool)
         result["_inside_s"] = result.get("_inside_s", 0.0) + outcome.get("_inside_s", 0.0)
@@ -167,13 +171,15 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
         result["trials"] = result.get("trials", []) + [dict(t, pair=k) for t in outcome.get("trials", [])]
         if outcome["verdict"] != schema.CORRECT:
             result.update(verdict=outcome["verdict"], timing=None, flags=[],
-                          message=f"in timing pair {k} of {cfg.pairs}: {outcome.get('message', '')}")
+                          message=f"in timing pair {k} of {count}: {outcome.get('message', '')}")
             return
         flags |= set(outcome.get("flags") or [])
         timed.append((k, outcome["timing"]))
     flags.discard(schema.FLAG_TIMING_CROSSCHECK)  # decided over all pairs:
-    suspect, combined, aside = pairs.triage(timed)
-    pooled = pairs.probe_pooled([t for _, t in timed], cfg.device)
+    retimed = cfg.pairs == 1
+    suspect, combined, aside = pairs.triage(timed, retimed=retimed)
+    # A retimed pair is not pooled with the suspect one it replaces: its own probe check passed or flagged it.
+    pooled = None if retimed else pairs.probe_pooled([t for _, t in timed], cfg.device)
     if suspect or (pooled and pooled["suspect"]):
         flags.add(schema.FLAG_TIMING_CROSSCHECK)
     result["flags"] = sorted(flags)

@@ -59,10 +59,12 @@ def crosscheck_suspect(timing: dict) -> bool:
     return bool((timing.get("crosscheck") or {}).get("suspect"))
 
 
-def triage(timings: list[tuple[int, dict]]) -> tuple[bool, list[tuple[int, dict]], list[dict]]:
-    """(flagged, pairs to combine, pairs set aside) from (pair number, timing) of every pair that ran."""
+def triage(timings: list[tuple[int, dict]], retimed: bool = False) -> tuple[bool, list[tuple[int, dict]], list[dict]]:
+    """(flagged, pairs to combine, pairs set aside) from (pair number, timing) of every pair that ran. ``retimed``:
+    a one-pair judgement whose suspect pair was timed once more (judge._more_pairs), flagged only if every try was
+    suspect; the try that was not is the timing."""
     suspect = [(k, t) for k, t in timings if crosscheck_suspect(t)]
-    if len(suspect) > MAX_SUSPECT_SHARE * len(timings):
+    if (len(suspect) == len(timings)) if retimed else (len(suspect) > MAX_SUSPECT_SHARE * len(timings)):
         return True, timings, []
     # Kept whole (speedup and cross-check), so that a stored run says what was set aside and why.
     aside = [{"pair": k, "unexplained_ms": t["crosscheck"].get("unexplained_ms"),

@@ -197,6 +197,31 @@ def test_cross_check_flags_in_most_pairs_flag_the_result(monkeypatch):
     assert result["timing"]["pairs"]["count"] == 4
 
 
+def test_a_suspect_single_pair_is_timed_again_and_flagged_only_if_that_is_suspect_too(monkeypatch):
+    # GPU run 8: 4 of 54 honest one-pair A/A runs exceeded the cross-check's allowance, and a flag keeps a result off
+    # the rankings. The retimed pair's timing stands; the suspect one is shown as set aside.
+    _crosscheck_suspect_in(monkeypatch, {1})
+    result = judge.evaluate(1, "reference", 1, "cpu", **SMALL)
+    assert result["verdict"] == schema.CORRECT and result["flags"] == []
+    doc = result["timing"]["pairs"]
+    assert doc["count"] == 1 and [a["pair"] for a in doc["set_aside"]] == [1] and doc["probe"] is None
+    assert [t.get("pair") for t in result["trials"]][-1] == 2  # the second pair's own trial is recorded
+
+
+def test_a_single_pair_suspect_twice_is_flagged(monkeypatch):
+    _crosscheck_suspect_in(monkeypatch, {1, 2})
+    result = judge.evaluate(1, "reference", 1, "cpu", **SMALL)
+    assert result["flags"] == [schema.FLAG_TIMING_CROSSCHECK]
+    assert result["timing"]["faster"] is False and result["timing"]["ranked"] is False
+
+
+def test_an_unsuspect_single_pair_is_not_timed_again(monkeypatch):
+    _crosscheck_suspect_in(monkeypatch, set())
+    result = judge.evaluate(1, "reference", 1, "cpu", **SMALL)
+    assert result["flags"] == [] and "pairs" not in result["timing"]
+    assert all("pair" not in t for t in result["trials"])
+
+
 def test_later_pairs_time_with_the_first_pairs_estimate_not_their_cold_trial(monkeypatch):
     # A later pair's one trial is its processes' first call (cold); the estimate sets the judge's spin and calls.
     seen, real = [], judge.Pair._time
