@@ -25,7 +25,12 @@ def test_pointer_cache_never_hits_or_is_wrong_when_it_does():
     result = run("cache_by_pointer", **TIMED)
     assert_never_correct_and_faster(result)
     if result["verdict"] == schema.CORRECT:
-        assert "HIT" not in logs(result)  # no two calls share a buffer: nothing to gain
+        # No two calls share a buffer, but the allocator and CPython recycle addresses and ids between blocks: in
+        # about one run in five here a stale answer went to a call no check read (a warm-up call, or a timed call
+        # other than the block's kept one). Wrong and unseen, but too few calls to move any block's median.
+        hits_per_rank = logs(result).count("cache_by_pointer: HIT") / 2
+        timing = result["timing"]
+        assert hits_per_rank < timing["samples"] / timing["blocks"] / 2, logs(result)[-2000:]
     else:
         assert result["verdict"] == schema.INCORRECT  # a recycled address served a stale answer
 
