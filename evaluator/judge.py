@@ -651,24 +651,19 @@ class Pair:
         probe_iters = int(iters * min(PROBE_CALLS_FACTOR, max(1.0, (spins[-1] / 1e3 + estimate_ms)
                                                                / (estimate_ms + 0.1))))
 
-        def document(with_probe: bool) -> dict:
-            return _timing_document(
-                ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1,
-                host_bound={side: statistics.median(v) for side, v in host_bound.items()},
-                # per call of the blocks the cross-check reads (not block 0): one warm-up, no spin
-                spin_ms=statistics.median(spins[1:] or spins) / 1e3 * iters / (iters + 1),
-                probe={"ref": probe["ref"], "cand": probe["cand"], "walls": probe["walls"],
-                       "calls": probe_iters + 1} if with_probe else None)
-
+        doc = _timing_document(ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1,
+                               host_bound={side: statistics.median(v) for side, v in host_bound.items()},
+                               # per call of the blocks the cross-check reads (not block 0): one warm-up, no spin
+                               spin_ms=statistics.median(spins[1:] or spins) / 1e3 * iters / (iters + 1))
         # The probe blocks guard "faster" (they cost ~15% of a judgement, GPU run 8): a pair whose spun blocks
-        # cannot make the candidate faster skips them, unless a calibration run asks for them always.
-        # (The document is made again after the probe blocks: its bootstrap takes ~0.3 s, paid only when probing.)
-        doc = document(False)
+        # cannot make the candidate faster skips them, unless a calibration run asks for them always. They do not
+        # change the speedup, so the document above only takes their check (_add_probe).
         probing = cfg.probe_blocks > 0 and (cfg.probe_always or _could_be_faster(doc, cfg))
         for p in range(cfg.probe_blocks if probing else 0):
             block(cfg.blocks + p, probe_iters, 1, 0.0, True, is_probe=True)
         if probing:
-            doc = document(True)
+            probe["calls"] = probe_iters + 1
+            _add_probe(doc, ref_blocks, cand_blocks, probe, cfg)
         elif cfg.probe_blocks:
             doc["probe_skipped"] = ("the spun blocks cannot make this candidate faster (speedup "
                                     f"{doc['speedup']}, interval {doc['speedup_ci']}): nothing for the probe to guard")
@@ -852,9 +847,6 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
     floor = noise_floor(cfg.device, is_host_bound)
     low, high = pairs.widen(raw_low, raw_high, floor)
     crosscheck = _crosscheck(ref_blocks, cand_blocks, walls, cfg, calls, spin_ms)
-    if probe and probe["ref"] and probe["cand"]:
-        crosscheck["probe"] = _probe_check(ref_blocks, cand_blocks, probe, cfg)
-        crosscheck["suspect"] = crosscheck["suspect"] or crosscheck["probe"]["suspect"]
     flags = [schema.FLAG_TIMING_CROSSCHECK] if crosscheck["suspect"] else []
     light = None
     if prob is not None:
@@ -863,7 +855,7 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
         if light["violated"]:
             flags.append(schema.FLAG_FASTER_THAN_LIGHT)
     ranked = cfg.device == "cuda" and not flags
-    return {
+    doc = {
         "reference_ms": round(ref_ms, 6), "candidate_ms": round(cand_ms, 6),
         "speedup": round(ref_ms / cand_ms, 4) if cand_ms > 0 else None,
         "speedup_ci": [round(low, 4), round(high, 4)], "faster": bool(low > 1.0 and not flags),
@@ -874,6 +866,20 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
         "ranked": ranked, "method": "cuda_events" if cfg.device == "cuda" else "wall_clock",
         "crosscheck": crosscheck, "speed_of_light": light, "_flags": flags,
     }
+    if probe and probe["ref"] and probe["cand"]:
+        _add_probe(doc, ref_blocks, cand_blocks, probe, cfg)
+    return doc
+
+
+def _add_probe(doc: dict, ref_blocks, cand_blocks, probe: dict, cfg: Config) -> None:
+    """Add the probe blocks' check (_probe_check) to a pair's timing document; a suspect probe flags it as the
+    cross-check of the spun blocks does (not faster, not ranked)."""
+    crosscheck = doc["crosscheck"]
+    crosscheck["probe"] = _probe_check(ref_blocks, cand_blocks, probe, cfg)
+    if crosscheck["probe"]["suspect"] and not crosscheck["suspect"]:
+        crosscheck["suspect"] = True
+        doc["_flags"].insert(0, schema.FLAG_TIMING_CROSSCHECK)
+        doc["faster"] = doc["ranked"] = False
 
 
 def _claimed_ms(blocks) -> float:
