@@ -96,8 +96,12 @@ def _overhead(args, pool) -> dict:
         prob = problems.get(pid)
         if not prob.allows_world_size(args.world_size):
             continue
-        result = judge.evaluate(pid, "reference", args.world_size, args.device, M=args.M, N=args.N, pool=pool)
-        row = {"id": pid, "stem": prob.stem, "verdict": result["verdict"], "wall_s": result["wall_s"],
+        # Untrusted: as a real candidate is judged (sandbox, kept outputs checked, probe blocks where the candidate
+        # could be faster), so the throughput is the one submissions get.
+        candidate = _public_reference_file(pid) if args.untrusted else "reference"
+        result = judge.evaluate(pid, candidate, args.world_size, args.device, M=args.M, N=args.N, pool=pool)
+        row = {"id": pid, "stem": prob.stem, "untrusted": args.untrusted, "verdict": result["verdict"],
+               "wall_s": result["wall_s"],
                "warm_start": (result.get("environment") or {}).get("warm_start"),
                "overhead_s": result["judge_overhead_s"], "phases_s": result.get("phases_s"),
                **selfcheck.aa_summary(result)}
@@ -111,7 +115,7 @@ def _overhead(args, pool) -> dict:
         print(f"{pid:>3} {prob.stem:<46} {result['verdict']:<14} wall {result['wall_s']:7.2f} s  overhead "
               f"{result['judge_overhead_s']:6.2f} s {row['phases_s']} ref {row['reference_ms']} ms A/A {row['speedup']} "
               f"{row['ci']}{'' if row['contains_1'] else ' MISSES 1.0'}{' FASTER' if row['faster'] else ''}"
-              f"{' host-bound ' + str(row['host_bound_share']) if row['host_bound'] else ''}"
+              f"{' host-bound ' + str(row['host_bound_share']) if row['host_bound'] else ''}{_checks(row)}"
               + (f"  relaunch-per-trial {row['relaunch_wall_s']:7.2f} s ({row['ratio']:.1f}x)" if "ratio" in row
                  else ""), flush=True)
         _progress(args, "overhead", {"rows": rows, "partial": True})
@@ -123,7 +127,8 @@ def _overhead(args, pool) -> dict:
     # Wall to judge the set, baselines left out, per problem: what a queue of jobs sees (a warm pool's first job waits
     # for its start-up; the later ones find spares ready).
     per_problem = (elapsed - sum(relaunch)) / max(1, len(rows))
-    summary = {"problems": len(rows), "warm_depth": args.warm, "total_wall_s": round(sum(walls), 1),
+    summary = {"problems": len(rows), "untrusted": args.untrusted, "warm_depth": args.warm,
+               "total_wall_s": round(sum(walls), 1),
                "elapsed_s": round(elapsed, 1), "median_wall_s": statistics.median(walls),
                "judging_elapsed_per_problem_s": round(per_problem, 2),
                "relaunch_over_judging_per_problem": round(statistics.median(relaunch) / max(1e-9, per_problem), 2)
@@ -132,6 +137,8 @@ def _overhead(args, pool) -> dict:
                "max_overhead_s": max(over), "relaunch_ratio_median": statistics.median(ratios) if ratios else None,
                "not_correct": [r["id"] for r in rows if r["verdict"] != schema.CORRECT],
                "aa_false_faster": sum(r["faster"] for r in rows),
+               "flagged": [r["id"] for r in rows if r.get("flags")],
+               "probed": [r["id"] for r in rows if (r.get("crosscheck") or {}).get("probe")],
                "aa_intervals_missing_1": [r["id"] for r in rows if r["verdict"] == schema.CORRECT
                                           and not r["contains_1"]]}
     print("SUMMARY", json.dumps(summary))
@@ -365,8 +372,8 @@ def main() -> int:
     parser.add_argument("--replace-memory", action="store_true",
                         help="aa: place each timing block's data anew in device memory (Config.replace_memory)")
     parser.add_argument("--untrusted", action="store_true",
-                        help="aa: judge each public reference as an untrusted candidate file, not the trusted "
-                             "'reference' (which skips the sandbox and the kept-output checks)")
+                        help="overhead, aa: judge each public reference as an untrusted candidate file, not the "
+                             "trusted 'reference' (which skips the sandbox and the kept-output checks)")
     parser.add_argument("--M", type=int, default=1024)
     parser.add_argument("--N", type=int, default=1024)
     parser.add_argument("--out", default=os.environ.get("OUT"))
