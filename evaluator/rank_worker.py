@@ -77,8 +77,8 @@ SPIN_MAX_US = 5_000.0
 
 def spin_wish_us(host_us: list[float]) -> float:
     """The spin a rank asks for ahead of each timed call: a margin over its host time to enqueue one call, the median
-    over the job's warm-up calls so far, so that one slow call (allocator growth, a garbage collection) moves it
-    little and block 0's several warm-up calls set it."""
+    of the warm-up calls measured (see time()), so that one slow call (allocator growth, a garbage collection) moves
+    it little."""
     typical = statistics.median(host_us) if host_us else 0.0
     return min(SPIN_MAX_US, SPIN_HOST_FACTOR * typical + SPIN_MARGIN_US)
 
@@ -249,8 +249,7 @@ class Worker:
         self.groups: dict = {}
         self.problem = None
         self.solution = None
-        self.host_us = []  # host times to enqueue one warm-up call of the loaded solution, this job (see time())
-        self.timed_calls_seen = 0
+        self.host_us = []  # host times to enqueue one warm-up call of the loaded solution (see time())
         self._kept = None  # the output the last timing block kept, until the judge's ``kept`` command
 
     # --- set-up ----------------------------------------------------------------------------------------------------
@@ -286,7 +285,7 @@ class Worker:
             setattr(self.args, key, value)
         self.dtype = DTYPES[self.args.dtype]
         self.problem = problems.get(problem_key)
-        self.host_us, self.timed_calls_seen, self._kept = [], 0, None
+        self.host_us, self._kept = [], None
         try:
             self.solution = resolve_solution(self.problem, candidate)
         except BaseException as exc:  # noqa: BLE001 - reported as the candidate's failure
@@ -356,15 +355,17 @@ class Worker:
         for i in range(calls):
             inputs = pool[i % slots]
             if i < warmup:
-                # The host time to enqueue a call, as a timed call meets it: with the device idle. Without this sync
-                # a warm-up call also waited for the launch queue to drain behind the block's input building; blocks
-                # 1+ have one warm-up call, and a running maximum of such times tripled the spins from block 2 on
-                # (GPU run 8: 2.2 ms before each 0.015 ms call of problem 13), judge time spent idle and room for
-                # work beside the spin.
+                # The host time to enqueue a call, as a timed call meets it: with the device idle (without this sync
+                # a warm-up call also waited for the launch queue to drain behind the block's input building) and
+                # after a call of the block (the first call after building the block's inputs is slower: allocator,
+                # caches). Blocks 1+ have one warm-up call, so only block 0's calls 1+ count and the wish is the same
+                # from block 1 on. Counting each block's first call grew the spins from block to block (GPU run 8: to
+                # 2.2 ms before each 0.015 ms call of problem 13; run 9, with the median: 1.9x from block 1 to 5)
+                # while the calls' medians stayed the same: judge time spent idle and room for work beside the spin.
                 synchronize(self.device_kind)
                 began = _perf_counter()
                 output = self.solution(*inputs)
-                if self.timed_calls_seen or i > 0:  # the job's first call is left out: it may compile
+                if i > 0:
                     self.host_us.append((_perf_counter() - began) * 1e6)
                 if i == warmup - 1:
                     synchronize(self.device_kind)
@@ -402,7 +403,6 @@ class Worker:
                         host_paced += 1
                 synchronize(self.device_kind)
                 samples.append(timer.elapsed_ms())
-                self.timed_calls_seen += 1
                 try:
                     _plain(output)  # every timed output is of plain types (cheap); one of them is also kept
                     if keep and _randbelow(i - warmup + 1) == 0:

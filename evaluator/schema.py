@@ -15,7 +15,8 @@ Example (abridged) of what ``pkb eval ... --json OUT`` writes::
                              "where": null, "message": null, "first_mismatch_index": null}]}],
       "timing": {"reference_ms": 1.2, "candidate_ms": 1.0, "speedup": 1.2, "speedup_ci": [1.1, 1.3],
                  "faster": true, "samples": 120, "ranked": false, "method": "cuda_events|wall_clock",
-                 "crosscheck": {..., "probe": {"excess_ms", "allowance_ms", "suspect", ...}},  # probe: GPU, 4b
+                 "crosscheck": {"unexplained_ms", "allowance_ms", "noise_ms", "suspect", "blocks_ms", ...,
+                                "probe": {"excess_ms", "allowance_ms", "suspect", ...}},  # probe: GPU, 4b
                  "probe_skipped": "why no probe blocks ran"} | null,   # null unless every trial was correct
       "environment": {"host": ..., "gpus": [...], "driver": ..., "torch": ..., "nccl": ..., "triton": ...,
                       "python": ..., "backend": "gloo|nccl"},

@@ -330,7 +330,7 @@ def test_a_ranks_spin_wish_follows_its_typical_host_time_not_its_slowest_call():
     margin, factor = rank_worker.SPIN_MARGIN_US, rank_worker.SPIN_HOST_FACTOR
     assert rank_worker.spin_wish_us([]) == margin
     block0 = [50.0, 55.0, 60.0, 52.0]
-    # A slow warm-up call in each later block (GPU run 8: a running maximum tripled the spins) moves the wish little.
+    # A few slow warm-up calls (GPU run 8: a running maximum tripled the spins) move the wish little.
     later = block0 + [900.0, 700.0]
     assert rank_worker.spin_wish_us(block0) == factor * 53.5 + margin
     assert rank_worker.spin_wish_us(later) == factor * 57.5 + margin

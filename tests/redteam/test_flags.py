@@ -73,6 +73,30 @@ def test_the_judges_spin_does_not_widen_the_allowance():
     assert honest["_flags"] == []
 
 
+def test_the_references_own_block_spread_widens_the_cross_check_and_the_candidates_does_not():
+    # GPU run 9, problem 35 (A/A, untrusted): the candidate's wall held 0.15 ms a call over the reference's in two
+    # pairs, against a 0.13 ms allowance, while the reference's own blocks spanned 0.17 ms a call.
+    config = judge.Config(world_size=1, device="cuda")
+    ref = [[0.0013] * 100 for _ in range(6)]
+    steady = {"ref": [0.69, 0.41, 0.41, 0.41, 0.41, 0.41], "cand": [0.63, 0.56, 0.56, 0.56, 0.56, 0.56]}
+    doc = judge._timing_document(ref, ref, steady, config, calls=101, spin_ms=0.05)
+    assert doc["crosscheck"]["noise_ms"] == 0.0 and schema.FLAG_TIMING_CROSSCHECK in doc["_flags"]
+    spread = dict(steady, ref=[0.69, 0.44, 0.39, 0.40, 0.41, 0.56])
+    doc = judge._timing_document(ref, ref, spread, config, calls=101, spin_ms=0.05)
+    assert doc["crosscheck"]["noise_ms"] == pytest.approx(judge.CROSSCHECK_RANGE_FACTOR * 0.17)
+    assert doc["_flags"] == []
+    # The candidate's spread is not evidence: it is the side under test.
+    wild = dict(steady, cand=[0.63, 0.3, 0.9, 0.56, 0.56, 0.56])
+    assert schema.FLAG_TIMING_CROSSCHECK in judge._timing_document(ref, ref, wild, config, calls=101,
+                                                                   spin_ms=0.05)["_flags"]
+    # A spin the judge changed between blocks (the same on both sides) is not spread: it is taken out.
+    spun = dict(steady, ref=[0.69, 0.41, 0.41, 0.61, 0.61, 0.61], cand=[0.63, 0.56, 0.56, 0.76, 0.76, 0.76])
+    doc = judge._timing_document(ref, ref, spun, config, calls=101, spin_ms=0.25,
+                                 spins_ms=[0.05, 0.05, 0.05, 0.25, 0.25, 0.25])
+    assert doc["crosscheck"]["noise_ms"] == pytest.approx(0.0, abs=1e-9)
+    assert schema.FLAG_TIMING_CROSSCHECK in doc["_flags"]
+
+
 def test_the_crosscheck_keeps_each_blocks_wall_and_reported_median():
     # Honest pairs are sometimes suspect on an H200 (run 6: 4 of 104) for a reason not yet known; the per-block
     # numbers say whether the excess sits in one block or in all of them.
