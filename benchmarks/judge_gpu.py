@@ -55,7 +55,7 @@ def relaunch_per_trial(pid: int, W: int, device: str, trials: int, M: int, N: in
 
 def _checks(row: dict) -> str:
     """The cross-checks' numbers on a printed line: flags, the probe excess against its allowance (one pair's, or
-    the pooled one of K pairs), and how many pairs were set aside."""
+    the pooled one of K pairs), how many pairs were set aside, and the largest share of short spins."""
     probe = (row.get("crosscheck") or {}).get("probe") or {}
     pooled = row.get("probe_pooled") or {}
     text = f" flags {row['flags']}" if row.get("flags") else ""
@@ -65,6 +65,10 @@ def _checks(row: dict) -> str:
         text += f" probe {probe.get('excess_ms')}/{probe.get('allowance_ms')} ms"
     if row.get("set_aside"):
         text += f" set aside {len(row['set_aside'])}"
+    short = row.get("spin_short_per_block") or {}
+    most = max((x for side in short.values() for x in side), default=0.0)
+    if most:  # calls whose spin ran out before the host had queued them (rank_worker.time): a diagnostic
+        text += f" spin short up to {most:.0%} of a block's calls"
     return text
 
 

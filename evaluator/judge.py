@@ -589,6 +589,7 @@ class Pair:
         iters = int(min(max(least, MAX_ITERS // cfg.pairs), max(least, fits)))
         ref_blocks, cand_blocks, walls = [], [], {"ref": [], "cand": []}
         host_bound = {"ref": [], "cand": []}
+        spin_short = {"ref": [], "cand": []}  # a diagnostic (rank_worker.time): shares of calls, per block
         kept, sets = [], 0
         verify = not self.cand.trusted  # an A/A self-check (reference as the candidate) needs no kept outputs
         # A fresh seed per block, unknown to the candidate until the block starts: nothing can be computed ahead, in
@@ -631,6 +632,7 @@ class Pair:
                     probe["walls"][side].append(wall_ms / (n + warmup))
                 else:
                     host_bound[side].append(max(float(x.get("host_bound") or 0.0) for x in replies))
+                    spin_short[side].append(max(_share(x.get("spin_short")) for x in replies))
                     (ref_blocks if side == "ref" else cand_blocks).append(samples)
                     walls[side].append(wall_ms / (n + warmup))
                 self.inside_s += (sum(samples) + warmup * statistics.median(samples)) / 1e3
@@ -669,7 +671,8 @@ class Pair:
             doc["probe_skipped"] = ("the spun blocks cannot make this candidate faster (speedup "
                                     f"{doc['speedup']}, interval {doc['speedup_ci']}): nothing for the probe to guard")
         doc.update(distinct_input_sets_per_block=sets, calls_per_block=iters + 1, _kept=kept,
-                   estimate_ms=round(estimate_ms, 6), spin_us_per_block=[round(x, 1) for x in spins])
+                   estimate_ms=round(estimate_ms, 6), spin_us_per_block=[round(x, 1) for x in spins],
+                   spin_short_per_block={"reference": spin_short["ref"], "candidate": spin_short["cand"]})
         return doc
 
     def _collect_kept(self, cmd: dict, replies: list[dict], block: int) -> list[dict]:
@@ -740,6 +743,13 @@ def _candidate_verdict(kind: str, loading: bool = False) -> str:
 # From block 1 on, a candidate's wish can lengthen the spin both sides share to at most this many times the
 # reference's (see Pair._time).
 CANDIDATE_SPIN_SHARE = 2.0
+
+
+def _share(value) -> float:
+    """A rank's reported share of calls, or 0.0 when it is not a number in [0, 1] (a candidate's rank may say
+    anything; the value is shown, never used for a verdict)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+    return float(value) if ok else 0.0
 
 
 def _spin_wanted(replies: list[dict]) -> float:

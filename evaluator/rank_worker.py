@@ -351,6 +351,7 @@ class Worker:
         kept, kept_call = None, None
         samples = []
         host_paced = 0  # timed calls whose pace the host set (see below)
+        spin_short = 0  # timed calls whose start event the GPU had passed before the host was done queueing the call
         spin_us, spin_cycles, wanted_us = 0.0, 0, 0.0
         for i in range(calls):
             inputs = pool[i % slots]
@@ -401,6 +402,12 @@ class Worker:
                     waited_us = (_perf_counter() - began) * 1e6
                     if _query(timer.end) or (spin_us and waited_us > spin_us):
                         host_paced += 1
+                    # A diagnostic, not a verdict: the spin ran out before the host had queued the whole call, so
+                    # the GPU may have waited inside the window (a call with a long first kernel is still timed
+                    # right). Calls of 1-2 us whose block medians moved 10x with no host-paced call (GPU run 9) are
+                    # the question it answers: a spin shorter in time than asked, or slower GPU work.
+                    elif spin_us and _query(timer.begin):
+                        spin_short += 1
                 synchronize(self.device_kind)
                 samples.append(timer.elapsed_ms())
                 try:
@@ -429,7 +436,8 @@ class Worker:
             extra = {"kept_call": kept_call, "kept_seed": timing_set_seed(seed, kept_call)}
         # Every call had an input set of its own (``sets``); ``slots`` of them were alive at once.
         self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), sets=calls, slots=min(slots, calls),
-                   calls=calls, host_bound=round(host_paced / max(1, iters), 3), spin_us=round(spin_us, 1),
+                   calls=calls, host_bound=round(host_paced / max(1, iters), 3),
+                   spin_short=round(spin_short / max(1, iters), 3), spin_us=round(spin_us, 1),
                    spin_wanted_us=round(wanted_us, 1), **extra)
 
     def save_kept(self, cmd: dict) -> None:
@@ -502,15 +510,16 @@ _CYCLES_PER_US: list[float] = []
 
 
 def _cycles_per_us() -> float:
-    """The GPU clock as seen by torch.cuda._sleep, measured once per process."""
+    """The GPU clock as seen by torch.cuda._sleep, measured once per process, after ~1 ms of spinning: a clock
+    still rising when measured reads low, and every spin then lasts less time than the judge asked for."""
     if not _CYCLES_PER_US:
-        torch.cuda._sleep(1000)
+        torch.cuda._sleep(2_000_000)
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         begin.record()
-        torch.cuda._sleep(2_000_000)
+        torch.cuda._sleep(4_000_000)
         end.record()
         torch.cuda.synchronize()
-        _CYCLES_PER_US.append(2_000_000 / max(1.0, begin.elapsed_time(end) * 1e3))
+        _CYCLES_PER_US.append(4_000_000 / max(1.0, begin.elapsed_time(end) * 1e3))
     return _CYCLES_PER_US[0]
 
 

@@ -143,7 +143,8 @@ def aa_summary(outcome: dict) -> dict:
             "host_bound": timing.get("host_bound"), "host_bound_share": timing.get("host_bound_share"),
             "flags": outcome.get("flags") or [], "crosscheck": timing.get("crosscheck"),
             "pairs": paired.get("each"), "set_aside": paired.get("set_aside"), "dropped": paired.get("dropped"),
-            "spin_us_per_block": timing.get("spin_us_per_block"), "probe_pooled": paired.get("probe")}
+            "spin_us_per_block": timing.get("spin_us_per_block"),
+            "spin_short_per_block": timing.get("spin_short_per_block"), "probe_pooled": paired.get("probe")}
 
 
 def render(report: dict) -> str:

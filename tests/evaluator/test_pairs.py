@@ -308,6 +308,9 @@ def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_mo
     # block 0: 0 (the CPU's); then the reference's 300 doubled, as the candidate wanted far more; then 800 doubled
     assert [b[0]["spin_us"] for b in blocks[:4]] == [0.0, 600.0, 600.0, 1600.0]
     assert result["timing"]["spin_us_per_block"][:4] == [0.0, 600.0, 600.0, 1600.0]
+    # The short-spin diagnostic, per block and side: no call on a CPU spins, so none ran out.
+    short = result["timing"]["spin_short_per_block"]
+    assert short == {"reference": [0.0] * len(blocks), "candidate": [0.0] * len(blocks)}
     modest = judge.CANDIDATE_SPIN_SHARE * 300.0 - 100.0
     wishes.update({("cand", 0): modest, ("cand", 2): 0.0})
     sent.clear()
@@ -322,6 +325,11 @@ def test_a_ranks_spin_wish_is_capped_and_only_numbers_count():
     assert judge._spin_wanted([{"spin_wanted_us": 1e12}]) == rank_worker.SPIN_MAX_US
     assert judge._spin_wanted([{"spin_wanted_us": "9"}, {"spin_wanted_us": float("inf")}, {}]) == 0.0
     assert judge._spin_wanted([{"spin_wanted_us": 40}, {"spin_wanted_us": 90.5}]) == 90.5
+
+
+def test_a_ranks_reported_share_is_shown_only_when_it_is_one():
+    assert [judge._share(x) for x in (0.25, 1, 0.0)] == [0.25, 1.0, 0.0]
+    assert [judge._share(x) for x in (1.5, -0.1, "0.5", None, True, float("nan"))] == [0.0] * 6
 
 
 def test_a_ranks_spin_wish_follows_its_typical_host_time_not_its_slowest_call():

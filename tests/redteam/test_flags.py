@@ -224,3 +224,21 @@ def test_the_probe_guards_every_pair_that_could_be_faster():
     assert judge._could_be_faster({"speedup": 1.01, "speedup_ci": [0.93, 1.09]}, eight)
     assert not judge._could_be_faster({"speedup": 0.99, "speedup_ci": [0.91, 1.07]}, eight)
     assert not judge._could_be_faster({"speedup": None, "speedup_ci": [0, 0]}, one)
+
+
+def test_stored_cross_checks_are_rejudged_as_the_judge_judges_them():
+    # benchmarks/crosscheck_rules.py re-reads stored runs: on a check the judge made today it must agree with it.
+    import benchmarks.crosscheck_rules as crosscheck_rules
+
+    config = judge.Config(world_size=1, device="cuda")
+    ref = [[0.0013] * 100 for _ in range(6)]
+    walls = {"ref": [0.69, 0.44, 0.39, 0.40, 0.41, 0.56], "cand": [0.63, 0.56, 0.56, 0.56, 0.56, 0.56]}
+    spins = [0.05, 0.05, 0.06, 0.06, 0.05, 0.05]
+    for cand_walls in (walls["cand"], [0.63, 0.66, 0.66, 0.66, 0.66, 0.66]):
+        doc = judge._timing_document(ref, ref, dict(walls, cand=cand_walls), config, calls=101, spin_ms=0.05,
+                                     spins_ms=spins)
+        check = doc["crosscheck"]
+        again = crosscheck_rules.rejudge(check)
+        assert (again["noise_ms"], again["allowance_ms"], again["suspect"]) == (
+            check["noise_ms"], check["allowance_ms"], check["suspect"])
+    assert check["suspect"] is True  # the second: 0.25 ms a call over the reference's overhead
