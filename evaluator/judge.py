@@ -653,11 +653,11 @@ class Pair:
         probe_iters = int(iters * min(PROBE_CALLS_FACTOR, max(1.0, (spins[-1] / 1e3 + estimate_ms)
                                                                / (estimate_ms + 0.1))))
 
+        # Each block's spin per call of the blocks the cross-check reads (not block 0): one warm-up, no spin.
+        spins_ms = [x / 1e3 * iters / (iters + 1) for x in spins]
         doc = _timing_document(ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1,
                                host_bound={side: statistics.median(v) for side, v in host_bound.items()},
-                               # per call of the blocks the cross-check reads (not block 0): one warm-up, no spin
-                               spin_ms=statistics.median(spins[1:] or spins) / 1e3 * iters / (iters + 1),
-                               spins_ms=[x / 1e3 * iters / (iters + 1) for x in spins])
+                               spin_ms=statistics.median(spins_ms[1:] or spins_ms), spins_ms=spins_ms)
         # The probe blocks guard "faster" (they cost ~15% of a judgement, GPU run 8): a pair whose spun blocks
         # cannot make the candidate faster skips them, unless a calibration run asks for them always. They do not
         # change the speedup, so the document above only takes their check (_add_probe).
