@@ -9,6 +9,7 @@ directory (deleted as soon as they are read) and in this process.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import math
@@ -325,6 +326,11 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
         close_all([cand, ref])
         phases["close"] = time.monotonic() - closing
         result["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
+        if pair is not None and pair.spent:
+            parts = dict(pair.spent)
+            if "judge" in phases:  # the rest: the judge's own bookkeeping, pausing and resuming the groups
+                parts["other"] = phases["judge"] - sum(parts.values())
+            result["phases_s"]["judge_parts"] = {k: round(v, 3) for k, v in sorted(parts.items())}
         if cand is not None:
             result["logs"] = cand.logs()
             if cand.sandbox is not None:
@@ -378,6 +384,10 @@ class Pair:
         self.timeout = cfg.timeout_s or prob.timeout_s
         self.build_ms = 0.0
         self.last_wall_ms = 0.0
+        # Where the judging phase's wall time goes, in seconds (``phases_s["judge_parts"]``): the two groups'
+        # commands by kind, reading their output files, comparing. What the overhead benchmark needs to say which
+        # part of a slow problem to shorten (GPU run 9: 68 and 77 over 10 s, neither explained).
+        self.spent: collections.Counter = collections.Counter()
 
     # Failures on the reference side are the platform's; on the candidate side they are the candidate's. While one
     # side runs, the other's processes are stopped (the candidate can neither watch the reference's files nor compete
@@ -418,6 +428,8 @@ class Pair:
             return group.command(cmd, timeout)
         finally:
             self.last_wall_ms = (time.monotonic() - began) * 1e3
+            self.spent[f"{'reference' if group is self.ref else 'candidate'}_{cmd.get('cmd')}"] += \
+                self.last_wall_ms / 1e3
             if quiet:
                 self.bystanders.release()
 
@@ -516,13 +528,27 @@ class Pair:
         expected: list = []
 
         def load():
-            expected.extend(_load_output(self.ref.out_dir, cmd["tag"], r, delete=True)
-                            for r in range(self.cfg.world_size))
+            expected.extend(self._load(self.ref, cmd["tag"], r) for r in range(self.cfg.world_size))
 
         replies = self._ref_command(cmd, self.timeout, then=load)
         return expected, replies
 
+    def _load(self, group: RankGroup, tag: str, rank: int) -> object:
+        """A rank's output file, read and deleted (untrusted unless the group is the reference); the time counted."""
+        began = time.monotonic()
+        try:
+            return _load_output(group.out_dir, tag, rank, delete=True, untrusted=group is not self.ref)
+        finally:
+            self.spent["read_outputs"] += time.monotonic() - began
+
     def _check_rank(self, expected, actual, r: int, world_size: Optional[int] = None) -> dict:
+        began = time.monotonic()
+        try:
+            return self._compare_rank(expected, actual, r, world_size)
+        finally:
+            self.spent["compare"] += time.monotonic() - began
+
+    def _compare_rank(self, expected, actual, r: int, world_size: Optional[int] = None) -> dict:
         W = world_size or self.cfg.world_size
         if self.prob.compare is not None:
             message = self.prob.compare(expected, actual, W)
@@ -538,7 +564,7 @@ class Pair:
         ranks, ok = [], True
         for r in range(self.cfg.world_size):
             try:
-                actual = _load_output(self.cand.out_dir, tag, r, delete=True, untrusted=True)
+                actual = self._load(self.cand, tag, r)
             except Exception as exc:  # noqa: BLE001 - a forged or unreadable output is a wrong output
                 ranks.append({"rank": r, "ok": False, "message": f"unreadable output: {exc}"})
                 ok = False
@@ -683,7 +709,7 @@ class Pair:
             if not isinstance(call, int) or not cmd["warmup"] <= call < cmd["warmup"] + cmd["iters"]:
                 raise _Stop(schema.RUNTIME_ERROR, f"rank {r} reported no valid kept call for timing block {block}")
             try:
-                actual = _load_output(self.cand.out_dir, cmd["tag"], r, delete=True, untrusted=True)
+                actual = self._load(self.cand, cmd["tag"], r)
             except Exception as exc:  # noqa: BLE001
                 raise _Stop(schema.INCORRECT, f"rank {r}: the output of timed call {call} of block {block} is "
                                               f"unreadable: {exc}")

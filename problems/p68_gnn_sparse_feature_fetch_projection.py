@@ -13,6 +13,10 @@ Decisions (spec Pitfalls):
 - Only with ``ctx.reduced`` (CPU development runs) Nt = roundup(max(16384, M), W) and Q = max(1024, min(M // W,
   200000)): the real table is 56.8 GB in all (7.1 GB per rank at W = 8). The judge never sets ``reduced`` on GPU
   hosts, so W is limited there only by GPU memory (the table plus the harness's clone of it).
+- Only the rows an id can address are drawn: (7q + r) mod shard < 7Q + W, so rows [0, min(shard, 7Q + W)) of each
+  shard are standard normal and the rest are zeros. No correct output depends on the other rows, and drawing all
+  56.8 GB for every timed call (each call has a fresh input set) cost ~84 ms a call, most of 68's 17.9 s judge
+  overhead in GPU run 9; zeroing them costs a memset. The shapes, the ids and the access pattern are PKB's.
 - The output is one bf16 rounding of a 256-term fp32 dot product (values of order 16), so the default
   atol = rtol = 1e-2 holds for any accumulation order; zeros or rows fetched from the local shard alone fail.
 """
@@ -33,7 +37,9 @@ def make_inputs(ctx: InputContext):
     E = 256 if ctx.N >= 256 else 128
     Q = max(1024 if ctx.reduced else 20000, min(ctx.M // W, 200000))
     ctx.seed(rank)
-    table = torch.randn(shard, E, dtype=ctx.dtype, device=dev)
+    table = torch.zeros(shard, E, dtype=ctx.dtype, device=dev)
+    addressable = min(shard, 7 * Q + W)  # every (7q + r) mod shard for q < Q, r < W
+    table[:addressable] = torch.randn(addressable, E, dtype=ctx.dtype, device=dev)
     proj = torch.randn(E, E, dtype=ctx.dtype, device=dev)
     q = torch.arange(Q, device=dev)
     ids = ((q + rank) % W) * shard + (7 * q + rank) % shard

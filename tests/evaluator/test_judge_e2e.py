@@ -32,6 +32,13 @@ def test_correct_candidate(W):
     assert timing["ranked"] is False and timing["method"] == "wall_clock"
     assert timing["speedup_ci"][0] <= timing["speedup"] <= timing["speedup_ci"][1]
     assert result["environment"]["backend"] == "gloo" and result["environment"]["torch"]
+    # Where the judging time went: every command kind of both sides, the output reads and the comparisons, adding
+    # up to the judging phase (the rest, "other", is the judge's own bookkeeping and cannot be negative).
+    parts = result["phases_s"]["judge_parts"]
+    for key in ("reference_trial", "candidate_trial", "reference_time", "candidate_time", "candidate_kept",
+                "read_outputs", "compare"):
+        assert parts[key] > 0, (key, parts)
+    assert parts["other"] >= -0.01 and sum(parts.values()) == pytest.approx(result["phases_s"]["judge"], abs=0.02)
 
 
 @pytest.mark.parametrize("W", [2, 4])
