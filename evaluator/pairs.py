@@ -136,7 +136,9 @@ def combine(timings: list[dict], device: str, host_bound_floor: float, dropped: 
         reference_ms=round(statistics.median(t["reference_ms"] for t in timings), 6),
         candidate_ms=round(statistics.median(t["candidate_ms"] for t in timings), 6),
         speedup=round(math.exp(mean), 4), speedup_ci=[round(low, 4), round(high, 4)],
-        faster=bool(low > 1.0),  # a flag in any pair is the judge's to apply (judge._never_rank_flagged)
+        # A flag in any pair is the judge's to apply (judge._never_rank_flagged); a pair whose reference blocks
+        # timed its host (judge._timing_document) withholds "faster" here as it does alone.
+        faster=bool(low > 1.0) and not any(t.get("reference_blocks_spun_short") for t in timings),
         bootstrap_ci=None, process_noise_floor=None, host_bound=host_bound,
         samples=sum(t["samples"] for t in timings), reference_samples=sum(t["reference_samples"] for t in timings),
         blocks=sum(t["blocks"] for t in timings),

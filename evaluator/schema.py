@@ -17,6 +17,7 @@ Example (abridged) of what ``pkb eval ... --json OUT`` writes::
                  "faster": true, "samples": 120, "ranked": false, "method": "cuda_events|wall_clock",
                  "crosscheck": {"unexplained_ms", "allowance_ms", "noise_ms", "suspect", "blocks_ms", ...,
                                 "probe": {"excess_ms", "allowance_ms", "suspect", ...}},  # probe: GPU, 4b
+                 "reference_blocks_spun_short": [],   # blocks that timed the reference's host: "faster" withheld
                  "probe_skipped": "why no probe blocks ran"} | null,   # null unless every trial was correct
       "environment": {"host": ..., "gpus": [...], "driver": ..., "torch": ..., "nccl": ..., "triton": ...,
                       "python": ..., "backend": "gloo|nccl"},

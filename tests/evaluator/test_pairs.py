@@ -49,6 +49,13 @@ def test_a_host_paced_pair_brings_the_wide_floor_back():
     assert doc["host_bound"] is True and doc["speedup_ci"][0] < 1.0 and doc["faster"] is False
 
 
+def test_a_pair_whose_reference_blocks_timed_its_host_withholds_faster():
+    clean = pairs.combine([timing(1.3)] * 6, "cuda", HOST_FLOOR)
+    short = pairs.combine([timing(1.3)] * 5 + [dict(timing(1.3), reference_blocks_spun_short=[2])], "cuda", HOST_FLOOR)
+    assert clean["faster"] is True and short["faster"] is False
+    assert short["speedup_ci"] == clean["speedup_ci"]
+
+
 def test_one_pair_is_not_a_combination():
     with pytest.raises(ValueError):
         pairs.combine([timing(1.0)], "cuda", HOST_FLOOR)

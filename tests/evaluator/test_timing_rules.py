@@ -12,11 +12,11 @@ def _blocks(center: float, n_blocks: int = 6, n: int = 50, seed: int = 1) -> lis
     return [[center * (1 + rng.gauss(0, 0.005)) for _ in range(n)] for _ in range(n_blocks)]
 
 
-def _document(ref_ms: float, cand_ms: float, host_bound: dict) -> dict:
+def _document(ref_ms: float, cand_ms: float, host_bound: dict, reference_spin_short=None) -> dict:
     cfg = judge.Config(world_size=1, device="cuda")
     walls = {"ref": [ref_ms + 0.01] * 6, "cand": [cand_ms + 0.01] * 6}
     return judge._timing_document(_blocks(ref_ms), _blocks(cand_ms, seed=2), walls, cfg, calls=51,
-                                  host_bound=host_bound)
+                                  host_bound=host_bound, reference_spin_short=reference_spin_short)
 
 
 def test_gpu_paced_timings_use_the_process_floor():
@@ -32,6 +32,19 @@ def test_host_paced_timings_get_the_wide_floor_on_either_side():
         assert doc["host_bound"] is True and doc["process_noise_floor"] == judge.HOST_BOUND_NOISE_FLOOR
         assert doc["faster"] is False and doc["speedup_ci"][0] < 1.0 < doc["speedup_ci"][1]
     assert _document(1.70, 1.0, {"ref": 0.0, "cand": 0.6})["faster"] is True
+
+
+def test_reference_blocks_that_timed_its_host_withhold_faster():
+    # GPU run 10, problem 67: identical code read 5.3x "faster" because the reference's blocks timed its launches.
+    clean = _document(5.0, 1.0, {"ref": 0.0, "cand": 0.0}, reference_spin_short=[0.1, 0.2, 0.0, 0.1, 0.05, 0.1])
+    assert clean["faster"] is True and clean["reference_blocks_spun_short"] == []
+    for shares in ([0.79, 0.74, 0.95, 0.98, 0.93, 0.64], [0.1, 0.1, 0.5, 0.1, 0.1, 0.1]):
+        doc = _document(5.0, 1.0, {"ref": 0.0, "cand": 0.0}, reference_spin_short=shares)
+        assert doc["faster"] is False and doc["speedup_ci"][0] > 1.0  # the interval is as measured; the claim is not
+        assert doc["reference_blocks_spun_short"] == [b for b, x in enumerate(shares) if x >= 0.5]
+    # A slower verdict is not withheld: short spins only ever make a side look slower.
+    slow = _document(1.0, 2.0, {"ref": 0.0, "cand": 0.0}, reference_spin_short=[0.9] * 6)
+    assert slow["speedup_ci"][1] < 1.0
 
 
 def _state(pid: int) -> str:
