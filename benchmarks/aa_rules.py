@@ -20,25 +20,34 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from evaluator import judge, pairs  # noqa: E402
 
 
+def _reference_spun_short(row: dict) -> bool:
+    """Whether a stored row's reference had a block that timed its host (judge._timing_document withholds "faster"
+    then); rows stored before GPU run 10 kept no per-block shares and count as not."""
+    shares = (row.get("spin_short_per_block") or {}).get("reference") or []
+    return any(share >= judge.SPIN_SHORT_BLOCK_SHARE for share in shares)
+
+
 def rejudge(row: dict, device: str = "cuda") -> dict:
     """Today's interval for one stored A/A row; ``None`` when the row kept no timing."""
     each = row.get("pairs")
     if each and len(each) > 1:
         mean, low, high, _, _ = pairs.interval(each, device, judge.HOST_BOUND_NOISE_FLOOR)
         return {"pairs": len(each), "speedup": math.exp(mean), "low": low, "high": high,
-                "host_bound": any(p.get("host_bound") for p in each)}
+                "host_bound": any(p.get("host_bound") for p in each), "withheld": _reference_spun_short(row)}
     raw = row.get("bootstrap_ci")
     if not raw or row.get("speedup") is None:
         return None
     low, high = pairs.widen(raw[0], raw[1], judge.noise_floor(device, bool(row.get("host_bound"))))
-    return {"pairs": 1, "speedup": row["speedup"], "low": low, "high": high, "host_bound": bool(row.get("host_bound"))}
+    return {"pairs": 1, "speedup": row["speedup"], "low": low, "high": high, "host_bound": bool(row.get("host_bound")),
+            "withheld": _reference_spun_short(row)}
 
 
 def summarise(rows: list[dict]) -> dict:
     judged = [r for r in (rejudge(row) for row in rows) if r]
     gpu = [r for r in judged if not r["host_bound"]]
     return {"runs": len(judged), "gpu_paced": len(gpu), "host_bound": len(judged) - len(gpu),
-            "false_faster": sum(r["low"] > 1.0 for r in judged),
+            "false_faster": sum(r["low"] > 1.0 and not r["withheld"] for r in judged),
+            "faster_withheld": sum(r["low"] > 1.0 and r["withheld"] for r in judged),
             "missing_1": sum(not r["low"] <= 1.0 <= r["high"] for r in judged),
             "gpu_paced_offset_max": round(max((abs(math.log(r["speedup"])) for r in gpu), default=0.0), 4),
             "median_half_width": round(statistics.median(math.log(r["high"] / r["low"]) / 2 for r in judged), 4)

@@ -140,6 +140,11 @@ def test_stored_runs_are_rejudged_with_the_rules_the_judge_uses():
     assert one["low"] == pytest.approx(1.04 / (1 + floor)) and one["high"] == pytest.approx(1.06 * (1 + floor))
     summary = aa_rules.summarise([{"speedup": 1.12, "bootstrap_ci": [1.11, 1.13], "host_bound": False}])
     assert summary["false_faster"] == 1 and summary["missing_1"] == 1  # a 12% A/A offset clears the floor
+    # GPU run 10: a reference block that timed its host withholds "faster"; the interval still misses 1.0.
+    short = {"speedup": 5.32, "bootstrap_ci": [2.21, 6.97], "host_bound": False,
+             "spin_short_per_block": {"reference": [0.79, 0.74, 0.95, 0.98, 0.93, 0.64], "candidate": [0.9] + [0.0] * 5}}
+    summary = aa_rules.summarise([short])
+    assert summary["false_faster"] == 0 and summary["faster_withheld"] == 1 and summary["missing_1"] == 1
 
 
 def _suspect(timing_doc: dict, suspect: bool) -> dict:
