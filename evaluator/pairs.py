@@ -139,6 +139,8 @@ def combine(timings: list[dict], device: str, host_bound_floor: float, dropped: 
         # A flag in any pair is the judge's to apply (judge._never_rank_flagged); a pair whose reference blocks
         # timed its host (judge._timing_document) withholds "faster" here as it does alone.
         faster=bool(low > 1.0) and not any(t.get("reference_blocks_spun_short") for t in timings),
+        reference_blocks_spun_short=[],  # per pair, in ``reference_spun_short_pairs`` and ``pairs.each``
+        reference_spun_short_pairs=[k for k, t in enumerate(timings, 1) if t.get("reference_blocks_spun_short")],
         bootstrap_ci=None, process_noise_floor=None, host_bound=host_bound,
         samples=sum(t["samples"] for t in timings), reference_samples=sum(t["reference_samples"] for t in timings),
         blocks=sum(t["blocks"] for t in timings),
@@ -146,6 +148,7 @@ def combine(timings: list[dict], device: str, host_bound_floor: float, dropped: 
                "half_width": {"calibrated": round(calibrated, 5), "empirical": round(empirical, 5)},
                "each": [{"speedup": t["speedup"], "bootstrap_ci": t["bootstrap_ci"], "reference_ms": t["reference_ms"],
                          "candidate_ms": t["candidate_ms"], "host_bound": t.get("host_bound"),
+                         "reference_blocks_spun_short": t.get("reference_blocks_spun_short") or [],
                          "crosscheck": t.get("crosscheck")} for t in timings],
                "dropped": list(dropped or []), "set_aside": list(set_aside or [])},
     )

@@ -18,6 +18,7 @@ Example (abridged) of what ``pkb eval ... --json OUT`` writes::
                  "crosscheck": {"unexplained_ms", "allowance_ms", "noise_ms", "suspect", "blocks_ms", ...,
                                 "probe": {"excess_ms", "allowance_ms", "suspect", ...}},  # probe: GPU, 4b
                  "reference_blocks_spun_short": [],   # blocks that timed the reference's host: "faster" withheld
+                 "reference_spun_short_pairs": [],    # K pairs: the pairs that had such blocks (same consequence)
                  "probe_skipped": "why no probe blocks ran"} | null,   # null unless every trial was correct
       "environment": {"host": ..., "gpus": [...], "driver": ..., "torch": ..., "nccl": ..., "triton": ...,
                       "python": ..., "backend": "gloo|nccl"},

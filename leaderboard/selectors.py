@@ -243,7 +243,8 @@ def submission_grid(submission: Submission) -> list[dict]:
     results: dict = {}
     for row in Result.objects.filter(job__submission=submission).order_by("id").values_list(
             "id", "job_id", "run", "verdict", "message", "flags", "document__timing__pairs__set_aside",
-            "document__timing__crosscheck", "document__timing__pairs__probe"):
+            "document__timing__crosscheck", "document__timing__pairs__probe",
+            "document__timing__reference_blocks_spun_short", "document__timing__reference_spun_short_pairs"):
         results.setdefault((row[1], row[2]), []).append(row)
     attempts = defaultdict(list)
     for cid, pid, attempt in Candidate.objects.filter(submission=submission).order_by("attempt").values_list(
@@ -268,10 +269,14 @@ def _attempt_cell(candidate_id: int, attempt: int, job, results) -> dict:
 
 
 def _timing_note(final) -> str:
-    """Why a final result's timing was flagged by the cross-check (its numbers), or nothing."""
-    if not final or "timing_crosscheck" not in (final[5] or []) or not isinstance(final[7], dict):
+    """Why a final result's timing was flagged by the cross-check (its numbers), or why an interval above 1.0 was
+    not called faster; or nothing."""
+    if not final:
         return ""
-    return report.crosscheck_line(final[7], final[8] if isinstance(final[8], dict) else None)
+    if "timing_crosscheck" in (final[5] or []) and isinstance(final[7], dict):
+        return report.crosscheck_line(final[7], final[8] if isinstance(final[8], dict) else None)
+    return report.withheld_line({"reference_blocks_spun_short": final[9] if isinstance(final[9], list) else None,
+                                 "reference_spun_short_pairs": final[10] if isinstance(final[10], list) else None})
 
 
 def submission_environment(submission: Submission) -> dict:

@@ -82,7 +82,19 @@ def timing_summary(timing: dict | None) -> dict | None:
                          "probe": {k: probe.get(k) for k in ("excess_ms", "allowance_ms", "suspect")}
                          if probe else None,
                          "probe_pooled": (timing.get("pairs") or {}).get("probe")}
+    out["faster_withheld"] = withheld_line(timing) or None
     return out
+
+
+def withheld_line(timing: dict) -> str:
+    """Why an interval above 1.0 is not called faster because the reference's own timing blocks timed its host
+    (evaluator/judge.py, ``reference_blocks_spun_short``), or nothing."""
+    blocks, short_pairs = timing.get("reference_blocks_spun_short"), timing.get("reference_spun_short_pairs")
+    if not (blocks or short_pairs):
+        return ""
+    where = f"pairs {short_pairs}" if short_pairs else f"blocks {blocks}"
+    return (f"not called faster: in {where} most of the reference's timed calls began before its host had queued them, "
+            "so those blocks timed the reference's launches, not its kernels")
 
 
 def speed_of_light(document: dict) -> dict:
@@ -139,6 +151,8 @@ def text(feedback: dict) -> str:
                      f"{'ranked' if timing.get('ranked') else 'unranked'}): reference {timing.get('reference_ms')} ms, "
                      f"candidate {timing.get('candidate_ms')} ms, speedup {timing.get('speedup')}x "
                      f"[{lo}, {hi}] -> {'FASTER' if timing.get('faster') else 'not faster'}")
+        if timing.get("faster_withheld"):
+            lines.append(timing["faster_withheld"])
         if timing.get("crosscheck_suspect") or "timing_crosscheck" in (feedback.get("flags") or []):
             check = timing.get("crosscheck") or {}
             lines.append(crosscheck_line(check, check.get("probe_pooled")))

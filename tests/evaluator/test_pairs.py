@@ -53,6 +53,7 @@ def test_a_pair_whose_reference_blocks_timed_its_host_withholds_faster():
     clean = pairs.combine([timing(1.3)] * 6, "cuda", HOST_FLOOR)
     short = pairs.combine([timing(1.3)] * 5 + [dict(timing(1.3), reference_blocks_spun_short=[2])], "cuda", HOST_FLOOR)
     assert clean["faster"] is True and short["faster"] is False
+    assert short["reference_spun_short_pairs"] == [6] and short["pairs"]["each"][5]["reference_blocks_spun_short"] == [2]
     assert short["speedup_ci"] == clean["speedup_ci"]
 
 

@@ -54,3 +54,16 @@ def test_a_pooled_probe_flag_gives_the_mean_over_the_pairs():
                                                                    "suspect": False}}
     line = report.crosscheck_line(check, {"pairs": 8, "mean_excess_ms": 0.3, "allowance_ms": 0.25, "suspect": True})
     assert "over 8 pairs" in line and "mean 0.3 ms a call" in line and "0.25 ms allowed" in line
+
+
+def test_faster_withheld_when_the_references_blocks_timed_its_host():
+    # GPU run 10, problem 67: the reference's blocks timed its launches; the interval is above 1.0, the claim is not.
+    document = gpu_document({"applies": False, "reason": "off shape"})
+    document["timing"].update(faster=False, reference_blocks_spun_short=[0, 2, 3])
+    feedback = report.build(document, 1, 8, [])
+    assert "blocks [0, 2, 3]" in feedback["timing"]["faster_withheld"]
+    assert "not faster" in report.text(feedback) and "timed the reference's launches" in report.text(feedback)
+    document["timing"].update(reference_blocks_spun_short=[], reference_spun_short_pairs=[3])
+    assert "pairs [3]" in report.build(document, 1, 8, [])["timing"]["faster_withheld"]
+    document["timing"].update(reference_spun_short_pairs=[])
+    assert report.build(document, 1, 8, [])["timing"]["faster_withheld"] is None

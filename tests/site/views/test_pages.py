@@ -223,6 +223,16 @@ def test_submission_page_query_count_does_not_grow_with_files(client, owner, sub
         client.get(big.get_absolute_url())
 
 
+def test_submission_page_says_why_an_interval_above_one_is_not_called_faster(client, owner, submit, finish):
+    submission = submit(owner)
+    document = judge_document()
+    document["timing"].update(speedup=5.3, speedup_ci=[2.04, 7.55], faster=False, reference_blocks_spun_short=[1, 4])
+    finish(submission.jobs.get(), document)
+    client.force_login(owner)
+    html = client.get(submission.get_absolute_url()).content.decode()
+    assert "not called faster: in blocks [1, 4] most of the reference&#x27;s timed calls began before" in html
+
+
 def test_submission_page_says_why_a_timing_was_flagged(client, owner, submit, finish):
     # The probe blocks at zero spin saw more than the candidate claimed (docs/threat-model.md, 4b): the page gives
     # the numbers beside the flag, so a reader can tell a probe flag from time outside the window.
