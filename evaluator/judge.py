@@ -73,6 +73,9 @@ class Config:
     # for a 0.1 ms call in GPU run 6), and a cold estimate sets a judge's spin 18x too long, whose wall then varies
     # with the GPU clock and read as a candidate's unexplained time (honest candidates flagged).
     timing_estimate_ms: Optional[float] = None
+    # The same for the reference's own call alone: what the judge's spin starts from (Pair._time), so that a
+    # candidate's reported call time cannot lengthen it.
+    timing_reference_estimate_ms: Optional[float] = None
     # Timing blocks with no spin, after the spun ones (Pair._time, _probe_check); None: three on CUDA (their
     # median is read), none on CPU, where no block spins.
     probe: Optional[int] = None
@@ -159,7 +162,8 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
     the result is flagged only if the second pair is suspect too, and otherwise takes the second pair's timing."""
     # ``pairs`` stays K: every pair times its 1/K share (Judge._time).
     one = dataclasses.replace(cfg, trials=1, hidden_shape=False, hidden_world_size=None, profile_dir=None,
-                              timing_estimate_ms=result["timing"].get("estimate_ms"))
+                              timing_estimate_ms=result["timing"].get("estimate_ms"),
+                              timing_reference_estimate_ms=result["timing"].get("reference_estimate_ms"))
     timed, dropped = [(1, result["timing"])], []
     flags = set(result.get("flags") or [])
     for k in range(2, count + 1):
@@ -480,7 +484,9 @@ class Pair:
             timing_doc = None
             if self.cfg.timing if timing is None else timing:
                 estimate = min(estimates[1:] or estimates + [self.cfg.timing_estimate_ms or math.inf])
-                timing_doc = self._time(seeds, estimate)
+                own = [t["reference_call_ms"] for t in trials]
+                reference_estimate = min(own[1:] or own + [self.cfg.timing_reference_estimate_ms or math.inf])
+                timing_doc = self._time(seeds, estimate, reference_estimate)
                 kept = timing_doc.pop("_kept")
                 checks, problem = self._verify_timed(kept)
                 timing_doc["verified_timed_calls"] = checks
@@ -561,6 +567,7 @@ class Pair:
         # The reference's outputs are read (and deleted) before the candidate is even told to start this trial.
         expected, ref_replies = self._reference_outputs(cmd)
         cand_replies = self._cand_command(cmd, self.timeout)
+        cand_wall_ms = self.last_wall_ms  # the judge's clock: what the candidate's reported call time cannot exceed
         ranks, ok = [], True
         for r in range(self.cfg.world_size):
             try:
@@ -572,8 +579,7 @@ class Pair:
             entry = self._check_rank(expected[r], actual, r)
             ranks.append(entry)
             ok = ok and entry["ok"]
-        ref_ms = max(x.get("ms", 0.0) for x in ref_replies)
-        cand_ms = max(x.get("ms", 0.0) for x in cand_replies)
+        ref_ms, cand_ms = _call_ms(ref_replies, "ref"), min(_call_ms(cand_replies, "cand"), cand_wall_ms)
         self.build_ms = max(self.build_ms, max(float(x.get("build_ms", 0.0)) for x in ref_replies))
         self.inside_s += (ref_ms + cand_ms) / 1e3
         record = {"trial": index, "seed": seed, "verdict": schema.CORRECT if ok else schema.INCORRECT,
@@ -606,7 +612,9 @@ class Pair:
         record["hidden_shape"] = shape
         return record
 
-    def _time(self, seeds: list[int], estimate_ms: float) -> dict:
+    def _time(self, seeds: list[int], estimate_ms: float, reference_estimate_ms: Optional[float] = None) -> dict:
+        """The timing blocks. ``estimate_ms``: the slower side's call in the trials (how many calls fit a block);
+        ``reference_estimate_ms``: the reference's alone (where the spin starts: trusted)."""
         cfg = self.cfg
         # With K pairs each pair times 1/K of one pair's calls: the pairs' offsets, not the calls within a pair, are
         # what limits precision (evaluator/pairs.py), and K pairs then cost about one pair's timing, plus start-ups.
@@ -629,7 +637,9 @@ class Pair:
         # up to CANDIDATE_SPIN_SHARE times that. The cap: the GPU is idle but for one spinning thread while the host
         # queues the call, and work a candidate starts on another stream in that time is seen by neither the events
         # nor the wall clock (docs/threat-model.md), so the candidate must not lengthen it at will.
-        spin_us = min(2000.0, max(20.0, estimate_ms * 1e3)) if cfg.device == "cuda" else 0.0
+        # From the reference's call time, not the slower side's: a candidate's trial replies could otherwise set it.
+        basis_ms = estimate_ms if reference_estimate_ms is None else reference_estimate_ms
+        spin_us = min(2000.0, max(20.0, basis_ms * 1e3)) if cfg.device == "cuda" else 0.0
         wanted = {"ref": 0.0, "cand": 0.0}
         spins = []
         probe = {"ref": [], "cand": [], "walls": {"ref": [], "cand": []}}
@@ -658,7 +668,7 @@ class Pair:
                     probe[side].append(samples)
                     probe["walls"][side].append(wall_ms / (n + warmup))
                 else:
-                    host_bound[side].append(max(float(x.get("host_bound") or 0.0) for x in replies))
+                    host_bound[side].append(_host_share(replies, side))
                     spin_short[side].append(max(_share(x.get("spin_short")) for x in replies))
                     (ref_blocks if side == "ref" else cand_blocks).append(samples)
                     walls[side].append(wall_ms / (n + warmup))
@@ -666,7 +676,10 @@ class Pair:
                 if side == "cand":
                     if verify:
                         kept.extend(self._collect_kept(cmd, replies, b))
-                    sets = max(sets, max(int(x.get("sets") or 0) for x in replies))
+                    # Shown only (distinct_input_sets_per_block): a rank's value that is not a count is ignored, so
+                    # that a forged one cannot end the run as a platform failure.
+                    sets = max([sets] + [x["sets"] for x in replies
+                                         if type(x.get("sets")) is int and x["sets"] >= 0])
 
         for b in range(cfg.blocks):
             trusted = max(spin_us, wanted["ref"])
@@ -699,7 +712,8 @@ class Pair:
             doc["probe_skipped"] = ("the spun blocks cannot make this candidate faster (speedup "
                                     f"{doc['speedup']}, interval {doc['speedup_ci']}): nothing for the probe to guard")
         doc.update(distinct_input_sets_per_block=sets, calls_per_block=iters + 1, _kept=kept,
-                   estimate_ms=round(estimate_ms, 6), spin_us_per_block=[round(x, 1) for x in spins],
+                   estimate_ms=round(estimate_ms, 6), reference_estimate_ms=round(basis_ms, 6),
+                   spin_us_per_block=[round(x, 1) for x in spins],
                    spin_short_per_block={"reference": spin_short["ref"], "candidate": spin_short["cand"]})
         return doc
 
@@ -778,6 +792,27 @@ def _share(value) -> float:
     anything; the value is shown, never used for a verdict)."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0
     return float(value) if ok else 0.0
+
+
+def _call_ms(replies: list[dict], side: str) -> float:
+    """The slowest rank's call time in a trial reply; not a finite number >= 0 is a malformed reply (the candidate's
+    fault on its side)."""
+    values = [x.get("ms", 0.0) for x in replies]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+               for v in values):
+        raise _Stop(schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR,
+                    f"{side} ranks returned a malformed trial time")
+    return float(max(values))
+
+
+def _host_share(replies: list[dict], side: str) -> float:
+    """The largest share of host-paced calls a side's ranks report, in [0, 1]. Not a number is a malformed reply: the
+    candidate's fault on its side (as malformed samples are, _samples), never an infra_error it could cause at will."""
+    values = [x.get("host_bound") or 0.0 for x in replies]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+        raise _Stop(schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR,
+                    f"{side} ranks returned a malformed host-bound share")
+    return min(1.0, max(0.0, max(values)))
 
 
 def _spin_wanted(replies: list[dict]) -> float:

@@ -3,7 +3,9 @@ import os
 import random
 import time
 
-from evaluator import judge
+import pytest
+
+from evaluator import judge, schema
 from evaluator.group import RankGroup, close_all
 
 
@@ -45,6 +47,18 @@ def test_reference_blocks_that_timed_its_host_withhold_faster():
     # A slower verdict is not withheld: short spins only ever make a side look slower.
     slow = _document(1.0, 2.0, {"ref": 0.0, "cand": 0.0}, reference_spin_short=[0.9] * 6)
     assert slow["speedup_ci"][1] < 1.0
+
+
+def test_a_malformed_host_bound_share_is_the_candidates_fault_not_the_platforms():
+    assert judge._host_share([{"host_bound": 0.25}, {"host_bound": 0.5}], "cand") == 0.5
+    assert judge._host_share([{"host_bound": 7}, {}], "cand") == 1.0  # clamped: it only widens its own interval
+    for bad in ("0.9", float("nan"), [1], True):
+        with pytest.raises(judge._Stop) as stop:
+            judge._host_share([{"host_bound": bad}], "cand")
+        assert stop.value.verdict == schema.RUNTIME_ERROR  # a ValueError here used to become a retried infra_error
+    with pytest.raises(judge._Stop) as stop:
+        judge._host_share([{"host_bound": "x"}], "ref")
+    assert stop.value.verdict == schema.INFRA_ERROR
 
 
 def _state(pid: int) -> str:

@@ -4,6 +4,8 @@ reference. See docs/threat-model.md, section C. GPU-only variants (CUDA events, 
 test_gpu.py."""
 import re
 
+import pytest
+
 from evaluator import schema
 from tests.redteam.harness import TIMED, assert_never_correct_and_faster, logs, run
 
@@ -82,3 +84,17 @@ def test_candidate_is_stopped_while_the_reference_runs():
     assert result["verdict"] == schema.CORRECT, result["message"]
     gaps = [int(x) for x in re.findall(r"GAP (\d+) ms", logs(result))]
     assert len([g for g in gaps if g >= 80]) >= 3, gaps
+
+
+def test_inflated_trial_times_do_not_steer_the_timing_plan():
+    result = run("inflates_trial_time", **TIMED)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert "trial replies now claim 100 s" in logs(result)  # the forgery was in place
+    # Held to the judge's own clock around the command (100 s was claimed), and the spin's starting point is the
+    # reference's trial time alone.
+    assert all(t["candidate_call_ms"] < 20_000 for t in result["trials"]), [t["candidate_call_ms"] for t in
+                                                                            result["trials"]]
+    own = [t["reference_call_ms"] for t in result["trials"] if not t.get("after_timing")]
+    assert result["timing"]["reference_estimate_ms"] == pytest.approx(min(own[1:]), abs=1e-4)
+    assert result["timing"]["estimate_ms"] < 20_000
+    assert_never_correct_and_faster(result)
