@@ -67,8 +67,10 @@ def _checks(row: dict) -> str:
         text += f" set aside {len(row['set_aside'])}"
     short = row.get("spin_short_per_block") or {}
     most = max((x for side in short.values() for x in side), default=0.0)
-    if most:  # calls whose spin ran out before the host had queued them (rank_worker.time): a diagnostic
+    if most:  # calls whose spin ran out before the host had queued them (rank_worker.time)
         text += f" spin short up to {most:.0%} of a block's calls"
+    if row.get("faster_withheld"):  # ... in a reference block, for half its calls or more (judge._timing_document)
+        text += " FASTER WITHHELD (reference blocks timed its host)"
     return text
 
 
@@ -141,6 +143,7 @@ def _overhead(args, pool) -> dict:
                "max_overhead_s": max(over), "relaunch_ratio_median": statistics.median(ratios) if ratios else None,
                "not_correct": [r["id"] for r in rows if r["verdict"] != schema.CORRECT],
                "aa_false_faster": sum(r["faster"] for r in rows),
+               "aa_faster_withheld": [r["id"] for r in rows if r.get("faster_withheld")],
                "flagged": [r["id"] for r in rows if r.get("flags")],
                "probed": [r["id"] for r in rows if (r.get("crosscheck") or {}).get("probe")],
                "aa_intervals_missing_1": [r["id"] for r in rows if r["verdict"] == schema.CORRECT
@@ -179,6 +182,7 @@ def _aa(args, pool) -> dict:
     speedups = [r["speedup"] for r in rows if r["speedup"]]
     summary = {"runs": len(rows), "warm_depth": args.warm, "elapsed_s": round(time.monotonic() - began, 1),
                "false_faster": false_faster, "intervals_missing_1": misses,
+               "faster_withheld": sum(bool(r.get("faster_withheld")) for r in rows),
                "not_correct": sorted({r["id"] for r in rows if r["verdict"] != schema.CORRECT}),
                "speedup_min": min(speedups), "speedup_max": max(speedups),
                "speedup_p05": sorted(speedups)[int(0.05 * (len(speedups) - 1))],

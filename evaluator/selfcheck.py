@@ -144,7 +144,9 @@ def aa_summary(outcome: dict) -> dict:
             "flags": outcome.get("flags") or [], "crosscheck": timing.get("crosscheck"),
             "pairs": paired.get("each"), "set_aside": paired.get("set_aside"), "dropped": paired.get("dropped"),
             "spin_us_per_block": timing.get("spin_us_per_block"),
-            "spin_short_per_block": timing.get("spin_short_per_block"), "probe_pooled": paired.get("probe")}
+            "spin_short_per_block": timing.get("spin_short_per_block"), "probe_pooled": paired.get("probe"),
+            "faster_withheld": bool(timing.get("reference_blocks_spun_short")
+                                    or timing.get("reference_spun_short_pairs"))}
 
 
 def render(report: dict) -> str:

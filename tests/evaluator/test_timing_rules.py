@@ -44,6 +44,10 @@ def test_reference_blocks_that_timed_its_host_withhold_faster():
         doc = _document(5.0, 1.0, {"ref": 0.0, "cand": 0.0}, reference_spin_short=shares)
         assert doc["faster"] is False and doc["speedup_ci"][0] > 1.0  # the interval is as measured; the claim is not
         assert doc["reference_blocks_spun_short"] == [b for b, x in enumerate(shares) if x >= 0.5]
+    # What benchmarks/judge_gpu.py counts in its A/A summaries.
+    from evaluator import selfcheck
+    assert selfcheck.aa_summary({"verdict": "correct", "timing": doc})["faster_withheld"] is True
+    assert selfcheck.aa_summary({"verdict": "correct", "timing": clean})["faster_withheld"] is False
     # A slower verdict is not withheld: short spins only ever make a side look slower.
     slow = _document(1.0, 2.0, {"ref": 0.0, "cand": 0.0}, reference_spin_short=[0.9] * 6)
     assert slow["speedup_ci"][1] < 1.0
