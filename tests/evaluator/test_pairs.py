@@ -237,22 +237,27 @@ def test_an_unsuspect_single_pair_is_not_timed_again(monkeypatch):
 
 def test_later_pairs_time_with_the_first_pairs_estimate_not_their_cold_trial(monkeypatch):
     # A later pair's one trial is its processes' first call (cold); the estimate sets the judge's spin and calls.
-    seen, real = [], judge.Pair._time
+    # The reference's own estimate (where the spin starts) is carried to later pairs the same way.
+    seen, own, real = [], [], judge.Pair._time
 
-    def recording(self, seeds, estimate_ms):
+    def recording(self, seeds, estimate_ms, reference_estimate_ms=None):
         seen.append(estimate_ms)
-        return real(self, seeds, estimate_ms)
+        own.append(reference_estimate_ms)
+        return real(self, seeds, estimate_ms, reference_estimate_ms)
     monkeypatch.setattr(judge.Pair, "_time", recording)
     monkeypatch.setattr(judge.Pair, "_trial", _cold_first_trial(judge.Pair._trial))
     result = judge.evaluate(1, "reference", 1, "cpu", pairs=3, **SMALL)
     assert result["verdict"] == schema.CORRECT and len(seen) == 3
     assert seen[0] < 50.0 and seen[1] == seen[2] == pytest.approx(seen[0], rel=1e-6)
+    assert own[0] < 50.0 and own[1] == own[2] == pytest.approx(own[0], abs=1e-6)
 
 
 def _cold_first_trial(real):
     """Each pair's first trial reads 50 ms, as a cold first call does on a GPU."""
     def trial(self, index, seed, tag, shape=None):
         record, est = real(self, index, seed, tag, shape)
+        if index == 0:
+            record["reference_call_ms"] = 50.0
         return record, 50.0 if index == 0 else est
     return trial
 
