@@ -23,8 +23,7 @@ from evaluator import judge, pairs  # noqa: E402
 def _reference_spun_short(row: dict) -> bool:
     """Whether a stored row's reference had a block that timed its host (judge._timing_document withholds "faster"
     then); rows stored before GPU run 10 kept no per-block shares and count as not."""
-    shares = (row.get("spin_short_per_block") or {}).get("reference") or []
-    return any(share >= judge.SPIN_SHORT_BLOCK_SHARE for share in shares)
+    return bool(judge.blocks_spun_short((row.get("spin_short_per_block") or {}).get("reference")))
 
 
 def rejudge(row: dict, device: str = "cuda") -> dict:

@@ -787,32 +787,36 @@ def _candidate_verdict(kind: str, loading: bool = False) -> str:
 CANDIDATE_SPIN_SHARE = 2.0
 
 
+def _is_number(value) -> bool:
+    """A finite int or float, not a bool: what a rank's numeric reply fields must be."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _share(value) -> float:
     """A rank's reported share of calls, or 0.0 when it is not a number in [0, 1] (a candidate's rank may say
     anything; the value is shown, never used for a verdict)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0
-    return float(value) if ok else 0.0
+    return float(value) if _is_number(value) and 0.0 <= value <= 1.0 else 0.0
+
+
+def _reported(values: list, side: str, what: str, valid=lambda v: True) -> list:
+    """The ranks' values of one reply field; any that is not a number (or not ``valid``) makes the reply malformed:
+    the candidate's fault on its side (as malformed samples are, _samples), never an infra_error it could cause at
+    will."""
+    if not all(_is_number(v) and valid(v) for v in values):
+        raise _Stop(schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR,
+                    f"{side} ranks returned a malformed {what}")
+    return values
 
 
 def _call_ms(replies: list[dict], side: str) -> float:
-    """The slowest rank's call time in a trial reply; not a finite number >= 0 is a malformed reply (the candidate's
-    fault on its side)."""
-    values = [x.get("ms", 0.0) for x in replies]
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-               for v in values):
-        raise _Stop(schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR,
-                    f"{side} ranks returned a malformed trial time")
-    return float(max(values))
+    """The slowest rank's call time in a trial reply, a number >= 0."""
+    return float(max(_reported([x.get("ms", 0.0) for x in replies], side, "trial time", lambda v: v >= 0)))
 
 
 def _host_share(replies: list[dict], side: str) -> float:
-    """The largest share of host-paced calls a side's ranks report, in [0, 1]. Not a number is a malformed reply: the
-    candidate's fault on its side (as malformed samples are, _samples), never an infra_error it could cause at will."""
-    values = [x.get("host_bound") or 0.0 for x in replies]
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
-        raise _Stop(schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR,
-                    f"{side} ranks returned a malformed host-bound share")
-    return min(1.0, max(0.0, max(values)))
+    """The largest share of host-paced calls a side's ranks report, clamped to [0, 1]."""
+    return min(1.0, max(0.0, max(_reported([x.get("host_bound") or 0.0 for x in replies], side,
+                                           "host-bound share"))))
 
 
 def _spin_wanted(replies: list[dict]) -> float:
@@ -904,6 +908,11 @@ HOST_BOUND_SHARE = 0.2  # of a side's timed calls (median over blocks)
 SPIN_SHORT_BLOCK_SHARE = 0.5
 
 
+def blocks_spun_short(shares: Optional[list[float]]) -> list[int]:
+    """The blocks (indices) whose share of spun-short calls says they timed the host (SPIN_SHORT_BLOCK_SHARE)."""
+    return [b for b, share in enumerate(shares or []) if share >= SPIN_SHORT_BLOCK_SHARE]
+
+
 def noise_floor(device: str, host_bound: bool) -> float:
     """How far one pair's interval is widened (each side, relative) for the offset of its process pair."""
     return max(PROCESS_NOISE_FLOOR[device], HOST_BOUND_NOISE_FLOOR if host_bound else 0.0)
@@ -941,7 +950,7 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
     # 67 (1.3 us calls), its reference's blocks at 64-98% such calls, 2.2-9.2 us against 1.2 us. The reference's share
     # is trusted (a candidate's is not read here: its own short spins only make it look slower), and it is tied to
     # no interval width, so "faster" is withheld outright.
-    short_blocks = [b for b, share in enumerate(reference_spin_short or []) if share >= SPIN_SHORT_BLOCK_SHARE]
+    short_blocks = blocks_spun_short(reference_spin_short)
     doc = {
         "reference_ms": round(ref_ms, 6), "candidate_ms": round(cand_ms, 6),
         "speedup": round(ref_ms / cand_ms, 4) if cand_ms > 0 else None,
