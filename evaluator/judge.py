@@ -1,11 +1,12 @@
 """The trusted judge: evaluates one candidate for one problem on W ranks and returns the result document.
 
 Protocol (one job): start the reference ranks and the candidate ranks as two separate process groups; for each of
-``trials`` fresh seeds, run the reference, keep its outputs here, run the candidate, compare every rank's output
-here; then time both sides in alternating blocks (reference block, candidate block, ...), each block on freshly built
-inputs with rotating clones of the timed argument; then one more trial on a new seed to re-check the candidate's
-outputs after the timed loop. The candidate never sees expected outputs: they exist only in the reference's private
-directory (deleted as soon as they are read) and in this process.
+``trials`` fresh seeds, run the reference (its ranks hold their outputs on their devices), run the candidate (its
+ranks write theirs to files), and have each reference rank compare the candidate's file with what it holds
+(evaluator/outputs.py); then time both sides in alternating blocks (reference block, candidate block, ...), each block
+on freshly built inputs with rotating clones of the timed argument; then one more trial on a new seed to re-check the
+candidate's outputs after the timed loop. The candidate never sees expected outputs: they never leave the reference's
+processes, which are stopped whenever the candidate's ranks run.
 """
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import math
 import os
 import random
 import shutil
-import stat
 import statistics
 import tempfile
 import time
@@ -25,8 +25,7 @@ from typing import Optional
 import torch
 
 import problems
-from evaluator import pairs, physics, policy, sandbox, schema, stats, warm
-from evaluator.compare import compare
+from evaluator import outputs, pairs, physics, policy, sandbox, schema, stats, warm
 from evaluator.group import GroupFailure, RankGroup, close_all
 from evaluator.rank_worker import SPIN_MAX_US, timing_set_seed
 from problems.base import derive_seed
@@ -388,6 +387,8 @@ class Pair:
         self.timeout = cfg.timeout_s or prob.timeout_s
         self.build_ms = 0.0
         self.last_wall_ms = 0.0
+        self.output_bytes = 0  # the largest output a reference rank held: what a candidate's file may take (outputs)
+        self.held_command: Optional[dict] = None  # the trial whose outputs the reference's ranks hold
         # Where the judging phase's wall time goes, in seconds (``phases_s["judge_parts"]``): the two groups'
         # commands by kind, reading their output files, comparing. What the overhead benchmark needs to say which
         # part of a slow problem to shorten (GPU run 9: 68 and 77 over 10 s, neither explained).
@@ -396,19 +397,17 @@ class Pair:
     # Failures on the reference side are the platform's; on the candidate side they are the candidate's. While one
     # side runs, the other's processes are stopped (the candidate can neither watch the reference's files nor compete
     # with it, and neither side's idle threads slow the other's host).
-    def _ref_command(self, cmd: dict, timeout: float, then=None) -> list[dict]:
-        """Run a command on the reference with the candidate stopped; ``then()`` (reading and deleting the
-        reference's output files) also runs before the candidate is resumed, so those files never exist while it
-        runs."""
+    def _ref_command(self, cmd: dict, timeout: float) -> list[dict]:
+        """Run a command on the reference with the candidate stopped (it cannot race the reference's reading of its
+        files, see _check)."""
         self.cand.pause()
         try:
-            replies = self._timed_command(self.ref, cmd, timeout)
-            if then is not None:
-                then()
-            return replies
+            return self._timed_command(self.ref, cmd, timeout)
         except GroupFailure as exc:
+            # A check needs the output held from its trial: the trial is what a fresh reference re-runs alone.
+            again = self.held_command if cmd.get("cmd") == "check" else cmd
             raise _Stop(schema.INFRA_ERROR, f"reference rank {exc.rank} failed ({exc.kind}): {exc.message}",
-                        reference_command=None if exc.kind == schema.INFRA_ERROR else cmd)
+                        reference_command=None if exc.kind == schema.INFRA_ERROR else again)
         finally:
             self.cand.resume()
 
@@ -530,60 +529,44 @@ class Pair:
             return derive_seed(seeds[-1], *key) & ((1 << 62) - 1)
         return random.SystemRandom().getrandbits(62)
 
-    def _reference_outputs(self, cmd: dict) -> tuple[list, list[dict]]:
-        expected: list = []
+    def _hold_reference(self, cmd: dict) -> list[dict]:
+        """Run a trial on the reference's ranks, which hold its outputs for the ``check`` that follows."""
+        self.held_command = dict(cmd, hold=True)
+        replies = self._ref_command(self.held_command, self.timeout)
+        self.output_bytes = max([self.output_bytes] + [x["nbytes"] for x in replies if type(x.get("nbytes")) is int])
+        return replies
 
-        def load():
-            expected.extend(self._load(self.ref, cmd["tag"], r) for r in range(self.cfg.world_size))
-
-        replies = self._ref_command(cmd, self.timeout, then=load)
-        return expected, replies
-
-    def _load(self, group: RankGroup, tag: str, rank: int) -> object:
-        """A rank's output file, read and deleted (untrusted unless the group is the reference); the time counted."""
-        began = time.monotonic()
-        try:
-            return _load_output(group.out_dir, tag, rank, delete=True, untrusted=group is not self.ref)
-        finally:
-            self.spent["read_outputs"] += time.monotonic() - began
-
-    def _check_rank(self, expected, actual, r: int, world_size: Optional[int] = None) -> dict:
-        began = time.monotonic()
-        try:
-            return self._compare_rank(expected, actual, r, world_size)
-        finally:
-            self.spent["compare"] += time.monotonic() - began
-
-    def _compare_rank(self, expected, actual, r: int, world_size: Optional[int] = None) -> dict:
-        W = world_size or self.cfg.world_size
-        if self.prob.compare is not None:
-            message = self.prob.compare(expected, actual, W)
-            return {"rank": r, "ok": message is None, "message": message}
-        slack = (lambda tensor: self.prob.slack(tensor, W)) if self.prob.slack else None
-        return dict(rank=r, **compare(expected, actual, self.prob.atol, self.prob.rtol, slack).to_dict())
+    def _check(self, tag: str, directory: str, files: list[Optional[str]]) -> list[Optional[dict]]:
+        """Each reference rank compares ``directory/files[rank]`` (a candidate's output; None: none on that rank) with
+        the output it holds from trial ``tag``: the ranks' comparison records. The candidate is stopped meanwhile (no
+        write can land while its file is read). The slowest rank's reading and comparing are counted apart from the
+        rest of the command (``phases_s.judge_parts``)."""
+        replies = self._ref_command({"cmd": "check", "tag": tag, "dir": directory, "files": files}, self.timeout)
+        entries = [reply.get("check") for reply in replies]
+        timed = [e for e in entries if e is not None]
+        if timed:
+            slowest = max(timed, key=lambda e: e.get("read_s", 0.0) + e.get("compare_s", 0.0))
+            for part in ("read_s", "compare_s"):
+                spent = slowest.get(part, 0.0)
+                self.spent["read_outputs" if part == "read_s" else "compare"] += spent
+                self.spent["reference_check"] -= spent
+        for entry in timed:
+            entry.pop("read_s", None)
+            entry.pop("compare_s", None)
+        return entries
 
     def _trial(self, index: int, seed: int, tag: str, shape: Optional[dict] = None) -> tuple[dict, float]:
         cmd = dict({"cmd": "trial", "trial": index, "seed": seed, "tag": tag}, **(shape or {}))
-        # The reference's outputs are read (and deleted) before the candidate is even told to start this trial.
-        expected, ref_replies = self._reference_outputs(cmd)
+        ref_replies = self._hold_reference(cmd)
         cand_replies = self._cand_command(cmd, self.timeout)
         cand_wall_ms = self.last_wall_ms  # the judge's clock: what the candidate's reported call time cannot exceed
-        ranks, ok = [], True
-        for r in range(self.cfg.world_size):
-            try:
-                actual = self._load(self.cand, tag, r)
-            except Exception as exc:  # noqa: BLE001 - a forged or unreadable output is a wrong output
-                ranks.append({"rank": r, "ok": False, "message": f"unreadable output: {exc}"})
-                ok = False
-                continue
-            entry = self._check_rank(expected[r], actual, r)
-            ranks.append(entry)
-            ok = ok and entry["ok"]
+        ranks = self._check(tag, self.cand.out_dir, [f"{tag}_r{r}.pt" for r in range(self.cfg.world_size)])
+        ok = all(entry["ok"] for entry in ranks)
         ref_ms, cand_ms = _call_ms(ref_replies, "ref"), min(_call_ms(cand_replies, "cand"), cand_wall_ms)
         self.build_ms = max(self.build_ms, max(float(x.get("build_ms", 0.0)) for x in ref_replies))
         self.inside_s += (ref_ms + cand_ms) / 1e3
         record = {"trial": index, "seed": seed, "verdict": schema.CORRECT if ok else schema.INCORRECT,
-                  "ranks": ranks, "output_shapes": describe(expected[0]), "reference_call_ms": round(ref_ms, 4),
+                  "ranks": ranks, "output_shapes": ref_replies[0].get("shapes"), "reference_call_ms": round(ref_ms, 4),
                   "candidate_call_ms": round(cand_ms, 4)}
         return record, max(ref_ms, cand_ms)
 
@@ -598,11 +581,10 @@ class Pair:
                     "message": f"M={self.cfg.M}, N={self.cfg.N} are too small to draw another shape"}
         hidden_seed = self._secret_seed([seed], "hidden-trial")
         self.cand.pause()
-        try:
-            self.ref.command({"cmd": "trial", "trial": 0, "seed": hidden_seed, "tag": "probe", **shape}, self.timeout)
-            for r in range(self.cfg.world_size):
-                _load_output(self.ref.out_dir, "probe", r, delete=True)
-        except (GroupFailure, OSError):
+        try:  # held and never checked: the next trial drops it
+            self.ref.command({"cmd": "trial", "trial": 0, "seed": hidden_seed, "tag": "probe", "hold": True, **shape},
+                             self.timeout)
+        except GroupFailure:
             # The reference itself does not run at that shape: nothing to hold the candidate to.
             return {"verdict": "skipped",
                     "message": f"the reference does not run at the drawn shape M={shape['M']}, N={shape['N']}"}
@@ -718,18 +700,26 @@ class Pair:
         return doc
 
     def _collect_kept(self, cmd: dict, replies: list[dict], block: int) -> list[dict]:
-        """Load (right away, before the candidate can touch them again) the outputs each rank kept in this block."""
+        """Take the outputs each rank kept in this block out of the candidate's reach right away (a copy in the
+        reference's directory, made with the candidate stopped), to be checked after the timed loop."""
         out = []
         for r, reply in enumerate(replies):
             call = reply.get("kept_call")
             if not isinstance(call, int) or not cmd["warmup"] <= call < cmd["warmup"] + cmd["iters"]:
                 raise _Stop(schema.RUNTIME_ERROR, f"rank {r} reported no valid kept call for timing block {block}")
+            name = f"{cmd['tag']}_r{r}.pt"
+            began = time.monotonic()
+            self.cand.pause()
             try:
-                actual = self._load(self.cand, cmd["tag"], r)
+                outputs.take(os.path.join(self.cand.out_dir, name), os.path.join(self.ref.out_dir, f"kept_{name}"),
+                             max_bytes=outputs.size_limit(self.output_bytes))
             except Exception as exc:  # noqa: BLE001
                 raise _Stop(schema.INCORRECT, f"rank {r}: the output of timed call {call} of block {block} is "
                                               f"unreadable: {exc}")
-            out.append({"rank": r, "block": block, "call": call, "actual": actual,
+            finally:
+                self.cand.resume()
+                self.spent["take_kept"] += time.monotonic() - began
+            out.append({"rank": r, "block": block, "call": call, "file": f"kept_{name}",
                         "seed": timing_set_seed(cmd["seed"], call)})  # the judge's own derivation, not the reply's
         return out
 
@@ -740,9 +730,13 @@ class Pair:
             by_seed.setdefault(item["seed"], []).append(item)
         checks = 0
         for n, (seed, items) in enumerate(by_seed.items()):
-            expected, _ = self._reference_outputs({"cmd": "trial", "trial": 0, "seed": seed, "tag": f"v{n}"})
+            self._hold_reference({"cmd": "trial", "trial": 0, "seed": seed, "tag": f"v{n}"})
+            files: list[Optional[str]] = [None] * self.cfg.world_size
             for item in items:
-                entry = self._check_rank(expected[item["rank"]], item["actual"], item["rank"])
+                files[item["rank"]] = item["file"]
+            entries = self._check(f"v{n}", self.ref.out_dir, files)
+            for item in items:
+                entry = entries[item["rank"]]
                 checks += 1
                 if not entry["ok"]:
                     where = entry.get("where") or "output"
@@ -835,51 +829,6 @@ def _samples(replies: list[dict], iters: int, side: str) -> list[float]:
     if any(not (x >= 0.0) or x == float("inf") for x in samples):
         raise _Stop(schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR, f"{side} reported negative times")
     return [float(x) for x in samples]
-
-
-def _load_output(out_dir: str, tag: str, rank: int, delete: bool, untrusted: bool = False):
-    path = os.path.join(out_dir, f"{tag}_r{rank}.pt")
-    if not untrusted:
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"no output file for rank {rank}")
-        try:
-            return torch.load(path, map_location="cpu", weights_only=True)
-        finally:
-            if delete:
-                os.unlink(path)
-    # The candidate owns its out/ directory: never follow a link it planted (to a file only the judge may read), and
-    # read only a regular file.
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no output file for rank {rank}") from None
-    except OSError as exc:
-        raise ValueError(f"output for rank {rank} is not a plain file ({exc.strerror})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"output for rank {rank} is not a plain file")
-        with os.fdopen(fd, "rb") as f:
-            fd = None
-            return torch.load(f, map_location="cpu", weights_only=True)
-    finally:
-        if fd is not None:
-            os.close(fd)
-        if delete:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-
-
-def describe(value):
-    """The structure of an output with shapes and dtypes instead of values, e.g. [[1024, 1024], "bfloat16"]."""
-    if isinstance(value, torch.Tensor):
-        return [list(value.shape), str(value.dtype).replace("torch.", "")]
-    if isinstance(value, (tuple, list)):
-        return [describe(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): describe(v) for k, v in value.items()}
-    return type(value).__name__
 
 
 def _first_mismatch(record: dict) -> str:

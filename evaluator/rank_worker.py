@@ -2,13 +2,15 @@
 
 The judge starts W of these per role (reference ranks and candidate ranks are separate process groups, never the same
 processes) and drives them with JSON commands on stdin; replies go back as JSON lines on the file descriptor given by
---reply-fd; outputs are written as tensors files into --out, which the judge loads with ``weights_only=True``.
-Commands: ``trial`` (build inputs from a seed, run ``solution``, save outputs), ``time`` (one timing block), ``load``
-(switch problem: trusted references in self-checks; or the job's problem and candidate, once, in a warm spare started
-with ``--problem -`` before the job was known), ``exit``.
+--reply-fd. Commands: ``trial`` (build inputs from a seed, run ``solution``; a candidate's ranks save their outputs as
+tensor files in --out, a reference's ranks, asked to ``hold``, keep theirs on their device), ``check`` (reference
+ranks only: compare the candidate's file for the held trial with the held output, see evaluator/outputs.py), ``time``
+(one timing block), ``kept`` (write the output a timing block kept), ``load`` (switch problem: trusted references in
+self-checks; or the job's problem and candidate, once, in a warm spare started with ``--problem -`` before the job was
+known), ``exit``.
 
 Everything here runs in an untrusted process when the role is ``cand``: nothing it reports is believed without a
-check in the judge (outputs are compared there, timings are cross-checked against the judge's own clock).
+check (its outputs are compared by the reference's ranks, its timings cross-checked against the judge's own clock).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import torch
 import torch.distributed as dist
 
 import problems
-from evaluator import nulls
+from evaluator import nulls, outputs
 from evaluator.warm import DEFERRED
 from problems.base import InputContext, derive_seed
 
@@ -187,16 +189,6 @@ def timing_set_seed(block_seed: int, index: int) -> int:
     return derive_seed(block_seed, "timing-set", index) & ((1 << 62) - 1)
 
 
-def _nbytes(value) -> int:
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    if isinstance(value, (tuple, list)):
-        return sum(_nbytes(v) for v in value)
-    if isinstance(value, dict):
-        return sum(_nbytes(v) for v in value.values())
-    return 0
-
-
 def _randbelow(n: int) -> int:
     """Uniform in [0, n) from the OS (not from torch or random, whose state the candidate could read or set)."""
     return int.from_bytes(_urandom(8), "little") % n
@@ -255,6 +247,7 @@ class Worker:
         self.solution = None
         self.host_us = []  # host times to enqueue one warm-up call of the loaded solution (see time())
         self._kept = None  # the output the last timing block kept, until the judge's ``kept`` command
+        self._held = None  # (tag, output): a reference rank's output of the last ``hold`` trial, until ``check``
 
     # --- set-up ----------------------------------------------------------------------------------------------------
     def start(self) -> bool:
@@ -289,7 +282,7 @@ class Worker:
             setattr(self.args, key, value)
         self.dtype = DTYPES[self.args.dtype]
         self.problem = problems.get(problem_key)
-        self.host_us, self._kept = [], None
+        self.host_us, self._kept, self._held = [], None, None
         try:
             self.solution = resolve_solution(self.problem, candidate)
         except BaseException as exc:  # noqa: BLE001 - reported as the candidate's failure
@@ -305,6 +298,7 @@ class Worker:
                             problem_id=self.problem.id, reduced=self.args.reduced, groups=self.groups)
 
     def trial(self, cmd: dict) -> None:
+        self._held = None  # an output held for a check that never came (the trial before failed): not kept twice
         began = _perf_counter()
         inputs = self.problem.make_inputs(self.context(cmd["seed"], cmd["trial"], cmd.get("M"), cmd.get("N")))
         synchronize(self.device_kind)
@@ -314,6 +308,14 @@ class Worker:
         output = self.solution(*inputs)
         synchronize(self.device_kind)
         elapsed_ms = (_perf_counter() - start) * 1e3
+        del inputs
+        if cmd.get("hold"):
+            # A reference rank keeps its output where it is (one at a time) for the ``check`` that follows the
+            # candidate's trial: it never becomes a file, and is compared on the device.
+            self.reply(ok=True, seq=cmd["seq"], ms=elapsed_ms, build_ms=build_ms, shapes=outputs.describe(output),
+                       nbytes=outputs.nbytes(output))
+            self._held = (cmd["tag"], output)
+            return
         path = os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt")
         try:
             saved = portable(output)
@@ -321,9 +323,25 @@ class Worker:
             self.reply(ok=False, kind="incorrect", error=str(exc), seq=cmd["seq"])
             return
         torch.save(saved, path)
-        del output, inputs
+        del output, saved
         self._release_cache()
         self.reply(ok=True, seq=cmd["seq"], ms=elapsed_ms, build_ms=build_ms, path=path)
+
+    def check(self, cmd: dict) -> None:
+        """Reference ranks: compare this rank's file of the candidate's (``dir``/``files[rank]``; none: nothing to
+        check on this rank) with the output held from the trial ``tag``, then drop both."""
+        held, self._held = self._held, None
+        if held is None or held[0] != cmd["tag"]:
+            raise RuntimeError(f"no held output for {cmd['tag']!r} (holding {held and held[0]!r})")
+        name = cmd["files"][self.rank]
+        entry = None
+        if name is not None:
+            synchronize(self.device_kind)
+            entry = outputs.check_file(self.problem, held[1], os.path.join(cmd["dir"], os.path.basename(name)),
+                                       self.rank, self.world_size)
+        del held
+        self._release_cache()
+        self.reply(ok=True, seq=cmd["seq"], check=entry)
 
     def _release_cache(self) -> None:
         if self.device_kind == "cuda" and _memory_reserved(self.device) > RELEASE_CACHE_BYTES:
@@ -346,7 +364,7 @@ class Worker:
         build = lambda k: list(self.problem.make_inputs(self.context(timing_set_seed(seed, k), trial)))  # noqa: E731
         first = build(0)
         # One set alone when a set is huge (then each is rebuilt right after its call); two or more otherwise.
-        slots = max(1, min(calls, POOL_BYTES[self.device_kind] // max(1, _nbytes(first))))
+        slots = max(1, min(calls, POOL_BYTES[self.device_kind] // max(1, outputs.nbytes(first))))
         pool = [first] + [build(k) for k in range(1, min(slots, calls))]
         del first  # the pool holds it: with one slot it must go when its call is done
         flush = self._l2_flush_buffer()
@@ -482,6 +500,8 @@ class Worker:
                     self.time(cmd)
                 elif op == "kept":
                     self.save_kept(cmd)
+                elif op == "check" and self.args.role == "ref":
+                    self.check(cmd)
                 elif op == "load":
                     self.load(cmd["problem"], cmd["candidate"], shape=_shape_of(cmd))
                 elif op == "profile":  # profile mode (evaluator/profiling.py): a torch profiler trace of a few calls

@@ -41,6 +41,35 @@ def test_gpu_backends_are_correct(name, problem):
     assert result["verdict"] == schema.CORRECT, result["message"] + str(result.get("logs"))[-2000:]
 
 
+def test_compare_on_the_gpu_gives_the_hosts_verdicts():
+    """Reference ranks compare on their device (evaluator/outputs.py): the same verdicts, error sizes and first bad
+    index as on the host, for the cases the host tests pin down."""
+    from evaluator.compare import compare
+
+    g = torch.Generator().manual_seed(5)
+    base = torch.randn(3000, 700, generator=g)
+    near = base + 1e-3 * torch.randn(base.shape, generator=g)
+    far = near.clone()
+    far[2999, 5] += 1.0
+    nan = near.clone()
+    nan[10, 10] = float("nan")
+    ints = torch.arange(5000)
+    cases = [(base.bfloat16(), near.bfloat16()), (base, near), (base, far), (base, nan), (base.double(), far.double()),
+             (ints, ints.clone()), (ints, torch.where(ints == 4321, 0, ints)), ((base, {"k": ints}), (near, {"k": ints}))]
+    for expected, actual in cases:
+        on_host = compare(expected, actual, 1e-2, 1e-2).to_dict()
+        on_gpu = compare(_cuda(expected), _cuda(actual), 1e-2, 1e-2).to_dict()
+        assert on_gpu == pytest.approx(on_host) if on_host["ok"] else on_gpu == on_host
+
+
+def _cuda(value):
+    if isinstance(value, torch.Tensor):
+        return value.cuda()
+    if isinstance(value, tuple):
+        return tuple(_cuda(v) for v in value)
+    return {k: _cuda(v) for k, v in value.items()}
+
+
 def test_wrong_gpu_candidate_is_incorrect(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def solution(tensor):\n    return tensor * 2\n")

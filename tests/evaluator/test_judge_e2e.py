@@ -32,11 +32,12 @@ def test_correct_candidate(W):
     assert timing["ranked"] is False and timing["method"] == "wall_clock"
     assert timing["speedup_ci"][0] <= timing["speedup"] <= timing["speedup_ci"][1]
     assert result["environment"]["backend"] == "gloo" and result["environment"]["torch"]
-    # Where the judging time went: every command kind of both sides, the output reads and the comparisons, adding
+    # Where the judging time went: every command kind of both sides, the reference ranks' reading and comparing of
+    # the candidate's files (out of their check commands), taking kept outputs out of the candidate's reach, adding
     # up to the judging phase (the rest, "other", is the judge's own bookkeeping and cannot be negative).
     parts = result["phases_s"]["judge_parts"]
     for key in ("reference_trial", "candidate_trial", "reference_time", "candidate_time", "candidate_kept",
-                "read_outputs", "compare"):
+                "reference_check", "read_outputs", "compare", "take_kept"):
         assert parts[key] > 0, (key, parts)
     assert parts["other"] >= -0.01 and sum(parts.values()) == pytest.approx(result["phases_s"]["judge"], abs=0.02)
 

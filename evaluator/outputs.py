@@ -1,0 +1,155 @@
+"""Output files between processes: reading one safely, taking one out of its writer's reach, checking one.
+
+A candidate's outputs reach the judge as files in the candidate's own ``out/`` directory, written by its ranks. The
+reference's outputs never leave its ranks: each reference rank holds its output on its device and compares the
+candidate's file with it there (``check_file``, run by the rank worker of role ``ref``, a trusted process). So no
+reference output is ever written where a file could be read, the comparison runs on the device, on every rank at
+once, and the judge process moves no tensor at all (GPU run 10: problem 77's 300 MB outputs, written, read and
+compared in one judge process, were 9 of its 15 s of overhead).
+"""
+from __future__ import annotations
+
+import os
+import stat
+import time
+from typing import Callable, Optional
+
+import torch
+
+from evaluator.compare import compare
+
+# Room a file may take beyond twice its expected tensor bytes (a zip header per tensor, pickled structure): a larger
+# one is refused unread, so a file cannot exhaust a trusted process's memory.
+FILE_SLACK_BYTES = 4 << 20
+
+
+def nbytes(value) -> int:
+    """The tensor bytes in an output of tensors, tuples, lists and dicts."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (tuple, list)):
+        return sum(nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(nbytes(v) for v in value.values())
+    return 0
+
+
+def size_limit(expected_bytes: int) -> int:
+    return 2 * expected_bytes + FILE_SLACK_BYTES
+
+
+def describe(value):
+    """The structure of an output with shapes and dtypes instead of values, e.g. [[1024, 1024], "bfloat16"]."""
+    if isinstance(value, torch.Tensor):
+        return [list(value.shape), str(value.dtype).replace("torch.", "")]
+    if isinstance(value, (tuple, list)):
+        return [describe(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): describe(v) for k, v in value.items()}
+    return type(value).__name__
+
+
+def _open_plain(path: str) -> int:
+    """A read-only descriptor of ``path`` if it is a regular file and not a link. A candidate owns its directory: it
+    could plant a link to a file only the judge may read, or a FIFO that blocks the reader forever."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise FileNotFoundError("no output file") from None
+    except OSError as exc:
+        raise ValueError(f"the output is not a plain file ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ValueError("the output is not a plain file")
+    return fd
+
+
+def load(path: str, untrusted: bool = True, max_bytes: Optional[int] = None, delete: bool = True):
+    """The output in ``path`` (plain CPU tensors and builtins, ``weights_only``), then the file deleted."""
+    try:
+        if not untrusted:
+            return torch.load(path, map_location="cpu", weights_only=True)
+        fd = _open_plain(path)
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if max_bytes is not None and size > max_bytes:
+                raise ValueError(f"the output file has {size} bytes, more than the {max_bytes} an output of the "
+                                 "reference's size can take")
+            return torch.load(f, map_location="cpu", weights_only=True)
+    finally:
+        if delete:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def take(source: str, target: str, max_bytes: Optional[int] = None) -> None:
+    """Copy an untrusted file to ``target`` (a directory only the judge writes) and delete the original: a copy, not
+    a rename, since a process that still holds the file open could change a renamed one later. The caller stops the
+    writer's processes around it (no write can land mid-copy). In-kernel copy: no tensor is parsed here."""
+    fd = _open_plain(source)
+    try:
+        size = os.fstat(fd).st_size
+        if max_bytes is not None and size > max_bytes:
+            raise ValueError(f"the output file has {size} bytes, more than the {max_bytes} an output of the "
+                             "reference's size can take")
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            offset = 0
+            while offset < size:
+                sent = os.sendfile(out, fd, offset, size - offset)
+                if sent == 0:
+                    break  # the file shrank: what was there is what is judged
+                offset += sent
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+        try:
+            os.unlink(source)
+        except OSError:
+            pass
+
+
+def to_host(value):
+    """Host copies, contiguous (what a problem's own ``compare`` was written for: the judge's loaded files)."""
+    if isinstance(value, torch.Tensor):
+        return value.cpu().contiguous()
+    if isinstance(value, (tuple, list)):
+        items = [to_host(v) for v in value]
+        return tuple(items) if isinstance(value, tuple) else items
+    if isinstance(value, dict):
+        return {k: to_host(v) for k, v in value.items()}
+    return value
+
+
+def compare_rank(problem, expected, actual, rank: int, world_size: int) -> dict:
+    """One rank's comparison record (``ok``, error sizes, where the first mismatch is). A problem's own ``compare``
+    gets host copies (those functions were written for the judge's host tensors); the default check runs where the
+    reference's output is, the device on a GPU."""
+    if problem.compare is not None:
+        message = problem.compare(to_host(expected), to_host(actual), world_size)
+        return {"rank": rank, "ok": message is None, "message": message}
+    slack = (lambda tensor: problem.slack(tensor, world_size)) if problem.slack else None
+    return dict(rank=rank, **compare(expected, actual, problem.atol, problem.rtol, slack).to_dict())
+
+
+def check_file(problem, expected, path: str, rank: int, world_size: int,
+               clock: Callable[[], float] = time.monotonic) -> dict:
+    """Compare the output file a candidate rank wrote (untrusted) with ``expected``: the comparison record, with
+    ``read_s`` and ``compare_s``. An unreadable, oversized or malformed file is a wrong output, never an error of the
+    process that checks it."""
+    began = clock()
+    try:
+        actual = load(path, untrusted=True, max_bytes=size_limit(nbytes(expected)))
+    except Exception as exc:  # noqa: BLE001 - a forged or unreadable output is a wrong output
+        return {"rank": rank, "ok": False, "message": f"unreadable output: {exc}", "read_s": clock() - began}
+    read = clock()
+    try:
+        entry = compare_rank(problem, expected, actual, rank, world_size)
+    except Exception as exc:  # noqa: BLE001 - a structure no reference output has: the candidate's to answer for
+        entry = {"rank": rank, "ok": False, "message": f"the output could not be compared: {type(exc).__name__}: "
+                                                       f"{exc}"}
+    entry.update(read_s=read - began, compare_s=clock() - read)
+    return entry
