@@ -16,8 +16,11 @@ from problems.base import InputContext, Problem
 def make_inputs(ctx: InputContext):
     ctx.seed(ctx.rank)
     bound = max(1, 256 // ctx.world_size)
-    values = torch.randint(-bound, bound + 1, (ctx.M, ctx.N), device=ctx.device)
-    return (values.to(ctx.dtype),)
+    # Drawn in the run's dtype (the integers are exact in it): an int64 draw converted after moved 8x the bytes, and at
+    # device-bound sizes (24576 x 32768) building each timing call's input set was ~5 ms of the judge's wall clock
+    # around a 0.75 ms call, noise in which hidden work goes unseen (GPU run 11, the probe check).
+    values = torch.randint(-bound, bound + 1, (ctx.M, ctx.N), device=ctx.device, dtype=ctx.dtype)
+    return (values,)
 
 
 def solution(tensor: torch.Tensor) -> torch.Tensor:
