@@ -252,6 +252,10 @@ class Worker:
     # --- set-up ----------------------------------------------------------------------------------------------------
     def start(self) -> bool:
         torch.set_num_threads(max(1, int(os.environ.get("PKB_THREADS_PER_RANK", "1"))))
+        if hasattr(torch.serialization, "set_crc32_options"):
+            # Output files need no checksum (whoever wrote one could have written any bytes): without it a 300 MB
+            # output saves in ~0.29 s instead of ~0.38 s (this 2-core VM), and problem 77 saves twelve of them a job.
+            torch.serialization.set_crc32_options(False)
         pin_to_cores(self.rank, self.world_size)
         backend = "nccl" if self.device_kind == "cuda" else "gloo"
         try:
