@@ -64,24 +64,21 @@ def _open_plain(path: str) -> int:
     return fd
 
 
-def load(path: str, untrusted: bool = True, max_bytes: Optional[int] = None, delete: bool = True):
-    """The output in ``path`` (plain CPU tensors and builtins, ``weights_only``), then the file deleted."""
+def load(path: str, max_bytes: Optional[int] = None):
+    """The output a candidate's rank wrote to ``path`` (plain CPU tensors and builtins, ``weights_only``), read from
+    a regular file only and then deleted; refused unread beyond ``max_bytes``."""
     try:
-        if not untrusted:
-            return torch.load(path, map_location="cpu", weights_only=True)
-        fd = _open_plain(path)
-        with os.fdopen(fd, "rb") as f:
+        with os.fdopen(_open_plain(path), "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if max_bytes is not None and size > max_bytes:
                 raise ValueError(f"the output file has {size} bytes, more than the {max_bytes} an output of the "
                                  "reference's size can take")
             return torch.load(f, map_location="cpu", weights_only=True)
     finally:
-        if delete:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def take(source: str, target: str, max_bytes: Optional[int] = None) -> None:
@@ -142,7 +139,7 @@ def check_file(problem, expected, path: str, rank: int, world_size: int,
     process that checks it."""
     began = clock()
     try:
-        actual = load(path, untrusted=True, max_bytes=size_limit(nbytes(expected)))
+        actual = load(path, max_bytes=size_limit(nbytes(expected)))
     except Exception as exc:  # noqa: BLE001 - a forged or unreadable output is a wrong output
         return {"rank": rank, "ok": False, "message": f"unreadable output: {exc}", "read_s": clock() - began}
     read = clock()

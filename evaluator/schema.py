@@ -25,8 +25,10 @@ Example (abridged) of what ``pkb eval ... --json OUT`` writes::
       "logs": [{"role": "candidate", "rank": 0, "stdout": "...", "stderr": "..."}],  # bounded tails
       "wall_s": 12.3, "judge_overhead_s": 3.4, "attempts": 1,
       "phases_s": {"start": 4.1, "judge": 7.9, "close": 0.2,   # the last attempt's launch, judging, teardown
-                   "judge_parts": {"reference_trial": 1.2, "candidate_time": 2.1, "read_outputs": 0.4,
-                                   "compare": 0.3, "other": 0.1, ...}}   # judging, by command and step
+                   "judge_parts": {"reference_trial": 1.2, "candidate_time": 2.1, "reference_check": 0.1,
+                                   "read_outputs": 0.4, "compare": 0.3, "take_kept": 0.2, "other": 0.1, ...}}
+                   # judging, by command and step: the reference ranks' checks of the candidate's files are split into
+                   # reading them and comparing (the slowest rank's); take_kept: copying kept timed outputs away
     }
 """
 from __future__ import annotations
