@@ -339,8 +339,7 @@ class Worker:
             raise RuntimeError(f"no held output for {cmd['tag']!r} (holding {held and held[0]!r})")
         name = cmd["files"][self.rank]
         entry = None
-        if name is not None:
-            synchronize(self.device_kind)
+        if name is not None:  # the held output is complete: ``trial`` synchronized after the call
             entry = outputs.check_file(self.problem, held[1], os.path.join(cmd["dir"], os.path.basename(name)),
                                        self.rank, self.world_size)
         del held
