@@ -638,12 +638,11 @@ class Pair:
             for side, run in (order if b % 2 == 0 else order[::-1]):
                 replies = run(cmd, timeout)
                 wall_ms = self.last_wall_ms
-                if verify:
-                    # The kept output leaves the rank in a command of its own, off the wall clock just read: its
-                    # write varies with its size and the page cache, and with 12 calls a block (8 pairs) 2 ms of that
-                    # is enough to read as a candidate's unexplained time (the cross-check). The reference's copy is
-                    # dropped: only the candidate's is checked.
-                    run({"cmd": "kept", "tag": cmd["tag"] if side == "cand" else None}, self.timeout)
+                # The kept output leaves the rank in a command of its own, off the wall clock just read: its write
+                # varies with its size and the page cache, and with 12 calls a block (8 pairs) 2 ms of that is enough
+                # to read as a candidate's unexplained time (the cross-check). The reference's copy is dropped: only
+                # the candidate's is checked. Sent without verification too: the rank hands a large cache back there.
+                run({"cmd": "kept", "tag": cmd["tag"] if verify and side == "cand" else None}, self.timeout)
                 samples = _samples(replies, n, side)
                 wanted[side] = max(wanted[side], _spin_wanted(replies))
                 if is_probe:  # host-paced by design: no evidence of a host-bound call, and not in the speedup

@@ -297,6 +297,41 @@ def test_a_kept_timed_output_is_written_only_after_the_timed_block(monkeypatch):
     assert {c for c in checked if c[0] == "kept"} == {("kept", 1)}
 
 
+def test_every_timing_block_is_followed_by_a_kept_command_on_each_side_even_without_verification(monkeypatch):
+    # The ``kept`` command is where a rank hands a large cache back, off the judge's clock around the block; a trusted
+    # A/A run (nothing kept) must get it too, or its ranks would free memory inside the next block's wall.
+    real, sent = judge.Pair._timed_command, []
+
+    def watching(self, group, cmd, timeout):
+        sent.append(("ref" if group is self.ref else "cand", cmd["cmd"], cmd.get("tag")))
+        return real(self, group, cmd, timeout)
+    monkeypatch.setattr(judge.Pair, "_timed_command", watching)
+    result = judge.evaluate(1, "reference", 1, "cpu", sandbox=False, **SMALL)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    for side in ("ref", "cand"):
+        mine = [(c, t) for s, c, t in sent if s == side and c in ("time", "kept")]
+        assert mine and mine == [("time", None), ("kept", None)] * (len(mine) // 2)
+
+
+def test_a_rank_hands_its_cache_back_above_an_eighth_of_the_device_and_only_between_blocks(monkeypatch):
+    from evaluator import rank_worker
+
+    freed = []
+    monkeypatch.setattr(rank_worker, "_empty_cache", lambda: freed.append(1))
+    worker = object.__new__(rank_worker.Worker)
+    worker.device_kind, worker.device, worker._kept = "cuda", None, None
+    worker.release_bytes = max(rank_worker.RELEASE_CACHE_BYTES, 141 * 2**30 // rank_worker.RELEASE_CACHE_SHARE)
+    worker.reply = lambda **fields: None
+    for reserved, expect in ((12 * 2**30, 0), (18 * 2**30, 1)):
+        monkeypatch.setattr(rank_worker, "_memory_reserved", lambda device, r=reserved: r)
+        freed.clear()
+        worker.save_kept({"seq": 1, "tag": None})
+        assert len(freed) == expect
+    # The timing block itself never frees (that was in its wall): only ``kept``, ``trial`` and ``check`` do.
+    source = rank_worker.Worker.time.__code__.co_names
+    assert "_release_cache" not in source
+
+
 def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_most_double_it(monkeypatch):
     # Each process once lengthened its spin from its own noisy host times, so the two sides' spins differed and the
     # difference read as unexplained time in the cross-check (H200, run 7). From block 1 on, the judge sets one spin:

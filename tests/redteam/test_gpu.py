@@ -74,20 +74,27 @@ class HoleOpen(Exception):
 # host, paces, and large enough that the work hidden beside the spin exceeds one pair's allowance in the probe blocks'
 # wall (judge._probe_check: 0.51 ms a call). GPU run 8: at 16384 x 16384 (0.26 ms) the excess read 0.07 ms; at
 # 32768 x 32768 a trial's 2 GiB output file passes the sandbox's per-file limit (RLIMIT_FSIZE).
+# Each at the site's timing budget (None: 2 s, ~100 calls a block, ~180 a probe block) and at the short one of these
+# tests (~10 and ~18): the fewer the calls, the more a block's fixed cost weighs in its wall per call. GPU runs 11 and
+# 12 missed the exploit at the short budget (0.43-0.78 ms excess against 0.51-1.14 ms) while each rank handed ~10 GB
+# back and re-allocated it inside every block; since then the cache is kept between blocks (rank_worker).
 GPU_DEVICE_BOUND = dict(GPU_TIMED, M=24576, N=32768)
+BUDGETS = pytest.mark.parametrize("budget_ms", [None, 600], ids=["site_budget", "short_budget"])
 
 
-def test_gpu_work_beside_the_judges_spin_is_flagged_on_a_device_bound_call():
-    result = run("gpu_beside_spin", **GPU_DEVICE_BOUND)
+@BUDGETS
+def test_gpu_work_beside_the_judges_spin_is_flagged_on_a_device_bound_call(budget_ms):
+    result = run("gpu_beside_spin", **{**GPU_DEVICE_BOUND, "timing_budget_ms": budget_ms})
     assert result["verdict"] == schema.CORRECT, result["message"]  # anything else: the exploit itself is broken
     print("probe:", result["timing"]["crosscheck"].get("probe"), "speedup:", result["timing"]["speedup"])
     assert schema.FLAG_TIMING_CROSSCHECK in result["flags"], result["timing"]["crosscheck"]
     assert_never_correct_and_faster(result)
 
 
-def test_gpu_honest_control_at_the_device_bound_size_is_not_flagged():
+@BUDGETS
+def test_gpu_honest_control_at_the_device_bound_size_is_not_flagged(budget_ms):
     # Probed although it cannot be faster (the reference's own code): the probe check must not flag it.
-    result = run("honest_allreduce", **GPU_DEVICE_BOUND, probe_always=True)
+    result = run("honest_allreduce", **{**GPU_DEVICE_BOUND, "timing_budget_ms": budget_ms}, probe_always=True)
     assert result["verdict"] == schema.CORRECT, result["message"]
     print("probe:", result["timing"]["crosscheck"].get("probe"))
     assert result["timing"]["crosscheck"]["probe"]["blocks"] == 3
