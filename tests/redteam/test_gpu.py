@@ -77,7 +77,8 @@ class HoleOpen(Exception):
 # Each at the site's timing budget (None: 2 s, ~100 calls a block, ~180 a probe block) and at the short one of these
 # tests (~10 and ~18): the fewer the calls, the more a block's fixed cost weighs in its wall per call. GPU runs 11 and
 # 12 missed the exploit at the short budget (0.43-0.78 ms excess against 0.51-1.14 ms) while each rank handed ~10 GB
-# back and re-allocated it inside every block; since then the cache is kept between blocks (rank_worker).
+# back and re-allocated it inside every block. Since then the cache is kept between blocks (rank_worker): flagged in
+# 3 of 3 runs (0.60-0.83 ms against 0.51-0.53), the honest control unflagged at both budgets (GPU run 12).
 GPU_DEVICE_BOUND = dict(GPU_TIMED, M=24576, N=32768)
 BUDGETS = pytest.mark.parametrize("budget_ms", [None, 600], ids=["site_budget", "short_budget"])
 
