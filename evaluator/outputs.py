@@ -109,16 +109,44 @@ def take(source: str, target: str, max_bytes: Optional[int] = None) -> None:
             pass
 
 
-def to_host(value):
-    """Host copies, contiguous (what a problem's own ``compare`` was written for: the judge's loaded files)."""
+def copy_plain(value, copy_tensor, path="output"):
+    """``value`` rebuilt of plain tuples, lists, dicts and builtins, each tensor through ``copy_tensor``; anything else
+    is refused by name (TypeError). The one walker behind every copy and check of an output, in the rank workers and
+    in the reference's checks, so that they all accept the same things."""
     if isinstance(value, torch.Tensor):
-        return value.cpu().contiguous()
+        if type(value) is not torch.Tensor:
+            raise TypeError(f"{path} is a {type(value).__name__}, not a plain torch.Tensor")
+        return copy_tensor(value.detach())
     if isinstance(value, (tuple, list)):
-        items = [to_host(v) for v in value]
+        items = [copy_plain(v, copy_tensor, f"{path}[{i}]") for i, v in enumerate(value)]
         return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, dict):
-        return {k: to_host(v) for k, v in value.items()}
-    return value
+        return {k: copy_plain(v, copy_tensor, f"{path}[{k!r}]") for k, v in value.items()}
+    if value is None or type(value) in (int, float, bool, str):
+        return value
+    raise TypeError(f"{path} is a {type(value).__name__}; outputs must be tensors, tuples, lists, dicts or numbers")
+
+
+def check_plain(value) -> None:
+    """Raise TypeError unless ``value`` is made of plain tensors, tuples, lists, dicts and numbers (copies nothing)."""
+    copy_plain(value, lambda tensor: None)
+
+
+def portable(value):
+    """An output as it leaves a rank's process: plain CPU tensors of its own (not views of the rank's buffers)."""
+    return copy_plain(value, lambda t: t.to("cpu", copy=True).contiguous() if t.layout == torch.strided else t.cpu())
+
+
+def snapshot(value):
+    """A copy of a plain output on its own device (a timed call's kept output; moved to the host later by
+    ``portable``)."""
+    return copy_plain(value, torch.Tensor.clone)
+
+
+def to_host(value):
+    """Host copies, contiguous, for a problem's own ``compare`` (written for host tensors). A loaded file with
+    anything but plain leaves (``weights_only`` also admits dtypes, devices, sizes) is refused like a rank's output."""
+    return copy_plain(value, lambda t: t.cpu().contiguous())
 
 
 def compare_rank(problem, expected, actual, rank: int, world_size: int) -> dict:

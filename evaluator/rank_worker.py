@@ -140,49 +140,6 @@ def resolve_solution(problem, candidate: str):
     return load_candidate(candidate)
 
 
-def _copy_plain(value, copy_tensor, path="output"):
-    """``value`` rebuilt of plain tuples, lists, dicts and builtins, each tensor through ``copy_tensor``; anything else
-    is refused by name. One walker for every copy of an output, so they accept the same things."""
-    if isinstance(value, torch.Tensor):
-        if type(value) is not torch.Tensor:
-            raise TypeError(f"{path} is a {type(value).__name__}, not a plain torch.Tensor")
-        return copy_tensor(value.detach())
-    if isinstance(value, (tuple, list)):
-        items = [_copy_plain(v, copy_tensor, f"{path}[{i}]") for i, v in enumerate(value)]
-        return tuple(items) if isinstance(value, tuple) else items
-    if isinstance(value, dict):
-        return {k: _copy_plain(v, copy_tensor, f"{path}[{k!r}]") for k, v in value.items()}
-    if value is None or type(value) in (int, float, bool, str):
-        return value
-    raise TypeError(f"{path} is a {type(value).__name__}; outputs must be tensors, tuples, lists, dicts or numbers")
-
-
-def portable(value, path="output"):
-    """Outputs leave the process as plain CPU tensors and builtins."""
-    return _copy_plain(value, lambda t: t.to("cpu", copy=True).contiguous() if t.layout == torch.strided else t.cpu(),
-                       path)
-
-
-def _snapshot(value):
-    """A copy of a plain output on its own device (moved to the host later, by ``portable``)."""
-    return _copy_plain(value, torch.Tensor.clone)
-
-
-def _plain(value, path="output") -> None:
-    """Raise TypeError unless ``value`` is made of plain tensors, tuples, lists, dicts and numbers (no copy)."""
-    if isinstance(value, torch.Tensor):
-        if type(value) is not torch.Tensor:
-            raise TypeError(f"{path} is a {type(value).__name__}, not a plain torch.Tensor")
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            _plain(v, f"{path}[{i}]")
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            _plain(v, f"{path}[{k!r}]")
-    elif not (value is None or type(value) in (int, float, bool, str)):
-        raise TypeError(f"{path} is a {type(value).__name__}; outputs must be tensors, tuples, lists, dicts or numbers")
-
-
 def synchronize(device: str) -> None:
     if device == "cuda":
         for index in range(torch.cuda.device_count()):
@@ -330,7 +287,7 @@ class Worker:
             return
         path = os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt")
         try:
-            saved = portable(output)
+            saved = outputs.portable(output)
         except TypeError as exc:
             self.reply(ok=False, kind="incorrect", error=str(exc), seq=cmd["seq"])
             return
@@ -444,11 +401,11 @@ class Worker:
                 synchronize(self.device_kind)
                 samples.append(timer.elapsed_ms())
                 try:
-                    _plain(output)  # every timed output is of plain types (cheap); one of them is also kept
+                    outputs.check_plain(output)  # every timed output is of plain types; one is also kept
                     if keep and _randbelow(i - warmup + 1) == 0:
                         # Copied at once (a later call may reuse the buffer, a thread may finish it late), but on the
                         # device: a host copy here, of a size the dice decide, would vary this block's wall time.
-                        kept, kept_call = _snapshot(output), i
+                        kept, kept_call = outputs.snapshot(output), i
                         synchronize(self.device_kind)
                 except TypeError as exc:
                     self.reply(ok=False, kind="incorrect", error=f"timed call {i}: {exc}", seq=cmd["seq"])
@@ -480,7 +437,7 @@ class Worker:
         around the block (the cross-checks compare those clocks)."""
         kept, self._kept = self._kept, None
         if kept is not None and cmd.get("tag"):
-            torch.save(portable(kept), os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt"))
+            torch.save(outputs.portable(kept), os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt"))
         del kept
         self._release_cache()
         self.reply(ok=True, seq=cmd["seq"])

@@ -79,6 +79,26 @@ def test_a_problem_compare_gets_contiguous_host_tensors(tmp_path):
     assert seen["expected"].is_contiguous() and seen["expected"].device.type == "cpu"
 
 
+def test_a_file_with_leaves_no_rank_writes_is_refused_before_a_problem_compare_sees_it(tmp_path):
+    # ``weights_only`` loads dtypes and devices too; a rank's own writer (outputs.portable) never writes them, so such
+    # a file was forged, and a problem's ``compare`` (written for tensors and numbers) must not be handed one.
+    seen = []
+    problem = types.SimpleNamespace(compare=lambda e, a, w: seen.append(a), slack=None, atol=0, rtol=0)
+    entry = outputs.check_file(problem, (torch.ones(3), 1), _save(tmp_path / "a.pt", (torch.ones(3), torch.int8)),
+                               0, 1)
+    assert not entry["ok"] and "output[1] is a dtype" in entry["message"] and seen == []
+
+
+def test_every_copy_and_check_of_an_output_accepts_the_same_things():
+    good = (torch.ones(2), [3, {"k": torch.zeros(1)}], None, "s")
+    for walk in (outputs.check_plain, outputs.portable, outputs.snapshot, outputs.to_host):
+        walk(good)
+        with pytest.raises(TypeError, match=r"output\[1\]\[1\]\['k'\] is a Parameter"):
+            walk((torch.ones(2), [3, {"k": torch.nn.Parameter(torch.zeros(1))}]))
+        with pytest.raises(TypeError, match="is a device"):
+            walk([torch.device("cpu")])
+
+
 def test_take_copies_then_deletes_and_later_writes_do_not_reach_the_copy(tmp_path):
     source, target = tmp_path / "b0_r0.pt", tmp_path / "kept_b0_r0.pt"
     _save(source, torch.ones(256))

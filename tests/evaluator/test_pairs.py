@@ -263,19 +263,19 @@ def _cold_first_trial(real):
 
 
 def test_a_kept_output_is_copied_on_the_device_as_it_would_be_to_the_host():
-    # The copy made in the timed loop (rank_worker._snapshot) and the one written later (portable) walk outputs alike:
+    # The copy made in the timed loop (outputs.snapshot) and the one written later (portable) walk outputs alike:
     # a named tuple becomes a plain tuple in both, a tensor subclass is refused by both.
     from collections import namedtuple
 
-    from evaluator import rank_worker
+    from evaluator import outputs
 
     Pair = namedtuple("Pair", "out aux")
     output = Pair(torch.arange(4.0), {"n": [torch.ones(2), 3]})
-    copy = rank_worker._snapshot(output)
+    copy = outputs.snapshot(output)
     assert type(copy) is tuple and copy[0].data_ptr() != output.out.data_ptr()
-    assert repr(rank_worker.portable(copy)) == repr(rank_worker.portable(output))
+    assert repr(outputs.portable(copy)) == repr(outputs.portable(output))
     with pytest.raises(TypeError, match="Parameter"):
-        rank_worker._snapshot(torch.nn.Parameter(torch.ones(1)))
+        outputs.snapshot(torch.nn.Parameter(torch.ones(1)))
 
 
 def test_a_kept_timed_output_is_written_only_after_the_timed_block(monkeypatch):
