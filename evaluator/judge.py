@@ -702,24 +702,25 @@ class Pair:
         """Take the outputs each rank kept in this block out of the candidate's reach right away (a copy in the
         reference's directory, made with the candidate stopped), to be checked after the timed loop."""
         out = []
-        for r, reply in enumerate(replies):
-            call = reply.get("kept_call")
-            if not isinstance(call, int) or not cmd["warmup"] <= call < cmd["warmup"] + cmd["iters"]:
-                raise _Stop(schema.RUNTIME_ERROR, f"rank {r} reported no valid kept call for timing block {block}")
-            name = f"{cmd['tag']}_r{r}.pt"
-            began = time.monotonic()
-            self.cand.pause()
-            try:
-                outputs.take(os.path.join(self.cand.out_dir, name), os.path.join(self.ref.out_dir, f"kept_{name}"),
-                             max_bytes=outputs.size_limit(self.output_bytes))
-            except Exception as exc:  # noqa: BLE001
-                raise _Stop(schema.INCORRECT, f"rank {r}: the output of timed call {call} of block {block} is "
-                                              f"unreadable: {exc}")
-            finally:
-                self.cand.resume()
-                self.spent["take_kept"] += time.monotonic() - began
-            out.append({"rank": r, "block": block, "call": call, "file": f"kept_{name}",
-                        "seed": timing_set_seed(cmd["seed"], call)})  # the judge's own derivation, not the reply's
+        began = time.monotonic()
+        self.cand.pause()  # once for all ranks' files: no write can land while they are copied
+        try:
+            for r, reply in enumerate(replies):
+                call = reply.get("kept_call")
+                if not isinstance(call, int) or not cmd["warmup"] <= call < cmd["warmup"] + cmd["iters"]:
+                    raise _Stop(schema.RUNTIME_ERROR, f"rank {r} reported no valid kept call for timing block {block}")
+                name = f"{cmd['tag']}_r{r}.pt"
+                try:
+                    outputs.take(os.path.join(self.cand.out_dir, name), os.path.join(self.ref.out_dir, f"kept_{name}"),
+                                 max_bytes=outputs.size_limit(self.output_bytes))
+                except Exception as exc:  # noqa: BLE001
+                    raise _Stop(schema.INCORRECT, f"rank {r}: the output of timed call {call} of block {block} is "
+                                                  f"unreadable: {exc}")
+                out.append({"rank": r, "block": block, "call": call, "file": f"kept_{name}",
+                            "seed": timing_set_seed(cmd["seed"], call)})  # the judge's own derivation, not the reply's
+        finally:
+            self.cand.resume()
+            self.spent["take_kept"] += time.monotonic() - began
         return out
 
     def _verify_timed(self, kept: list[dict]) -> tuple[int, Optional[str]]:
