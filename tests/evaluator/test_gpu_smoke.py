@@ -45,6 +45,7 @@ def test_compare_on_the_gpu_gives_the_hosts_verdicts():
     """Reference ranks compare on their device (evaluator/outputs.py): the same verdicts, error sizes and first bad
     index as on the host, for the cases the host tests pin down."""
     from evaluator.compare import compare
+    from evaluator.outputs import copy_plain
 
     g = torch.Generator().manual_seed(5)
     base = torch.randn(3000, 700, generator=g)
@@ -55,19 +56,13 @@ def test_compare_on_the_gpu_gives_the_hosts_verdicts():
     nan[10, 10] = float("nan")
     ints = torch.arange(5000)
     cases = [(base.bfloat16(), near.bfloat16()), (base, near), (base, far), (base, nan), (base.double(), far.double()),
-             (ints, ints.clone()), (ints, torch.where(ints == 4321, 0, ints)), ((base, {"k": ints}), (near, {"k": ints}))]
+             (ints, ints.clone()), (ints, torch.where(ints == 4321, 0, ints)),
+             ((base, {"k": ints}), (near, {"k": ints}))]
     for expected, actual in cases:
         on_host = compare(expected, actual, 1e-2, 1e-2).to_dict()
-        on_gpu = compare(_cuda(expected), _cuda(actual), 1e-2, 1e-2).to_dict()
+        on_gpu = compare(copy_plain(expected, torch.Tensor.cuda), copy_plain(actual, torch.Tensor.cuda), 1e-2,
+                         1e-2).to_dict()
         assert on_gpu == pytest.approx(on_host) if on_host["ok"] else on_gpu == on_host
-
-
-def _cuda(value):
-    if isinstance(value, torch.Tensor):
-        return value.cuda()
-    if isinstance(value, tuple):
-        return tuple(_cuda(v) for v in value)
-    return {k: _cuda(v) for k, v in value.items()}
 
 
 def test_wrong_gpu_candidate_is_incorrect(tmp_path):
@@ -85,6 +80,7 @@ def test_p77_fused_gpu_attention_matches_fp32_math(tmp_path):
 
     import problems
     from evaluator.compare import compare
+    from evaluator.outputs import copy_plain
     from problems.base import InputContext
 
     prob = problems.get(77)

@@ -74,8 +74,9 @@ class HoleOpen(Exception):
 # host, paces, and large enough that the work hidden beside the spin exceeds one pair's allowance in the probe blocks'
 # wall (judge._probe_check: 0.51 ms a call). GPU run 8: at 16384 x 16384 (0.26 ms) the excess read 0.07 ms; at
 # 32768 x 32768 a trial's 2 GiB output file passes the sandbox's per-file limit (RLIMIT_FSIZE).
-# Each at the site's timing budget (None: 2 s, ~100 calls a block, ~180 a probe block) and at the short one of these
-# tests (~10 and ~18): the fewer the calls, the more a block's fixed cost weighs in its wall per call. GPU runs 11 and
+# Each at the site's timing budget (None: 2 s) and at the short one of these tests: the fewer the calls, the more a
+# block's fixed cost weighs in its wall per call. How many calls fit depends on the trials' input-building time too:
+# GPU run 12 had 18-68 calls a probe block at the site's budget, 19-22 at the short one. GPU runs 11 and
 # 12 missed the exploit at the short budget (0.43-0.78 ms excess against 0.51-1.14 ms) while each rank handed ~10 GB
 # back and re-allocated it inside every block. Since then the cache is kept between blocks (rank_worker): flagged in
 # 3 of 3 runs (0.60-0.83 ms against 0.51-0.53), the honest control unflagged at both budgets (GPU run 12).
