@@ -76,10 +76,10 @@ class HoleOpen(Exception):
 # 32768 x 32768 a trial's 2 GiB output file passes the sandbox's per-file limit (RLIMIT_FSIZE).
 # Each at the site's timing budget (None: 2 s) and at the short one of these tests: the fewer the calls, the more a
 # block's fixed cost weighs in its wall per call. How many calls fit depends on the trials' input-building time too:
-# GPU run 12 had 18-68 calls a probe block at the site's budget, 19-22 at the short one. GPU runs 11 and
+# GPU runs 12 and 13 had 18-68 calls a probe block at the site's budget, 18-22 at the short one. GPU runs 11 and
 # 12 missed the exploit at the short budget (0.43-0.78 ms excess against 0.51-1.14 ms) while each rank handed ~10 GB
 # back and re-allocated it inside every block. Since then the cache is kept between blocks (rank_worker): flagged in
-# 3 of 3 runs (0.60-0.83 ms against 0.51-0.53), the honest control unflagged at both budgets (GPU run 12).
+# 5 of 5 runs (0.60-1.06 ms against 0.51-0.53), the honest control unflagged at both budgets (GPU runs 12, 13).
 GPU_DEVICE_BOUND = dict(GPU_TIMED, M=24576, N=32768)
 BUDGETS = pytest.mark.parametrize("budget_ms", [None, 600], ids=["site_budget", "short_budget"])
 
