@@ -3,6 +3,9 @@ and cross-check rules in force now.
 
     python benchmarks/aa_rules.py benchmarks/runs/run5/aa_*.json benchmarks/runs/run6/sensitivity_*.json
 
+With several sensitivity files it also pools their counts and prints each rate's exact one-sided 95% lower bound;
+for A/A files, the spread of the stored speedups.
+
 A rule chosen from some runs is tested on others: this reads the raw numbers each run kept (one pair's bootstrap
 interval, or every pair's speedup and interval) and applies today's ``judge.noise_floor`` and ``pairs.interval`` to
 them, so a change of constant shows at once what it does to every recorded A/A run. Nothing here times anything.
@@ -81,12 +84,68 @@ def summarise_probes(runs: list[dict]) -> dict:
     return out
 
 
+def lower_bound(detected: int, runs: int, confidence: float = 0.95) -> float:
+    """Exact (Clopper-Pearson) one-sided lower confidence bound on a detection rate seen ``detected`` times in
+    ``runs``: the rate below which so many detections would be rarer than 1 - ``confidence``. For ``runs`` of
+    ``runs`` it is (1 - confidence) ** (1 / runs), so 59 straight detections are what shows >= 95%."""
+    if detected <= 0:
+        return 0.0
+    alpha = 1.0 - confidence
+
+    def at_least(p: float) -> float:  # P(X >= detected) for X ~ Binomial(runs, p): rises with p
+        return sum(math.comb(runs, k) * p ** k * (1 - p) ** (runs - k) for k in range(detected, runs + 1))
+
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if at_least(mid) < alpha else (low, mid)
+    return low
+
+
+def pool_probes(summaries: list[dict]) -> dict:
+    """Every sensitivity file's re-judged counts (``summarise_probes``) added up per case, with the rate's bound."""
+    out: dict = {}
+    for summary in summaries:
+        for case, counts in summary.items():
+            into = out.setdefault(case, dict.fromkeys(counts, 0))
+            for key, value in counts.items():
+                into[key] += value
+    for counts in out.values():
+        counts["rate_lower_bound_95"] = round(lower_bound(counts["detected"], counts["rejudged"]), 4)
+    return out
+
+
+def aa_spread(rows: list[dict]) -> dict:
+    """The stored A/A speedups' spread: median and 5th-95th percentiles (nearest rank), and the range of the
+    GPU-paced and host-bound runs apart."""
+    def pct(values: list[float], q: float) -> float:
+        return values[round(q * (len(values) - 1))]
+
+    def span(values: list[float]) -> list:
+        return [round(values[0], 4), round(values[-1], 4)] if values else []
+
+    every = sorted(r["speedup"] for r in rows if r.get("speedup") is not None)
+    gpu = sorted(r["speedup"] for r in rows if r.get("speedup") is not None and not r.get("host_bound"))
+    host = sorted(r["speedup"] for r in rows if r.get("speedup") is not None and r.get("host_bound"))
+    if not every:
+        return {}
+    return {"median": round(statistics.median(every), 4), "p5_p95": [round(pct(every, 0.05), 4),
+            round(pct(every, 0.95), 4)], "gpu_paced_range": span(gpu), "host_bound_range": span(host)}
+
+
 def main(paths: list[str]) -> int:
     print(f"rules: one pair widened by {judge.PROCESS_NOISE_FLOOR['cuda']:.2%} (host-bound "
           f"{judge.HOST_BOUND_NOISE_FLOOR:.0%}); pairs: offset SD {pairs.PAIR_OFFSET_SD['cuda']}, z {pairs.PAIR_Z}")
+    probes = []
     for path in paths:
         doc = json.loads(pathlib.Path(path).read_text())
-        print(path, json.dumps(summarise(doc["rows"]) if "rows" in doc else summarise_probes(doc["runs"])))
+        if "rows" in doc:
+            print(path, json.dumps(dict(summarise(doc["rows"]), spread=aa_spread(doc["rows"]))))
+        else:
+            probes.append(summarise_probes(doc["runs"]))
+            print(path, json.dumps(probes[-1]))
+    if len(probes) > 1:
+        print("sensitivity files pooled:", json.dumps(pool_probes(probes)))
     return 0
 
 

@@ -192,6 +192,35 @@ def test_stored_sensitivity_runs_are_rejudged_with_the_pair_triage():
     assert again["flagged"] and not again["detected"]
 
 
+def test_pooled_sensitivity_counts_bound_the_detection_rate_exactly():
+    # The issue's ">= 95% of repeats" is read as a one-sided 95% lower bound on the rate: 59 straight detections
+    # show it, 58 do not, and one miss in 62 does not either (GPU runs 7-13 with run 8's first call counted).
+    import benchmarks.aa_rules as aa_rules
+
+    fifty_nine = aa_rules.lower_bound(59, 59)
+    assert fifty_nine == pytest.approx(0.05 ** (1 / 59), abs=1e-9) and fifty_nine > 0.95
+    assert aa_rules.lower_bound(58, 58) < 0.95 and aa_rules.lower_bound(0, 10) == 0.0
+    # One miss: P(X >= 61) at the bound is 5% (Binomial(62, p)).
+    low = aa_rules.lower_bound(61, 62)
+    assert 62 * low ** 61 * (1 - low) + low ** 62 == pytest.approx(0.05, abs=1e-6) and low < 0.95
+    pooled = aa_rules.pool_probes([
+        {"5% slower": {"runs": 3, "rejudged": 3, "detected": 3, "flagged": 0, "pairs_set_aside": 1}},
+        {"5% slower": {"runs": 2, "rejudged": 2, "detected": 1, "flagged": 1, "pairs_set_aside": 0},
+         "10% faster": {"runs": 1, "rejudged": 1, "detected": 1, "flagged": 0, "pairs_set_aside": 0}}])
+    assert pooled["5% slower"] == {"runs": 5, "rejudged": 5, "detected": 4, "flagged": 1, "pairs_set_aside": 1,
+                                   "rate_lower_bound_95": round(aa_rules.lower_bound(4, 5), 4)}
+    assert pooled["10% faster"]["rate_lower_bound_95"] == round(0.05, 4)
+
+
+def test_the_a_a_spread_reads_gpu_paced_and_host_bound_runs_apart():
+    import benchmarks.aa_rules as aa_rules
+
+    rows = [{"speedup": s, "host_bound": s < 0.9 or s > 1.1} for s in (0.7, 0.95, 1.0, 1.02, 1.3)] + [{"speedup": None}]
+    assert aa_rules.aa_spread(rows) == {"median": 1.0, "p5_p95": [0.7, 1.3], "gpu_paced_range": [0.95, 1.02],
+                                        "host_bound_range": [0.7, 1.3]}
+    assert aa_rules.aa_spread([{"speedup": None}]) == {}
+
+
 def test_a_cross_check_flag_in_one_pair_of_four_sets_that_pair_aside(monkeypatch):
     # GPU run 6: honest candidates exceeded the allowance in ~4% of pairs; with 8 pairs, one such pair flagged a
     # quarter of the results. The first pair's flag no longer stops the other pairs either.
