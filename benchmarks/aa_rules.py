@@ -124,9 +124,10 @@ def aa_spread(rows: list[dict]) -> dict:
     def span(values: list[float]) -> list:
         return [round(values[0], 4), round(values[-1], 4)] if values else []
 
-    every = sorted(r["speedup"] for r in rows if r.get("speedup") is not None)
-    gpu = sorted(r["speedup"] for r in rows if r.get("speedup") is not None and not r.get("host_bound"))
-    host = sorted(r["speedup"] for r in rows if r.get("speedup") is not None and r.get("host_bound"))
+    timed = sorted((r for r in rows if r.get("speedup") is not None), key=lambda r: r["speedup"])
+    every = [r["speedup"] for r in timed]
+    gpu = [r["speedup"] for r in timed if not r.get("host_bound")]
+    host = [r["speedup"] for r in timed if r.get("host_bound")]
     if not every:
         return {}
     return {"median": round(statistics.median(every), 4), "p5_p95": [round(pct(every, 0.05), 4),

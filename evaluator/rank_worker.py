@@ -75,6 +75,13 @@ _memory_reserved = torch.cuda.memory_reserved
 # probe check cannot see work hidden beside the spin (GPU runs 11 and 12).
 RELEASE_CACHE_BYTES = 4 * 2**30
 RELEASE_CACHE_SHARE = 8
+
+
+def release_threshold(total_bytes: int) -> int:
+    """The cached bytes above which a rank on a device of ``total_bytes`` hands its cache back (see above)."""
+    return max(RELEASE_CACHE_BYTES, total_bytes // RELEASE_CACHE_SHARE)
+
+
 # The spin ahead of each timed call lasts at least this many times the host's own time to enqueue one call (measured
 # on the untimed warm-up calls), so that the host is done queueing before the GPU reaches the start event.
 # The margin: in GPU run 10, calls of ~1.3 us (problems 27, 33-35, 67) with spins of 25-40 us (3 x a median host
@@ -227,7 +234,7 @@ class Worker:
                 torch.cuda.set_device(local)
                 self.device = torch.device("cuda", local)
                 total = torch.cuda.get_device_properties(self.device).total_memory  # before any candidate code
-                self.release_bytes = max(RELEASE_CACHE_BYTES, total // RELEASE_CACHE_SHARE)
+                self.release_bytes = release_threshold(total)
                 dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
                                         timeout=datetime.timedelta(seconds=self.args.dist_timeout),
                                         device_id=self.device)

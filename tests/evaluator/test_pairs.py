@@ -349,7 +349,7 @@ def test_a_rank_hands_its_cache_back_above_an_eighth_of_the_device_and_only_betw
     monkeypatch.setattr(rank_worker, "_empty_cache", lambda: freed.append(1))
     worker = object.__new__(rank_worker.Worker)
     worker.device_kind, worker.device, worker._kept = "cuda", None, None
-    worker.release_bytes = max(rank_worker.RELEASE_CACHE_BYTES, 141 * 2**30 // rank_worker.RELEASE_CACHE_SHARE)
+    worker.release_bytes = rank_worker.release_threshold(141 * 2**30)  # an H200's memory
     worker.reply = lambda **fields: None
     for reserved, expect in ((12 * 2**30, 0), (18 * 2**30, 1)):
         monkeypatch.setattr(rank_worker, "_memory_reserved", lambda device, r=reserved: r)
