@@ -242,6 +242,8 @@ class Worker:
                 self.device = torch.device("cpu")
                 dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
                                         timeout=datetime.timedelta(seconds=self.args.dist_timeout))
+                from evaluator import gloo_compat  # NCCL's collective forms that gloo lacks (the CPU profile)
+                gloo_compat.install()
         except Exception as exc:  # noqa: BLE001 - the harness failed to start, not the candidate
             self.reply(ok=False, kind="infra_error", error=f"process group init failed: {exc}")
             return False
