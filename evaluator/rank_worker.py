@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 
 import problems
-from evaluator import nulls, outputs
+from evaluator import messages, nulls, outputs
 from evaluator.warm import DEFERRED
 from problems.base import InputContext, derive_seed
 
@@ -119,13 +119,16 @@ class Reply:
         self.stream.flush()
 
 
-def _error_kind_for_load(exc: BaseException) -> str:
-    """Import-time failures: syntax, imports and kernel builds are compile errors; anything else ran and raised."""
-    if isinstance(exc, (SyntaxError, ImportError)):
-        return "compile_error"
-    text = f"{type(exc).__name__}: {exc}"
-    markers = ("Error building extension", "CompilationError", "nvcc", "ninja", "compile_cuda_extension", "PTXAS")
-    return "compile_error" if any(m in text for m in markers) else "runtime_error"
+def _failure(exc: BaseException, candidate: Optional[str], role: str, loading: bool = False) -> dict:
+    """The ``kind`` and ``error`` of a failure reply. A candidate's: the root cause in its author's terms
+    (evaluator/messages.py), the full traceback going to this rank's stderr, the owner's log. A reference's is the
+    platform's own failure: the traceback as it is."""
+    traceback.print_exc(file=sys.stderr)
+    sys.stderr.flush()
+    if role != "cand":
+        return {"kind": "compile_error" if loading else "runtime_error", "error": traceback.format_exc(limit=20)}
+    path = candidate if candidate and os.path.isfile(candidate) else None
+    return {"kind": messages.kind_of(exc, loading=loading), "error": messages.describe(exc, path)}
 
 
 def load_candidate(path: str):
@@ -214,6 +217,7 @@ class Worker:
         self.groups: dict = {}
         self.problem = None
         self.solution = None
+        self.candidate = None  # the loaded candidate's path (or "reference", "null:..."), for failure messages
         self.host_us = []  # host times to enqueue one warm-up call of the loaded solution (see time())
         self._kept = None  # the output the last timing block kept, until the judge's ``kept`` command
         self._held = None  # (tag, output): a reference rank's output of the last ``hold`` trial, until ``check``
@@ -264,8 +268,9 @@ class Worker:
         try:
             self.solution = resolve_solution(self.problem, candidate)
         except BaseException as exc:  # noqa: BLE001 - reported as the candidate's failure
-            self.reply(ok=False, kind=_error_kind_for_load(exc), error=traceback.format_exc(limit=20))
+            self.reply(ok=False, **_failure(exc, candidate, self.args.role, loading=True))
             return False
+        self.candidate = candidate
         self.reply(ok=True, event="ready", env=self.env if first else None)
         return True
 
@@ -486,8 +491,8 @@ class Worker:
                 elif op == "profile":  # profile mode (evaluator/profiling.py): a torch profiler trace of a few calls
                     from evaluator import profiling
                     profiling.rank_profile(self, cmd, _barrier, synchronize)
-            except BaseException:  # noqa: BLE001 - a candidate exception on this rank
-                self.reply(ok=False, kind="runtime_error", error=traceback.format_exc(limit=20), seq=cmd.get("seq"))
+            except BaseException as exc:  # noqa: BLE001 - a candidate exception on this rank
+                self.reply(ok=False, seq=cmd.get("seq"), **_failure(exc, self.candidate, self.args.role))
         # Leave at once: every result is already with the judge, and tearing down the process group and the
         # interpreter (NCCL communicators, the CUDA context, torch's atexit hooks) takes time the judge would wait for
         # and uses nothing of. The kernel frees the device memory and the sockets just the same.
