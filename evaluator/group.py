@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Optional
 
-from evaluator import sandbox
+from evaluator import processes, sandbox
 
 LOG_TAIL_BYTES = 8192
 
@@ -52,7 +52,8 @@ class _Rank:
 
 class RankGroup:
     def __init__(self, role: str, world_size: int, device: str, problem: str, candidate: str, workdir: str,
-                 M: int, N: int, dtype: str, reduced: bool, trusted: bool, isolate: bool = True):
+                 M: int, N: int, dtype: str, reduced: bool, trusted: bool, isolate: bool = True,
+                 required: bool = False):
         self.role = role
         self.world_size = world_size
         self.workdir = workdir
@@ -63,11 +64,13 @@ class RankGroup:
         self.killed = False
         self.held = False  # stopped by pause()
         self.sandbox_report: dict = {}
-        # Untrusted ranks get a sandbox (own uid and network namespace where possible); trusted ones only the
-        # scrubbed environment. Directories: the group's own is root-only for trusted groups; for a sandboxed one it
-        # can be traversed, its out/ and rank*/ belong to the candidate's uid, logs/ and src/ stay the judge's, so
-        # the candidate can neither swap the log files the judge reads back nor rename out/.
-        self.sandbox = None if trusted else sandbox.Sandbox(enabled=isolate)
+        # Untrusted ranks get a sandbox (evaluator/sandbox.py; a required one that the host cannot give raises
+        # SandboxUnavailable here, before anything starts); trusted ones only the scrubbed environment.
+        # Directories: the group's own is root-only for trusted groups; for a sandboxed one it can be traversed, its
+        # out/, rank*/ and tmp/ belong to the candidate's uid, logs/ and src/ stay the judge's, so the candidate can
+        # neither swap the log files the judge reads back nor rename out/. Inside the filesystem view a rank sees
+        # src/ read-only, out/ and its own rank directory read-write, and nothing else of the job.
+        self.sandbox = None if trusted else sandbox.Sandbox(enabled=isolate, required=required)
         os.makedirs(workdir, exist_ok=True)
         os.chmod(workdir, 0o700 if trusted else 0o711)
         port = free_port()
@@ -77,9 +80,12 @@ class RankGroup:
         os.makedirs(log_dir, exist_ok=True)
         os.chmod(log_dir, 0o700)
         self.out_dir = out_dir
+        self.src_dir = os.path.join(workdir, "src")
         if self.sandbox is not None:
-            self.sandbox.scratch_root = os.path.abspath(workdir)
+            self.sandbox.prepare(workdir)
             self.sandbox.own(out_dir)
+            os.makedirs(self.src_dir, exist_ok=True)
+            os.chmod(self.src_dir, 0o755)
             candidate = self._private_copy(candidate)
         try:
             for rank in range(world_size):
@@ -93,10 +99,9 @@ class RankGroup:
         upload's permissions, and not modifiable by it."""
         if candidate == "reference" or candidate.startswith("null:") or not os.path.isfile(candidate):
             return candidate
-        src_dir = os.path.join(self.workdir, "src")
-        os.makedirs(src_dir, exist_ok=True)
-        os.chmod(src_dir, 0o755)
-        copy = os.path.join(src_dir, os.path.basename(candidate))
+        os.makedirs(self.src_dir, exist_ok=True)
+        os.chmod(self.src_dir, 0o755)
+        copy = os.path.join(self.src_dir, os.path.basename(candidate))
         shutil.copyfile(candidate, copy)
         os.chmod(copy, 0o644)
         return copy
@@ -114,17 +119,17 @@ class RankGroup:
         box = self.sandbox
         if box is None:
             env = sandbox.rank_environment(rank, world_size, port, rank_dir, trusted=True)
-            preexec = None
+            preexec = sandbox.die_with_judge
         else:
             env = sandbox.rank_environment(rank, world_size, port, rank_dir, trusted=False,
                                            loopback_only=box.loopback_only, user=box.user_name)
             box.own(rank_dir)
             preexec = box.preexec()
+            argv = box.command(argv, rank_dir, writable=[self.out_dir], readable=[self.src_dir])
         try:
             with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env,
-                                        cwd=sandbox.working_directory(rank_dir, self.trusted), pass_fds=(write_fd,),
-                                        start_new_session=True, preexec_fn=preexec)
+                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env, cwd=rank_dir,
+                                        pass_fds=(write_fd,), start_new_session=True, preexec_fn=preexec)
         finally:
             os.close(write_fd)
         os.set_blocking(read_fd, False)
@@ -142,7 +147,7 @@ class RankGroup:
         """Send ``sig`` to every rank's process group (its session): enough where no candidate code has run yet,
         since only that could have left processes elsewhere (see pause for a group that ran a candidate)."""
         for r in self.ranks:
-            sandbox.signal_group(r.proc.pid, sig)
+            processes.signal_group(r.proc.pid, sig)
 
     def pause(self) -> None:
         """Stop every process of the group while the other group runs. For a sandboxed candidate this is isolation

@@ -1,38 +1,44 @@
 """What a rank process may see and do: a scrubbed environment, a private scratch directory, limits, isolation.
 
 Every rank (reference and candidate) gets only an allow-list of environment variables (no credentials, no broker or
-database URLs, no proxies) and NVLink multicast switched off, because multicast can take a shared host's GPUs out of
-service. Candidate ranks (untrusted code) are further confined by a :class:`Sandbox`, one per candidate group:
+database URLs, no proxies), NVLink multicast switched off (multicast can take a shared host's GPUs out of service),
+and dies with the judge (a parent-death signal; the judge also kills each rank's process session). Candidate ranks
+(untrusted code) are further confined by a :class:`Sandbox`, one per candidate group, in three layers:
 
-- their own user id (when the judge runs as root): a fresh uid per job, no groups, ``no_new_privs``, so they cannot
-  read the judge's or the reference's files and memory (``/proc/PID/environ``, ``/proc/PID/mem``, 0700 directories),
-  signal other processes, or write anywhere but their scratch directory and world-writable places (which are swept);
-- their own network namespace with only loopback up, shared by the group's ranks (they talk to each other over
-  loopback TCP, NCCL also over shared memory and CUDA IPC), so no other host, and no service on the judge's own
-  loopback (database, broker), can be reached;
-- resource limits: no core dumps, bounded file size, bounded process count, first in line for the OOM killer, and
-  killed with the judge should it die;
-- stopped (SIGSTOP) while the reference runs, so they cannot snoop on the reference's files or slow it down;
-- at the end, every process of their uid is killed (double-forked daemons included) and their files in /tmp,
-  /var/tmp and /dev/shm are removed.
+- **user**: a fresh numeric uid per job, no groups, no capabilities, ``no_new_privs``, so they cannot read the
+  judge's or the reference's memory and environment (``/proc/PID/environ``, ``/proc/PID/mem``), 0600 files such as
+  ``/etc/shadow``, signal other processes, or keep a process after the job (everything of the uid is killed);
+- **network**: their own network and IPC namespaces, shared by the group's ranks, with only loopback up: no other
+  host, no TCP port of the judge's own loopback (database, broker), no abstract Unix socket outside, and SysV IPC
+  objects die with the namespace;
+- **filesystem**: a bubblewrap mount namespace per rank (evaluator/bwrap.py) showing the system directories, the
+  interpreter, ``evaluator/`` and ``problems/`` read-only, and the group's own scratch read-write, with a private
+  /tmp and /dev/shm that are removed after the job. No /run, /var or home directories: no Unix socket of PostgreSQL,
+  the broker or Docker, no site source or data.
 
-Where a layer is unavailable (the judge is not root, no namespace support, the interpreter is not readable by another
-user) it degrades and says so in :attr:`Sandbox.notes`, which the judge records under ``environment.sandbox``; nothing
-fails because of it. See docs/threat-model.md for what each layer defends against and its limits.
+Plus resource limits (no core dumps, bounded file size and process count, first in line for the OOM killer), and
+SIGSTOP while the reference runs.
+
+Fail closed: a sandbox that is ``required`` (every ranked profile; ``PKB_SANDBOX=required`` for a whole deployment)
+and cannot set up all three layers raises :class:`SandboxUnavailable` before any candidate code runs; the judge turns
+that into an ``infra_error`` naming what is missing. Otherwise (development) it runs with the layers the host allows,
+and :attr:`Sandbox.complete` is False: the judge then flags the result ``unsandboxed`` (never ranked) and says so in
+one line (:attr:`Sandbox.summary`). See docs/threat-model.md, section E.
 """
 from __future__ import annotations
 
 import ctypes
 import os
 import pathlib
-import random
 import resource
 import shutil
 import signal
 import subprocess
 import sys
-import time
+import tempfile
 from typing import Iterable, Optional
+
+from evaluator import bwrap, processes
 
 REPO_ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 PKB_UTILS = str(pathlib.Path(__file__).resolve().parent / "pkb_utils")
@@ -48,22 +54,22 @@ PASS_THROUGH = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PA
 
 FILE_SIZE_LIMIT = 2 * 2**30  # one file a candidate writes (logs included)
 PROCESS_LIMIT = 8192  # processes and threads of one candidate group (its own uid), i.e. no fork bomb
-UID_RANGE = (3_000_000, 4_000_000)  # candidate uids: numeric only, no passwd entry, one per job
-SWEPT_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable places whose candidate-owned entries are removed
+UID_RANGE = processes.UID_RANGE
 
 CLONE_NEWNET = 0x40000000
+CLONE_NEWIPC = 0x08000000
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 # Loaded at import, before any fork: functions that run between fork and exec only call into it.
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
-# A tiny program (no site, no torch) that enters a new network namespace, brings loopback up and waits; the judge
-# keeps a handle on the namespace and every candidate rank joins it.
-_NETNS_HOLDER = r"""
+# A tiny program (no site, no torch) that enters new network and IPC namespaces, brings loopback up and waits; the
+# judge keeps handles on both namespaces and every candidate rank joins them.
+_NAMESPACE_HOLDER = r"""
 import ctypes, fcntl, socket, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
-if libc.unshare(0x40000000) != 0:
-    print("unshare(CLONE_NEWNET) failed: errno %d" % ctypes.get_errno(), flush=True)
+if libc.unshare(0x40000000 | 0x08000000) != 0:
+    print("unshare(CLONE_NEWNET | CLONE_NEWIPC) failed: errno %d" % ctypes.get_errno(), flush=True)
     sys.exit(1)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]
@@ -72,12 +78,36 @@ print("ok", flush=True)
 sys.stdin.read()
 """
 
-# Checks, as the candidate user, that everything a rank needs is readable (interpreter, stdlib, torch, this repo).
+# Checks, as the candidate user, that everything a rank needs is readable (interpreter, stdlib, torch, this repo):
+# the uid layer without the filesystem view, which then reaches these through the host's own directories.
 _ACCESS_PROBE = ("import os, sys\n"
                  "def ok(p):\n"
                  "    return os.access(p[3:], os.R_OK | os.W_OK) if p.startswith('rw:') else os.access(p, os.R_OK)\n"
                  "print('\\n'.join(p for p in sys.argv[1:] if not ok(p)))")
 _probe_cache: dict = {}
+
+
+class SandboxUnavailable(RuntimeError):
+    """A required sandbox cannot be set up on this host: no candidate code may run (an ``infra_error``)."""
+
+
+def mode() -> str:
+    """``PKB_SANDBOX`` in the judge's environment: ``required`` (fail closed), ``auto`` (the default: every layer the
+    host allows, results flagged when one is missing) or ``off`` (``0``; debugging only, never for ranked work)."""
+    value = os.environ.get("PKB_SANDBOX", "auto").strip().lower()
+    if value in ("0", "off", "false", "no"):
+        return "off"
+    if value in ("required", "require", "strict"):
+        return "required"
+    return "auto"
+
+
+def enabled_by_default() -> bool:
+    return mode() != "off"
+
+
+def required_by_default() -> bool:
+    return mode() == "required"
 
 
 def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trusted: bool,
@@ -108,19 +138,21 @@ def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trust
     return env
 
 
-def enabled_by_default() -> bool:
-    """The sandbox is on unless PKB_SANDBOX=0 in the judge's environment (a whole deployment switches it off)."""
-    return os.environ.get("PKB_SANDBOX", "1") != "0"
+def die_with_judge() -> None:
+    """Between fork and exec of a trusted rank: killed when the judge's thread that started it dies, so a judge
+    killed with SIGKILL (a worker crash) leaves no reference rank behind, stopped or not."""
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def working_directory(rank_dir: str, trusted: bool) -> str:
-    return rank_dir
-
-
-def limit_candidate() -> None:
-    """Runs in the candidate's process between fork and exec: no core dumps, bounded files."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+def host_support() -> dict:
+    """What a sandbox on this host would be, without starting a job: ``complete`` and one line per layer. For the
+    worker's start-up check and the site's banner."""
+    box = Sandbox(enabled=True, required=False)
+    try:
+        return {"complete": box.complete, "summary": box.summary, "missing": list(box.missing),
+                **{k: box.notes[k] for k in ("user", "network", "filesystem")}}
+    finally:
+        box.close()
 
 
 # --- the candidate group's sandbox ------------------------------------------------------------------------------------
@@ -129,51 +161,93 @@ class Sandbox:
     """Isolation for one candidate group (all its ranks); see the module docstring. ``enabled=False`` keeps only the
     scrubbed environment and the rlimits (for debugging, and to test what the other layers defend against)."""
 
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, required: bool = False):
         self.enabled = enabled
+        self.required = required
         self.uid: Optional[int] = None
         self.netns_fd: Optional[int] = None
+        self.ipcns_fd: Optional[int] = None
+        self.filesystem = False  # ranks start inside a bwrap view (evaluator/bwrap.py)
         self.scratch_root: Optional[str] = None  # set by the group: its directory, in each rank's PKB_SCRATCH
+        self.shared_tmp: Optional[str] = None
+        self.shared_shm: Optional[str] = None
         self.paused = False
         self.closed = False
-        self.notes: dict = {"enabled": enabled,
+        self.missing: list[str] = []
+        self._stopped: set[int] = set()
+        self.notes: dict = {"enabled": enabled, "required": required,
                             "limits": {"file_size_bytes": FILE_SIZE_LIMIT, "core": 0, "processes": PROCESS_LIMIT,
                                        "oom_score_adj": 1000}}
         if not enabled:
-            self.notes.update(user="judge's own (sandbox disabled)", network="host (sandbox disabled)")
-            return
-        self._set_up_user()
-        self._set_up_network()
+            self.notes.update(user="judge's own (sandbox switched off)", network="host (sandbox switched off)",
+                              filesystem="host (sandbox switched off)")
+            self.missing.append("the sandbox is switched off (PKB_SANDBOX=off)")
+        else:
+            self._set_up_user()
+            self._set_up_network()
+        self.notes["complete"] = self.complete
+        self.notes["summary"] = self.summary
+        if self.required and not self.complete:
+            self.close()
+            raise SandboxUnavailable("this profile runs candidates only inside the sandbox, and this host cannot "
+                                     "give one: " + "; ".join(self.missing))
+
+    @property
+    def complete(self) -> bool:
+        return self.enabled and not self.missing
+
+    @property
+    def summary(self) -> str:
+        """One line for people: what confined the candidate, or that nothing did."""
+        if self.complete:
+            return (f"sandboxed: own uid {self.uid}, no network (loopback only), private filesystem view, "
+                    "no process outlives the job")
+        return "UNSANDBOXED (do not run code you do not trust this way): " + "; ".join(self.missing)
 
     # --- set-up ---------------------------------------------------------------------------------------------------
     def _set_up_user(self) -> None:
         if os.geteuid() != 0:
             self.notes["user"] = f"judge's own uid {os.geteuid()} (the judge is not root, so it cannot switch users)"
+            self.notes["filesystem"] = "host (a mount namespace needs a root judge)"
+            self.missing.append("the judge is not root, so candidates cannot get their own uid or filesystem view")
             return
-        problem = _probe_user_access()
-        if problem:
-            self.notes["user"] = f"judge's own (root): {problem}"
-            return
-        self.uid = _free_uid()
-        self.notes["user"] = f"uid {self.uid}, no groups, no_new_privs (separate from the judge)"
+        view = _probe_filesystem_view()
+        if view is None:
+            self.filesystem = True
+            self.notes["filesystem"] = "private view (bwrap): system, interpreter, evaluator/ and problems/ " \
+                                       "read-only; own scratch, /tmp and /dev/shm"
+        else:
+            self.notes["filesystem"] = f"host ({view})"
+            self.missing.append(f"no private filesystem view: {view}")
+            problem = _probe_user_access()
+            if problem:
+                self.notes["user"] = f"judge's own (root): {problem}"
+                self.missing.append(f"no separate uid: {problem}")
+                return
+        self.uid = processes.free_uid()
+        self.notes["user"] = f"uid {self.uid}, no groups, no capabilities, no_new_privs (separate from the judge)"
 
     def _set_up_network(self) -> None:
         if os.geteuid() != 0:
             self.notes["network"] = "host (the judge is not root, so it cannot create a network namespace)"
+            self.missing.append("no network namespace (the judge is not root)")
             return
         try:
-            holder = subprocess.Popen([sys.executable, "-S", "-c", _NETNS_HOLDER], stdin=subprocess.PIPE,
+            holder = subprocess.Popen([sys.executable, "-S", "-c", _NAMESPACE_HOLDER], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={"PATH": "/usr/bin:/bin"})
         except OSError as exc:
             self.notes["network"] = f"host (cannot start the namespace holder: {exc})"
+            self.missing.append(f"no network namespace: {exc}")
             return
         try:
             line = holder.stdout.readline().decode(errors="replace").strip()
             if line == "ok":
                 self.netns_fd = os.open(f"/proc/{holder.pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-                self.notes["network"] = "own namespace, loopback only"
+                self.ipcns_fd = os.open(f"/proc/{holder.pid}/ns/ipc", os.O_RDONLY | os.O_CLOEXEC)
+                self.notes["network"] = "own namespace, loopback only; own IPC namespace"
             else:
                 self.notes["network"] = f"host (no network namespace: {line or 'holder exited'})"
+                self.missing.append(f"no network namespace: {line or 'holder exited'}")
         finally:
             try:
                 holder.stdin.close()
@@ -202,13 +276,35 @@ class Sandbox:
                 os.lchown(name, self.uid, self.uid)
         os.chmod(path, mode)
 
+    def prepare(self, workdir: str) -> None:
+        """The group's shared /tmp (in its directory) and /dev/shm (in the host's, so it stays in memory), both the
+        candidate's, both removed by cleanup()."""
+        self.scratch_root = os.path.abspath(workdir)
+        if not self.filesystem:
+            return
+        self.shared_tmp = os.path.join(workdir, "tmp")
+        os.makedirs(self.shared_tmp, exist_ok=True)
+        self.own(self.shared_tmp)
+        shm_root = "/dev/shm" if os.path.isdir("/dev/shm") else workdir
+        self.shared_shm = tempfile.mkdtemp(prefix="pkb-shm-", dir=shm_root)
+        self.own(self.shared_shm)
+
+    def command(self, argv: list[str], rank_dir: str, writable: Iterable[str], readable: Iterable[str]) -> list[str]:
+        """``argv`` as a rank of this group starts it: inside the filesystem view when there is one."""
+        if not self.filesystem:
+            return argv
+        return bwrap.command(argv, self.uid, rank_dir, writable, readable, self.shared_tmp, self.shared_shm)
+
     def preexec(self):
         """The function that runs in each candidate rank between fork and exec (as root, before dropping it)."""
-        uid, netns_fd, enabled = self.uid, self.netns_fd, self.enabled
+        uid, netns_fd, ipcns_fd, enabled = self.uid, self.netns_fd, self.ipcns_fd, self.enabled
+        drop_here = uid is not None and not self.filesystem  # with a view, setpriv drops inside it
 
         def confine() -> None:
             if netns_fd is not None and _LIBC.setns(netns_fd, CLONE_NEWNET) != 0:
                 raise OSError(ctypes.get_errno(), "setns(CLONE_NEWNET) failed")
+            if ipcns_fd is not None and _LIBC.setns(ipcns_fd, CLONE_NEWIPC) != 0:
+                raise OSError(ctypes.get_errno(), "setns(CLONE_NEWIPC) failed")
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
             if enabled:
@@ -218,13 +314,12 @@ class Sandbox:
                         f.write("1000")
                 except OSError:
                     pass
-            if uid is not None:
+            if drop_here:
                 _LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
                 os.setgroups([])
                 os.setresgid(uid, uid, uid)
                 os.setresuid(uid, uid, uid)
-            if enabled:
-                _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after setuid, which clears it
+            _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after setuid, which clears it
 
         return confine
 
@@ -234,19 +329,20 @@ class Sandbox:
         if not self.enabled or self.closed:
             return
         self.paused = True
-        self._stopped: set[int] = set()
+        self._stopped = set()
         for pgid in pgids:
-            signal_group(pgid, signal.SIGSTOP)
+            processes.signal_group(pgid, signal.SIGSTOP)
         # Processes in other sessions (daemons) too: all of the uid's, or without one, those carrying the group's
         # scratch path in their environment. A stopped process cannot fork, so a few sweeps find them all.
         if self.uid is not None or self.scratch_root:
             for _ in range(3):
-                found = processes_of(self.uid) if self.uid is not None else processes_with_scratch(self.scratch_root)
+                found = (processes.processes_of(self.uid) if self.uid is not None
+                         else processes.processes_with_scratch(self.scratch_root))
                 fresh = [pid for pid in found if pid not in self._stopped and pid != os.getpid()]
                 if not fresh:
                     break
                 for pid in fresh:
-                    _signal(pid, signal.SIGSTOP)
+                    processes.signal_pid(pid, signal.SIGSTOP)
                 self._stopped.update(fresh)
 
     def resume(self, pgids: Iterable[int]) -> None:
@@ -254,159 +350,46 @@ class Sandbox:
             return
         self.paused = False
         for pgid in pgids:
-            signal_group(pgid, signal.SIGCONT)
+            processes.signal_group(pgid, signal.SIGCONT)
         for pid in self._stopped:
-            _signal(pid, signal.SIGCONT)
+            processes.signal_pid(pid, signal.SIGCONT)
 
     def cleanup(self) -> dict:
         """Kill every process of the candidate's uid (daemons included), and every process that still carries this
         group's scratch path in its environment (the fallback without a separate uid), then remove its files in
-        shared places."""
+        shared places and its private /dev/shm."""
         if self.closed:
             return {"killed_outliving": 0, "removed_files": 0}
         self.closed = True
-        return reap(self.uid, self.scratch_root)
+        report = processes.reap(self.uid, self.scratch_root)
+        if self.shared_shm and os.path.isdir(self.shared_shm):
+            shutil.rmtree(self.shared_shm, ignore_errors=True)
+        return report
 
     def close(self) -> None:
         self.cleanup()
         self.closed = True
-        if self.netns_fd is not None:
-            try:
-                os.close(self.netns_fd)
-            except OSError:
-                pass
-            self.netns_fd = None
+        for attr in ("netns_fd", "ipcns_fd"):
+            fd = getattr(self, attr)
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+                setattr(self, attr, None)
 
 
-def reap(uid: Optional[int], scratch_root: Optional[str]) -> dict:
-    """Kill every process of ``uid`` and every process whose scratch path lies under ``scratch_root``, then remove
-    the uid's files in shared places. Returns counts."""
-    report = {"killed_outliving": 0, "removed_files": 0}
-    for _ in range(20):
-        pids = set(processes_of(uid)) if uid is not None else set()
-        if scratch_root:
-            pids.update(processes_with_scratch(scratch_root))
-        pids.discard(os.getpid())
-        if not pids:
-            break
-        report["killed_outliving"] += len(pids)
-        if uid is not None:
-            _kill_as(uid)  # kill(-1) as the uid: everything it owns, in one sweep
-        for pid in pids:
-            _signal(pid, signal.SIGKILL)
-        time.sleep(0.02)
-    if uid is None:
-        return report
-    for place in SWEPT_DIRS:
+def _probe_filesystem_view() -> Optional[str]:
+    """None if candidate ranks can start inside a bwrap view on this host; else the reason (cached per process)."""
+    if "view" not in _probe_cache:
+        scratch = tempfile.mkdtemp(prefix="pkb-view-probe-")
+        uid = UID_RANGE[1]  # outside the jobs' range: reaping it after the probe can never touch a job
         try:
-            entries = list(os.scandir(place))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-                report["removed_files"] += 1
-            except OSError:
-                pass
-    return report
-
-
-def sweep_orphans(root: str) -> dict:
-    """What a judge killed before its own clean-up (an overrun, a lost lease) left under ``root``, its temporary
-    directory: every rank still carrying a scratch path there, and every process of a candidate uid that owns a
-    directory there (daemons that dropped the scratch path), reaped as Sandbox.cleanup would have."""
-    report = reap(None, os.path.abspath(root))
-    uids = set()
-    for path in pathlib.Path(root).glob("*/*/*"):  # pkb-judge-*/cand/{out,rank*}: given to the candidate's uid
-        try:
-            owner = path.lstat().st_uid
-        except OSError:
-            continue
-        if UID_RANGE[0] <= owner < UID_RANGE[1]:
-            uids.add(owner)
-    for uid in sorted(uids):
-        for key, value in reap(uid, None).items():
-            report[key] += value
-    return report
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def processes_of(uid: int) -> list[int]:
-    """Live (not zombie) process ids whose real or effective uid is ``uid`` (from /proc; no psutil)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/status", "rb") as f:
-                fields = dict(line.split(b":", 1) for line in f if b":" in line)
-            if fields.get(b"State", b"").strip()[:1] in (b"Z", b"X"):
-                continue
-            if uid in [int(x) for x in fields[b"Uid"].split()[:2]]:
-                found.append(int(name))
-        except (OSError, ValueError, KeyError):
-            pass
-    return found
-
-
-def processes_with_scratch(root: str) -> list[int]:
-    """Process ids whose environment has PKB_SCRATCH inside ``root`` (readable for the judge's own uid, or root)."""
-    needle = b"PKB_SCRATCH=" + os.path.join(root, "").encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                if any(item.startswith(needle) for item in f.read().split(b"\0")):
-                    found.append(int(name))
-        except OSError:
-            pass
-    return found
-
-
-def _free_uid() -> int:
-    rng = random.SystemRandom()
-    for _ in range(100):
-        uid = rng.randrange(*UID_RANGE)
-        if not processes_of(uid):
-            return uid
-    raise RuntimeError("no free sandbox uid")
-
-
-def _as_user(uid: int):
-    def drop() -> None:
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-    return drop
-
-
-def _kill_as(uid: int) -> None:
-    try:
-        subprocess.run([sys.executable, "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
-                       preexec_fn=_as_user(uid), env={}, timeout=10, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        pass
+            _probe_cache["view"] = bwrap.works(uid, scratch)
+        finally:
+            processes.reap(uid, None)
+            shutil.rmtree(scratch, ignore_errors=True)
+    return _probe_cache["view"]
 
 
 def _probe_user_access() -> Optional[str]:
@@ -422,8 +405,9 @@ def _probe_user_access() -> Optional[str]:
     paths += ["rw:" + os.path.join("/dev", name) for name in ("nvidiactl", "nvidia-uvm", "nvidia0")
               if os.path.exists(os.path.join("/dev", name))]
     try:
-        out = subprocess.run([sys.executable, "-S", "-c", _ACCESS_PROBE, *paths], preexec_fn=_as_user(UID_RANGE[0]),
-                             env={}, capture_output=True, text=True, timeout=60)
+        out = subprocess.run([sys.executable, "-S", "-c", _ACCESS_PROBE, *paths],
+                             preexec_fn=processes.as_user(UID_RANGE[0]), env={}, capture_output=True, text=True,
+                             timeout=60)
         unreadable = [p for p in out.stdout.split("\n") if p]
         if out.returncode != 0:
             result = f"an unprivileged user cannot run {sys.executable} (status {out.returncode})"

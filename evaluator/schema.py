@@ -51,3 +51,8 @@ CANDIDATE_FAULTS = (INCORRECT, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, POLICY_VIO
 FLAG_TIMING_CROSSCHECK = "timing_crosscheck"
 FLAG_FASTER_THAN_LIGHT = "faster_than_light"
 FLAG_UNRANKED_DEVICE = "unranked_device"
+# Correct within the problem's tolerance, but a floating output came in another dtype than the reference's (docs/dtype.md):
+# a lower precision moves fewer bytes, so such a result is shown and never "faster".
+FLAG_DTYPE_DIFFERS = "dtype_differs"
+# The candidate ran without every sandbox layer (a development host): nothing it did can be trusted to rank.
+FLAG_UNSANDBOXED = "unsandboxed"

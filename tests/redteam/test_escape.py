@@ -19,6 +19,9 @@ def test_honest_candidate_works_inside_the_sandbox():
     result = run("honest_sandbox_citizen")
     assert result["verdict"] == schema.CORRECT, result["message"] + logs(result)[-2000:]
     assert notes(result)["enabled"] is True and "user" in notes(result) and "network" in notes(result)
+    if os.geteuid() == 0:  # CI: the whole sandbox, and so no flag
+        assert notes(result)["complete"] is True, notes(result)["summary"]
+        assert schema.FLAG_UNSANDBOXED not in result["flags"]
 
 
 def test_secrets_in_the_judges_environment_stay_there(tmp_path):
@@ -35,6 +38,8 @@ def test_secrets_in_the_judges_environment_stay_there(tmp_path):
     assert result["verdict"] == schema.CORRECT, result["message"]
     text = logs(result)
     assert "credential-like variables visible: []" in text  # the allow-list environment
+    if os.geteuid() == 0:
+        assert separate_uid(result), notes(result)
     if separate_uid(result):
         assert secret not in text  # not even through /proc/<judge pid>/environ
     else:
@@ -137,6 +142,8 @@ def test_no_process_outlives_the_job(tmp_path):
         assert result["verdict"] == schema.CORRECT, result["message"]
         time.sleep(0.3)
         survivors = _processes_with(marker)
+        if os.geteuid() == 0:
+            assert separate_uid(result), notes(result)
         if separate_uid(result):
             assert survivors == []  # both, the one with a clean environment too
         else:
@@ -192,25 +199,3 @@ def test_killing_the_reference_without_the_sandbox_is_blamed_on_the_candidate():
     assert "interfered with the reference" in result["message"]
     assert "KILLED" in logs(result) and result["attempts"] == 1
     assert notes(result)["enabled"] is False
-
-
-
-
-@requires_root
-def test_a_sandbox_the_host_cannot_run_degrades_with_a_note(monkeypatch):
-    # Simulate a host where the candidate's ranks cannot start inside the sandbox (here: collectives pointed at an
-    # interface that does not exist in the namespace). That happens before any candidate code runs, so it is the
-    # platform's problem: the judge retries without the sandbox and records why, rather than failing every job.
-    real = sandbox.rank_environment
-
-    def broken(*args, **kwargs):
-        env = real(*args, **kwargs)
-        if kwargs.get("loopback_only"):
-            env["GLOO_SOCKET_IFNAME"] = "pkb-missing0"
-        return env
-
-    monkeypatch.setattr(sandbox, "rank_environment", broken)
-    result = run("honest_allreduce")
-    assert result["verdict"] == schema.CORRECT, result["message"]
-    assert result["attempts"] == 2
-    assert "sandbox switched off" in notes(result)["degraded"] and notes(result)["enabled"] is False
