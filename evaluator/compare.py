@@ -3,6 +3,12 @@
 Used only in trusted processes: the reference's ranks (evaluator/outputs.py, where the reference's output is, on the
 GPU or the host) and tests. Returns None when equal, otherwise a message that says which output, where and by how
 much, with error statistics the JSON reports.
+
+Dtypes (docs/dtype.md): an integer output is compared by value, whatever its integer width (a narrower type is fine
+when every value is equal); a floating (or complex) output of another floating dtype is compared under the problem's
+tolerance and, if within it, passes with a note in ``dtype_differs`` (the judge flags the result, which then never
+ranks: a lower precision halves the bytes a kernel moves). ``strict_dtype`` (a problem whose spec fixes the dtype)
+turns any difference into a mismatch. Booleans stay booleans.
 """
 from __future__ import annotations
 
@@ -26,9 +32,13 @@ class Comparison:
     max_abs_error: float = 0.0
     max_rel_error: float = 0.0
     mismatch: Optional[Mismatch] = None
+    # Floating outputs that passed in another dtype than the reference's: "path: got dtype for expected dtype".
+    dtype_differs: list = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
         out = {"ok": self.ok, "max_abs_error": _finite(self.max_abs_error), "max_rel_error": _finite(self.max_rel_error)}
+        if self.ok and self.dtype_differs:
+            out["dtype_differs"] = list(self.dtype_differs)
         if self.mismatch:
             out.update(where=self.mismatch.path, message=self.mismatch.message, first_mismatch_index=self.mismatch.index)
         return out
@@ -39,9 +49,10 @@ def _finite(x: float):
 
 
 def compare(expected: Any, actual: Any, atol: float, rtol: float,
-            slack: Optional[Callable[[torch.Tensor], float]] = None) -> Comparison:
+            slack: Optional[Callable[[torch.Tensor], float]] = None, strict_dtype: Optional[str] = None) -> Comparison:
+    """``strict_dtype``: why this problem's spec fixes the output dtype (any difference then fails), or None."""
     result = Comparison(ok=True)
-    _walk(expected, actual, "output", atol, rtol, slack, result)
+    _walk(expected, actual, "output", atol, rtol, slack, result, strict_dtype)
     return result
 
 
@@ -51,20 +62,20 @@ def _fail(result: Comparison, path: str, message: str, index=None) -> None:
         result.mismatch = Mismatch(path, message, index)
 
 
-def _walk(expected, actual, path, atol, rtol, slack, result: Comparison) -> None:
+def _walk(expected, actual, path, atol, rtol, slack, result: Comparison, strict=None) -> None:
     if not result.ok:
         return
     if isinstance(expected, torch.Tensor):
         if type(actual) is not torch.Tensor:
             return _fail(result, path, f"expected a torch.Tensor, got {type(actual).__name__}")
-        return _tensor(expected, actual, path, atol, rtol, slack, result)
+        return _tensor(expected, actual, path, atol, rtol, slack, result, strict)
     if isinstance(expected, (tuple, list)):
         if not isinstance(actual, (tuple, list)):
             return _fail(result, path, f"expected a {type(expected).__name__} of {len(expected)}, got {type(actual).__name__}")
         if len(actual) != len(expected):
             return _fail(result, path, f"expected {len(expected)} elements, got {len(actual)}")
         for i, (e, a) in enumerate(zip(expected, actual)):
-            _walk(e, a, f"{path}[{i}]", atol, rtol, slack, result)
+            _walk(e, a, f"{path}[{i}]", atol, rtol, slack, result, strict)
         return
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
@@ -72,7 +83,7 @@ def _walk(expected, actual, path, atol, rtol, slack, result: Comparison) -> None
         if set(expected) != set(actual):
             return _fail(result, path, f"expected keys {sorted(map(str, expected))}, got {sorted(map(str, actual))}")
         for key in expected:
-            _walk(expected[key], actual[key], f"{path}[{key!r}]", atol, rtol, slack, result)
+            _walk(expected[key], actual[key], f"{path}[{key!r}]", atol, rtol, slack, result, strict)
         return
     if expected is None:
         if actual is not None:
@@ -96,11 +107,26 @@ def _walk(expected, actual, path, atol, rtol, slack, result: Comparison) -> None
         _fail(result, path, f"expected {expected!r}, got {actual!r}")
 
 
-def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slack, result: Comparison) -> None:
+def _kind(dtype: torch.dtype) -> str:
+    if dtype == torch.bool:
+        return "bool"
+    if dtype.is_complex:
+        return "complex"
+    return "floating" if dtype.is_floating_point else "integer"
+
+
+def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slack, result: Comparison,
+            strict=None) -> None:
     if tuple(actual.shape) != tuple(expected.shape):
         return _fail(result, path, f"shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
-    if actual.dtype != expected.dtype:
-        return _fail(result, path, f"dtype {actual.dtype} != expected {expected.dtype}")
+    differs = actual.dtype != expected.dtype
+    if differs:
+        if strict:
+            return _fail(result, path, f"dtype {actual.dtype} != expected {expected.dtype} (this problem's spec fixes "
+                                       f"the output dtype: {strict})")
+        if _kind(actual.dtype) != _kind(expected.dtype):
+            return _fail(result, path, f"dtype {actual.dtype} != expected {expected.dtype} (a {_kind(expected.dtype)} "
+                                       f"output must be {_kind(expected.dtype)})")
     if expected.numel() == 0:
         return
     if actual.is_sparse or actual.layout != torch.strided:
@@ -109,6 +135,8 @@ def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slac
     e = expected.detach()
     a = actual.detach().to(e.device)
     if not (expected.is_floating_point() or expected.is_complex()):
+        if differs:  # integers by value: both widened (a value the narrower type could not hold already differs)
+            e, a = e.to(torch.int64), a.to(torch.int64)
         unequal = a != e
         if unequal.any():
             index = _first(unequal)
@@ -118,12 +146,14 @@ def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slac
     if e.is_complex():
         e, a = torch.view_as_real(e), torch.view_as_real(a)
     extra = float(slack(expected)) if slack is not None else 0.0
-    if torch.equal(a, e):
+    if differs:
+        result.dtype_differs.append(f"{path}: {actual.dtype} for expected {expected.dtype}".replace("torch.", ""))
+    elif torch.equal(a, e):
         return  # bit-identical (NaN never compares equal, so this cannot hide one): nothing to measure
     # Half, bfloat16 and float32 values are exact in float32, and the rounding of their differences there (2^-24
     # relative) is far below any tolerance; float64 stays float64. This keeps the check a few passes over the data
     # instead of dozens in double, which on large outputs was most of the judge's own time.
-    work = torch.float64 if e.dtype == torch.float64 else torch.float32
+    work = torch.float64 if torch.float64 in (e.dtype, a.dtype) else torch.float32
     if _within(e, a, atol + extra, rtol, result, work):
         return
     e, a = e.double(), a.double()
@@ -147,9 +177,10 @@ def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slac
     if bad.any():
         index = _first(bad)
         at = tuple(index)
+        note = f" (output dtype {actual.dtype}, reference {expected.dtype})".replace("torch.", "") if differs else ""
         _fail(result, path, f"{int(bad.sum())} of {e.numel()} elements outside atol={atol + extra:.3g}, rtol={rtol:.3g}; "
-                            f"max |diff| {max_abs:.4g}; first at {index}: got {a[at].item():.6g}, expected {e[at].item():.6g}",
-              index)
+                            f"max |diff| {max_abs:.4g}; first at {index}: got {a[at].item():.6g}, expected {e[at].item():.6g}"
+                            f"{note}", index)
 
 
 # Elements per slice in the common-case check: on the host, slices that stay in cache instead of whole-output

@@ -109,7 +109,7 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
         candidate = os.path.abspath(candidate)  # ranks run in their own scratch directories
     base = _skeleton(prob, candidate, digest, cfg)
     started = time.monotonic()
-    pre = _static_checks(source, cfg)
+    pre = _static_checks(source, cfg, os.path.basename(candidate))
     if pre:
         base.update(pre)
         base["wall_s"] = round(time.monotonic() - started, 3)
@@ -261,12 +261,15 @@ def _skeleton(prob, candidate: str, digest: str, cfg: Config) -> dict:
     }
 
 
-def _static_checks(source: Optional[str], cfg: Config) -> Optional[dict]:
+def _static_checks(source: Optional[str], cfg: Config, filename: str = "") -> Optional[dict]:
     if source is None:
         return None
     violation = policy.scan(source, cfg.multicast_allowed)
     if violation:
         return {"verdict": schema.POLICY_VIOLATION, "message": violation.message()}
+    unsupported = policy.unsupported_backend(filename, source)
+    if unsupported:  # a backend whose runtime is not shipped: the file cannot build here (docs/dtype.md, backends)
+        return {"verdict": schema.COMPILE_ERROR, "message": unsupported}
     try:
         compile(source, "candidate.py", "exec")
     except SyntaxError as exc:
@@ -513,8 +516,13 @@ class Pair:
                                 "message": f"at the hidden shape M={shape['M']}, N={shape['N']}: "
                                            f"{_first_mismatch(record)}"}
             flags = list(timing_doc.pop("_flags")) if timing_doc else []
+            message = f"all {len(trials)} trials correct on {self.cfg.world_size} rank(s)"
+            differs = _dtype_differs(trials)
+            if differs:  # correct within tolerance in another floating dtype: shown, never faster (docs/dtype.md)
+                flags.append(schema.FLAG_DTYPE_DIFFERS)
+                message += f"; output dtype differs from the reference's ({differs}): flagged, never faster"
             out = {"verdict": schema.CORRECT, "trials": trials, "timing": timing_doc, "flags": flags,
-                   "message": f"all {len(trials)} trials correct on {self.cfg.world_size} rank(s)"}
+                   "message": message}
             if hidden_note:  # asked for but not run: say so, rather than leave no trace
                 out["hidden_shape"] = hidden_note
             return out
@@ -768,6 +776,13 @@ class _Stop(Exception):
         if self.reference_command is not None:
             out["_reference_failed"] = self.reference_command
         return out
+
+
+def _dtype_differs(trials: list[dict]) -> str:
+    """The comparisons' notes of floating outputs that passed in another dtype (evaluator/compare.py), first one."""
+    notes = list(dict.fromkeys(note for t in trials for entry in t.get("ranks") or [] if entry
+                               for note in entry.get("dtype_differs") or []))
+    return notes[0] + (f" and {len(notes) - 1} more" if len(notes) > 1 else "") if notes else ""
 
 
 def _candidate_verdict(kind: str, loading: bool = False) -> str:

@@ -159,7 +159,8 @@ def compare_rank(problem, expected, actual, rank: int, world_size: int) -> dict:
         message = problem.compare(to_host(expected), to_host(actual), world_size)
         return {"rank": rank, "ok": message is None, "message": message}
     slack = (lambda tensor: problem.slack(tensor, world_size)) if problem.slack else None
-    return dict(rank=rank, **compare(expected, actual, problem.atol, problem.rtol, slack).to_dict())
+    strict = getattr(problem, "strict_dtype", None)  # the spec fixes the output dtype (docs/dtype.md)
+    return dict(rank=rank, **compare(expected, actual, problem.atol, problem.rtol, slack, strict).to_dict())
 
 
 def check_file(problem, expected, path: str, rank: int, world_size: int) -> dict:

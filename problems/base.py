@@ -100,6 +100,9 @@ class Problem:
     # Optional full override: compare(expected, actual, W) -> None if equal, else a message. Only where an
     # element-wise check cannot express the semantics (e.g. a set whose order is free); documented in the docstring.
     compare: Optional[Callable[[Any, Any, int], Optional[str]]] = None
+    # Why this problem's spec fixes the output dtype (e.g. a quantizer's fp8 payload), or None: the judge's dtype rule
+    # then applies (docs/dtype.md: integers by value, another floating dtype within tolerance is correct but flagged).
+    strict_dtype: Optional[str] = None
     # Optional timed-argument override (name); defaults to the catalogue's timed_arg.
     timed_arg: Optional[str] = None
     # Seconds the judge allows for one command (one trial or one timing block) before declaring a hang.

@@ -85,11 +85,13 @@ def test_rank_exiting_early(W):
     assert "rank 1" in result["message"] and "exited early" in result["message"]
 
 
-def test_nan_and_dtype_are_incorrect():
+def test_nan_is_incorrect_and_another_dtype_is_flagged():
     nan = run("allreduce_nan", 2)
     assert nan["verdict"] == schema.INCORRECT and "non-finite" in nan["message"]
+    # float32 values equal to the bf16 reference's: correct by the dtype rule (docs/dtype.md), flagged, never faster.
     dtype = run("allreduce_wrong_dtype", 2)
-    assert dtype["verdict"] == schema.INCORRECT and "dtype" in dtype["message"]
+    assert dtype["verdict"] == schema.CORRECT and schema.FLAG_DTYPE_DIFFERS in dtype["flags"], dtype["message"]
+    assert dtype["timing"]["faster"] is False and "float32 for expected bfloat16" in dtype["message"]
 
 
 @pytest.mark.parametrize("W", [1, 2, 4])
