@@ -1,28 +1,68 @@
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
+from django.core.exceptions import ValidationError
 
 from leaderboard.models import ApiToken, HardwareProfile, Submission
+
+MAX_ID = 10**18 - 1  # what leaderboard.converters.IdConverter takes; inside PostgreSQL's bigint
+
+
+def no_control_characters(value: str) -> None:
+    """One-line text: no NUL, newline or other control character (CharField already refuses NUL alone)."""
+    if any(unicodedata.category(c) == "Cc" for c in str(value)):
+        raise ValidationError("control characters (newline, tab, NUL...) are not allowed here", code="control")
+
+
+class AsciiIntegerField(forms.IntegerField):
+    """An integer written in ASCII digits: Django's IntegerField hands the text to int(), which also takes other
+    scripts' digits ('٣') and surrounding spaces; '1e20' and '²' are refused either way."""
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        if not re.fullmatch(r"[+-]?[0-9]{1,19}", str(value).strip()):
+            raise ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(str(value).strip())
+
+
+class QueryForm(forms.Form):
+    """The query string of the public pages (leaderboard, problems, one problem) and of the API's reads. Each value
+    is checked here; a bad one answers 400 with this form's message instead of being parsed by hand."""
+
+    profile = forms.SlugField(max_length=50, required=False)
+    protocol = forms.ChoiceField(choices=[("", "all")] + Submission.PROTOCOLS, required=False)
+    backend = forms.CharField(max_length=40, required=False, validators=[no_control_characters])
+    k = AsciiIntegerField(min_value=1, max_value=10_000, required=False)
+    sort = forms.CharField(max_length=20, required=False)  # checked against selectors.SORTS by Filters
+    page = AsciiIntegerField(min_value=1, max_value=1_000_000, required=False)
+    format = forms.ChoiceField(choices=[("", "html"), ("csv", "csv"), ("json", "json")], required=False)
 
 
 class SubmitForm(forms.Form):
     """Metadata of an upload; the files themselves are read from request.FILES by the view."""
 
-    model = forms.CharField(max_length=200, required=False, help_text="the model that wrote the kernels")
-    agent = forms.CharField(max_length=200, required=False, label="Agent / harness")
-    agent_version = forms.CharField(max_length=100, required=False)
-    backend = forms.CharField(max_length=40, required=False, help_text="inferred from the file names if empty")
+    model = forms.CharField(max_length=200, required=False, help_text="the model that wrote the kernels",
+                            validators=[no_control_characters])
+    agent = forms.CharField(max_length=200, required=False, label="Agent / harness",
+                            validators=[no_control_characters])
+    agent_version = forms.CharField(max_length=100, required=False, validators=[no_control_characters])
+    backend = forms.CharField(max_length=40, required=False, help_text="inferred from the file names if empty",
+                              validators=[no_control_characters])
     protocol = forms.ChoiceField(choices=[("", "(from submission.json)")] + Submission.PROTOCOLS, required=False)
-    attempts = forms.IntegerField(min_value=1, required=False, label="Attempt budget k")
+    attempts = AsciiIntegerField(min_value=1, max_value=10_000, required=False, label="Attempt budget k")
     selection = forms.ChoiceField(choices=[("", "(default for the protocol)")] + Submission.SELECTIONS,
                                   required=False, label="Selection rule")
     profile = forms.ChoiceField(choices=(), required=False, label="Hardware profile")
-    tokens = forms.IntegerField(min_value=0, required=False, label="Tokens used (self-reported)")
+    tokens = AsciiIntegerField(min_value=0, max_value=2**53, required=False, label="Tokens used (self-reported)")
     dollars = forms.DecimalField(min_value=0, max_digits=12, decimal_places=2, required=False,
                                  label="Dollars spent (self-reported)")
-    label = forms.CharField(max_length=200, required=False)
-    notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    label = forms.CharField(max_length=200, required=False, validators=[no_control_characters])
+    notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
     publish = forms.BooleanField(required=False, help_text="list it on the leaderboard now (code becomes public)")
 
     def __init__(self, *args, **kwargs):
@@ -38,11 +78,22 @@ class SubmitForm(forms.Form):
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100)
+    name = forms.CharField(max_length=100, validators=[no_control_characters])
     scopes = forms.MultipleChoiceField(choices=[(s, s) for s in ApiToken.SCOPES], initial=["read", "submit"],
                                        widget=forms.CheckboxSelectMultiple)
-    days = forms.IntegerField(min_value=1, max_value=366, initial=90, label="Lifetime (days)")
+    days = AsciiIntegerField(min_value=1, max_value=366, initial=90, label="Lifetime (days)")
 
 
 class SignupForm(UserCreationForm):
     pass
+
+
+class IdForm(forms.Form):
+    """One id posted by a page's form (a candidate to profile, a session to link; '#12' is taken for 12)."""
+
+    id = AsciiIntegerField(min_value=1, max_value=MAX_ID)
+
+    @classmethod
+    def value(cls, raw) -> int | None:
+        form = cls({"id": str(raw or "").strip().lstrip("#")})
+        return form.cleaned_data["id"] if form.is_valid() else None

@@ -6,13 +6,16 @@ pin the counts), and works on the materialised tables (LeaderboardEntry, Problem
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import defaultdict
 
 from django.conf import settings
+from django.core.exceptions import BadRequest
 from django.db.models import Count
 from django.http import Http404
 
 from leaderboard.models import (
+    INFRA_ERROR,
     ApiToken,
     Candidate,
     EvaluationJob,
@@ -24,6 +27,7 @@ from leaderboard.models import (
     Result,
     Submission,
 )
+from leaderboard.converters import ProblemKeyConverter
 from leaderboard.feedback import report
 from leaderboard.services import quota_usage
 
@@ -37,8 +41,29 @@ SORTS = {
     "geomean": ("-geomean_speedup", "-correct", "submission_id"),
     "recent": ("-submission__created_at",),
 }
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,50}")
+PROBLEM_KEY = re.compile(ProblemKeyConverter.regex)
 SECTION_ROWS = 20  # per protocol on the overview; "All ... entries" pages through 50 at a time
 PAGE_ROWS = 50
+
+
+class BadQuery(BadRequest):
+    """A query parameter that does not validate: 400 with the form's messages (views.bad_request for pages,
+    leaderboard.api.errors for the API)."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        self.errors = errors
+        super().__init__("; ".join(f"{field}: {' '.join(messages)}" for field, messages in errors.items()))
+
+
+def query_clean(query) -> dict:
+    """The query string through forms.QueryForm: cleaned values, or BadQuery."""
+    from leaderboard.forms import QueryForm
+
+    form = QueryForm(query)
+    if not form.is_valid():
+        raise BadQuery({field: [str(m) for m in messages] for field, messages in form.errors.items()})
+    return form.cleaned_data
 
 
 @dataclasses.dataclass
@@ -51,13 +76,12 @@ class Filters:
 
     @classmethod
     def from_query(cls, query) -> "Filters":
-        k = query.get("k", "")
-        page = query.get("page", "1")
-        sort = query.get("sort", "correct")
-        protocol = query.get("protocol", "")
-        return cls(backend=query.get("backend", "")[:40], protocol=protocol if protocol in PROTOCOL_LABELS else "",
-                   k=int(k) if k.isdigit() else None, sort=sort if sort in SORTS else "correct",
-                   page=max(1, int(page)) if page.isdigit() else 1)
+        data = query_clean(query)
+        sort = data["sort"] or "correct"
+        if sort not in SORTS:
+            raise BadQuery({"sort": [f"choose one of {', '.join(SORTS)}"]})
+        return cls(backend=data["backend"], protocol=data["protocol"], k=data["k"], sort=sort,
+                   page=data["page"] or 1)
 
 
 # --- profiles and problems -----------------------------------------------------------------------------------------
@@ -68,6 +92,8 @@ def profiles() -> list[HardwareProfile]:
 
 def profile_get(slug: str | None) -> HardwareProfile:
     slug = slug or settings.PKB_DEFAULT_PROFILE
+    if not SLUG.fullmatch(str(slug)):
+        raise BadQuery({"profile": ["a hardware profile slug: ASCII letters, digits, '-' and '_'"]})
     profile = HardwareProfile.objects.filter(slug=slug).first()
     if profile is None:
         raise Http404(f"no hardware profile {slug!r}")
@@ -76,6 +102,8 @@ def profile_get(slug: str | None) -> HardwareProfile:
 
 def problem_get(key: str) -> Problem:
     text = str(key)
+    if not PROBLEM_KEY.fullmatch(text):  # what leaderboard.converters.ProblemKeyConverter takes
+        raise Http404(f"no problem {text[:100]!r}")
     problem = (Problem.objects.filter(pk=int(text)).first() if text.isdigit()
                else Problem.objects.filter(stem=text).first())
     if problem is None:
@@ -284,7 +312,26 @@ def submission_environment(submission: Submission) -> dict:
     # No ORDER BY: sorting on the result id would walk the whole results index; any final result tells the host.
     value = next(iter(Result.objects.filter(job__submission=submission).exclude(verdict="infra_error").order_by()
                       .values_list("document__environment", flat=True)[:1]), None)
-    return value if isinstance(value, dict) else {}
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if k != "sandbox"}  # the sandbox has a line of its own
+
+
+def submission_sandbox(submission: Submission) -> dict:
+    """Whether the submission's candidates ran inside the whole sandbox, as one line for people (one query): ``ok``
+    True when every judged result did, False when any did not (its own line, saying what was missing), None when no
+    result records it (judged before the judge recorded it, or not judged yet)."""
+    rows = list(Result.objects.filter(job__submission=submission).exclude(verdict="infra_error").order_by()
+                .values_list("document__environment__sandbox__complete", "document__environment__sandbox__summary")
+                .distinct()[:20])
+    recorded = [(complete, line) for complete, line in rows if isinstance(complete, bool)]
+    if not recorded:
+        return {"ok": None, "line": "not recorded for these results"}
+    unsandboxed = [line for complete, line in recorded if not complete]
+    if unsandboxed:
+        return {"ok": False, "line": str(unsandboxed[0] or "UNSANDBOXED")}
+    return {"ok": True, "line": "every candidate ran sandboxed: its own uid, no network, a private filesystem view, "
+                                "no process outliving the job"}
 
 
 def submission_status(submission: Submission) -> dict:
@@ -296,7 +343,25 @@ def submission_status(submission: Submission) -> dict:
         "correct", "faster", "judged", "pending", "geomean_speedup").first() or {}
     jobs = {s: counts.get(s, 0) for s in ("queued", "running", "done", "failed")}
     return {"submission": submission.pk, "jobs": jobs, "finished": jobs["queued"] + jobs["running"] == 0,
-            "problems": {str(k): v for k, v in scores.items()}, "entry": entry}
+            "problems": {str(k): v for k, v in scores.items()}, "entry": entry, "files": _job_files(submission)}
+
+
+def _job_files(submission: Submission) -> list[dict]:
+    """Each uploaded file's job and, once its current run has a final result, the verdict (two queries): what
+    ``pkb submit --wait`` prints as each one lands."""
+    jobs = list(EvaluationJob.objects.filter(submission=submission)
+                .values("id", "status", "run", "candidate__filename", "candidate__problem_id", "candidate__attempt")
+                .order_by("candidate__problem_id", "candidate__attempt", "id"))
+    finals = {(r["job_id"], r["run"]): r for r in Result.objects.filter(job__submission=submission)
+              .exclude(verdict=INFRA_ERROR).values("job_id", "run", "verdict", "speedup", "faster", "message")}
+    out = []
+    for job in jobs:
+        final = finals.get((job["id"], job["run"])) or {}
+        out.append({"job": job["id"], "file": job["candidate__filename"], "problem": job["candidate__problem_id"],
+                    "attempt": job["candidate__attempt"], "status": job["status"], "verdict": final.get("verdict"),
+                    "speedup": final.get("speedup"), "faster": bool(final.get("faster")),
+                    "message": (final.get("message") or "")[:300]})
+    return out
 
 
 def result_for_viewer(result_id: int, user) -> Result:

@@ -39,6 +39,26 @@ SESSION_COOKIE_SECURE = SECURE_COOKIES
 CSRF_COOKIE_SECURE = SECURE_COOKIES
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# Behind HTTPS (DJANGO_SECURE_COOKIES=1) browsers are told to keep to it.
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 365 * 86400 if SECURE_COOKIES else 0, minimum=0)
+# Content-Security-Policy (django-csp): scripts only from this site's own files, never inline, so a value that
+# escaped escaping still cannot run. Page data travels in json_script elements (type application/json, not run);
+# plotly.js sets inline styles on the figures it draws, hence style-src 'unsafe-inline' (styles cannot run code).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -57,6 +77,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -115,6 +136,12 @@ PKB_MAX_ATTEMPTS = env_int("PKB_MAX_ATTEMPTS", 16, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = PKB_MAX_UPLOAD_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = PKB_MAX_UPLOAD_BYTES + 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FILES = 87 * PKB_MAX_ATTEMPTS + 16
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
+FILE_UPLOAD_HANDLERS = [
+    "leaderboard.upload_handlers.BoundedUploadHandler",  # refuses bodies over the upload limit, counted as read
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 PKB_OPEN_SIGNUP = env_bool("PKB_OPEN_SIGNUP", True)
 
 # --- quotas: units are evaluations (one candidate file on one hardware profile) -------------------------------------
@@ -138,8 +165,14 @@ PKB_HIDDEN_CHECKS = env_bool("PKB_HIDDEN_CHECKS", True)
 # pool holds N pairs of rank groups started ahead of the jobs; every job still gets processes of its own. 0: a fresh
 # judge per job. Worth it on GPU hosts, where start-up is most of a job (benchmarks/RESULTS.md run 4).
 PKB_WARM_SPARES = env_int("PKB_WARM_SPARES", 0, minimum=0)
-# Where the worker keeps candidate files and judge output while a job runs.
+# Where the worker keeps candidate files and judge output while a job runs (one locked directory per worker process:
+# leaderboard/workspace.py).
 PKB_WORK_DIR = Path(env_str("PKB_WORK_DIR", str(DATA_DIR / "work")))
+# The candidate sandbox (evaluator/sandbox.py): "required" (production: a worker on a host that cannot give every
+# layer refuses to start), "auto" (the embedded default: every layer the host allows; results without the whole
+# sandbox are flagged unsandboxed and never rank) or "off" (debugging). Ranked profiles' jobs require it regardless.
+PKB_SANDBOX = env_str("PKB_SANDBOX", "auto").strip().lower()
+PKB_SANDBOX_REQUIRED = PKB_SANDBOX in ("required", "require", "strict")
 
 # --- broker (django_dramatiq) -------------------------------------------------------------------------------------
 BROKER_URL = env_str("BROKER_URL", "stub://")
@@ -162,6 +195,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["leaderboard.api.parsers.JSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "EXCEPTION_HANDLER": "leaderboard.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
@@ -181,5 +216,10 @@ LOGGING = {
         "leaderboard": {"handlers": ["console"], "level": env_str("PKB_LOG_LEVEL", "INFO")},
         "dramatiq": {"handlers": ["console"], "level": "WARNING"},
         "pika": {"handlers": ["console"], "level": "WARNING"},
+        # Django logs every 5xx (with its traceback) to django.request and refused hostile requests (bad Host,
+        # too many fields) to django.security; with DEBUG off its default config only mails admins, so nothing
+        # reached the operator's log.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        "django.security": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }

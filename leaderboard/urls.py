@@ -1,26 +1,31 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path, re_path
+from django.urls import include, path, re_path, register_converter
 from django.views.static import serve
 
-from leaderboard import views
+from leaderboard import converters, views
+
+# Registered before the includes below import the API's and the feedback app's routes, which use them too.
+register_converter(converters.IdConverter, "id")
+register_converter(converters.ProblemKeyConverter, "problem")
+handler400 = "leaderboard.views.bad_request"
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("leaderboard/<slug:slug>/", views.leaderboard, name="leaderboard"),
     path("problems/", views.problems_index, name="problems"),
-    path("problems/<str:key>/", views.problem_detail, name="problem"),
-    path("submissions/<int:pk>/", views.submission_detail, name="submission"),
-    path("submissions/<int:pk>/status.json", views.submission_status, name="submission-status"),
-    path("submissions/<int:pk>/publish", views.submission_publish, name="submission-publish"),
-    path("submissions/<int:pk>/rerun", views.submission_rerun, name="submission-rerun"),
-    path("candidates/<int:pk>/code", views.candidate_code, name="candidate-code"),
-    path("results/<int:pk>.json", views.result_detail, name="result"),
-    path("results/<int:pk>/logs", views.result_logs, name="result-logs"),
+    path("problems/<problem:key>/", views.problem_detail, name="problem"),
+    path("submissions/<id:pk>/", views.submission_detail, name="submission"),
+    path("submissions/<id:pk>/status.json", views.submission_status, name="submission-status"),
+    path("submissions/<id:pk>/publish", views.submission_publish, name="submission-publish"),
+    path("submissions/<id:pk>/rerun", views.submission_rerun, name="submission-rerun"),
+    path("candidates/<id:pk>/code", views.candidate_code, name="candidate-code"),
+    path("results/<id:pk>.json", views.result_detail, name="result"),
+    path("results/<id:pk>/logs", views.result_logs, name="result-logs"),
     path("submit/", views.submit, name="submit"),
     path("account/", views.account, name="account"),
-    path("account/tokens/<int:pk>/revoke", views.token_revoke, name="token-revoke"),
+    path("account/tokens/<id:pk>/revoke", views.token_revoke, name="token-revoke"),
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -58,7 +58,7 @@ def problems_index(request):
     return render(request, "leaderboard/problems.html", {
         "profile": profile, "profiles": selectors.profiles(), "problems": problems, "protocol": protocol,
         "protocols": selectors.PROTOCOL_LABELS.items(), "heatmap_rows": len(heat["rows"]),
-        "heatmap_json": plots.to_json(plots.heatmap_figure(heat, problems)), "heatmap_legend": plots.LEGEND,
+        "heatmap": plots.heatmap_figure(heat, problems), "heatmap_legend": plots.LEGEND,
     })
 
 
@@ -76,7 +76,7 @@ def problem_detail(request, key):
     return render(request, "leaderboard/problem.html", {
         "problem": problem, "profile": profile, "profiles": selectors.profiles(), "data": data,
         "protocol": filters.protocol, "protocols": selectors.PROTOCOL_LABELS.items(),
-        "strip_json": plots.to_json(plots.strip_figure(data["points"])),
+        "strip": plots.strip_figure(data["points"]),
         "light": problem.light.get(str(profile.world_size)) or problem.light.get("8") or {},
     })
 
@@ -95,6 +95,7 @@ def submission_detail(request, pk):
         "submission": submission, "grid": grid, "status": status, "entry": getattr(submission, "entry", None),
         "is_owner": submission.is_owner(request.user), "code_visible": submission.code_visible_to(request.user),
         "environment": selectors.submission_environment(submission),
+        "sandbox": selectors.submission_sandbox(submission),
         "one_pair_floor": f"{ONE_PAIR_FLOOR.get(submission.profile.device, 0.0):.1%}",
     })
 
@@ -225,6 +226,25 @@ def signup(request):
         login(request, user)
         return redirect("account")
     return render(request, "registration/signup.html", {"form": form})
+
+
+# --- errors ------------------------------------------------------------------------------------------------------------
+
+def bad_request(request, exception=None):
+    """handler400: a query parameter that failed its form shows the form's messages; a body over the limits says
+    so (413); anything else Django refused (bad multipart, too many fields) a generic line."""
+    from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+
+    status, errors, message = 400, {}, "The request could not be read."
+    if isinstance(exception, selectors.BadQuery):
+        errors, message = exception.errors, "A query parameter is not valid."
+    elif isinstance(exception, RequestDataTooBig):
+        status, message = 413, f"The request is too large: uploads are limited to {settings.PKB_MAX_UPLOAD_BYTES:,} bytes."
+    elif isinstance(exception, (TooManyFieldsSent, TooManyFilesSent)):
+        message = "The request has too many fields or files."
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": message, "errors": errors}, status=status)
+    return render(request, "leaderboard/bad_request.html", {"message": message, "errors": errors}, status=status)
 
 
 # --- assets and health -----------------------------------------------------------------------------------------------

@@ -2,10 +2,11 @@
 (function () {
   "use strict";
 
-  // Plotly figures embedded as JSON next to their container.
+  // Plotly figures: each page puts its figure in a json_script element next to its container (no inline script:
+  // the Content-Security-Policy forbids it).
   function drawPlots() {
     if (!window.Plotly) return;
-    [["heatmap", "heatmap-data"], ["strip", "strip-data"]].forEach(function (pair) {
+    [["heatmap", "heatmap-data"], ["strip", "strip-data"], ["pareto", "pareto-data"]].forEach(function (pair) {
       var el = document.getElementById(pair[0]), data = document.getElementById(pair[1]);
       if (!el || !data) return;
       var fig = JSON.parse(data.textContent);

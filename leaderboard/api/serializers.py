@@ -1,8 +1,39 @@
 from __future__ import annotations
 
+import re
+
 from rest_framework import serializers
 
+from leaderboard.forms import MAX_ID, no_control_characters
 from leaderboard.models import HardwareProfile, LeaderboardEntry, Problem, ProblemScore, Submission
+
+
+class AsciiIntegerField(serializers.IntegerField):
+    """DRF's IntegerField hands the text to int(), which also takes other scripts' digits ('\u0663'); this one takes
+    ASCII digits only (JSON integers as they are)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        if isinstance(data, str) and not re.fullmatch(r"[+-]?[0-9]{1,19}", data.strip()):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def Text(max_length: int, **kwargs) -> serializers.CharField:  # noqa: N802 - reads like a field class
+    """One line of text: bounded, no control characters (DRF's CharField already refuses NUL)."""
+    return serializers.CharField(max_length=max_length, validators=[no_control_characters], **kwargs)
+
+
+class RerunQuery(serializers.Serializer):
+    only = serializers.ChoiceField(choices=["failed"], required=False, help_text="re-run platform failures only")
+
+
+class LeaderboardQuery(serializers.Serializer):
+    """The API leaderboard's window; protocol, backend, k and sort go through selectors.Filters like the page's."""
+
+    offset = AsciiIntegerField(required=False, min_value=0, max_value=1_000_000, default=0)
+    limit = AsciiIntegerField(required=False, min_value=1, max_value=500, default=50)
 
 
 class ProfileSerializer(serializers.ModelSerializer):
@@ -94,20 +125,23 @@ class UploadSerializer(serializers.Serializer):
     archive = serializers.FileField(required=False, help_text=".zip, .tar, .tar.gz or .tgz in PKB layout")
     files = serializers.ListField(child=serializers.FileField(), required=False,
                                   help_text="the files of a directory; give their relative paths in 'paths'")
-    paths = serializers.CharField(required=False, help_text="JSON list of relative paths, one per file")
-    model = serializers.CharField(required=False)
-    protocol = serializers.ChoiceField(choices=[p for p, _ in Submission.PROTOCOLS], required=False)
-    attempts = serializers.IntegerField(required=False, min_value=1)
-    profile = serializers.CharField(required=False)
-    agent = serializers.CharField(required=False)
-    agent_version = serializers.CharField(required=False)
-    backend = serializers.CharField(required=False)
-    selection = serializers.ChoiceField(choices=[s for s, _ in Submission.SELECTIONS], required=False)
-    tokens = serializers.IntegerField(required=False, min_value=0)
+    paths = serializers.CharField(required=False, max_length=1_000_000,
+                                  help_text="JSON list of relative paths, one per file")
+    model = Text(200, required=False, allow_blank=True)
+    # Aliases (one-shot, agentic...) are resolved by uploads.clean_metadata, which also checks the value.
+    protocol = Text(40, required=False, allow_blank=True, help_text="one_shot, best_of_k or agentic_feedback")
+    attempts = AsciiIntegerField(required=False, min_value=1, max_value=10_000)
+    profile = serializers.SlugField(required=False, max_length=50, allow_blank=True)
+    agent = Text(200, required=False, allow_blank=True)
+    agent_version = Text(100, required=False, allow_blank=True)
+    backend = Text(40, required=False, allow_blank=True)
+    selection = Text(40, required=False, allow_blank=True,
+                     help_text="first, last, best_measured or self_selected")
+    tokens = AsciiIntegerField(required=False, min_value=0, max_value=2**53)
     dollars = serializers.DecimalField(required=False, max_digits=12, decimal_places=2, min_value=0)
-    label = serializers.CharField(required=False)
-    notes = serializers.CharField(required=False)
-    feedback_for = serializers.IntegerField(required=False)
+    label = Text(200, required=False, allow_blank=True)
+    notes = serializers.CharField(required=False, allow_blank=True, max_length=5000)
+    feedback_for = AsciiIntegerField(required=False, min_value=1, max_value=MAX_ID)
     publish = serializers.BooleanField(required=False, default=False)
 
 

@@ -53,14 +53,14 @@ class Leaderboard(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(parameters=[PROTOCOL, OpenApiParameter("backend", str), OpenApiParameter("k", int),
-                               OpenApiParameter("sort", str, enum=list(selectors.SORTS)),
-                               OpenApiParameter("offset", int), OpenApiParameter("limit", int,
-                                                                               description="rows per protocol (max 500)")],
+                               OpenApiParameter("sort", str, enum=list(selectors.SORTS)), s.LeaderboardQuery],
                    responses=s.EntrySerializer(many=True))
     def get(self, request, slug):
         profile = selectors.profile_get(slug)
         filters = selectors.Filters.from_query(request.query_params)
-        offset, limit = _window(request.query_params)
+        window = s.LeaderboardQuery(data=request.query_params)
+        window.is_valid(raise_exception=True)
+        offset, limit = window.validated_data["offset"], window.validated_data["limit"]
         sections = []
         for protocol in ([filters.protocol] if filters.protocol else selectors.PROTOCOL_ORDER):
             filters.protocol = protocol
@@ -68,13 +68,6 @@ class Leaderboard(APIView):
             sections.append({"protocol": protocol, "offset": offset, "more": len(entries) > limit,
                              "entries": [s.entry_dict(e) for e in entries[:limit]]})
         return Response({"profile": profile.slug, "ranked_profile": profile.ranked, "sections": sections})
-
-
-def _window(params) -> tuple[int, int]:
-    offset, limit = params.get("offset", "0"), params.get("limit", "50")
-    offset = int(offset) if offset.isdigit() else 0
-    limit = min(500, max(1, int(limit))) if limit.isdigit() else 50
-    return offset, limit
 
 
 class SubmissionList(APIView):
@@ -90,8 +83,10 @@ class SubmissionList(APIView):
     @extend_schema(request={"multipart/form-data": s.UploadSerializer},
                    responses={201: s.SubmissionSerializer, 400: s.RefusedSerializer, 429: s.RefusedSerializer})
     def post(self, request):
+        upload = s.UploadSerializer(data=request.data)
+        upload.is_valid(raise_exception=True)
         submitter = services.submitter_for(request.user)
-        fields = {key: request.data.get(key) for key in METADATA if key in request.data}
+        fields = {key: value for key, value in upload.validated_data.items() if key in METADATA}
         try:
             submission = services.submission_create(submitter, fields,
                                                     services.upload_files(request.FILES, request.data))
@@ -102,7 +97,7 @@ class SubmissionList(APIView):
             return Response({"detail": exc.message, "errors": [{"file": "(upload)", "rule": "quota",
                                                                  "message": exc.message}],
                              "next_free_at": exc.next_free_at}, status=status.HTTP_429_TOO_MANY_REQUESTS)
-        if str(request.data.get("publish", "")).lower() in ("1", "true", "yes", "on"):
+        if upload.validated_data["publish"]:
             services.submission_publish(submission, request.user)
             submission.refresh_from_db()
         data = s.SubmissionSerializer(submission).data
@@ -147,12 +142,14 @@ class SubmissionPublish(APIView):
 class SubmissionRerun(APIView):
     permission_classes = [scoped("submit")]
 
-    @extend_schema(request=None, parameters=[OpenApiParameter("only", str, enum=["failed"])])
+    @extend_schema(request=None, parameters=[s.RerunQuery])
     def post(self, request, pk):
         submission = selectors.submission_get(pk, request.user)
+        only = s.RerunQuery(data=request.query_params)
+        only.is_valid(raise_exception=True)
         try:
             count = services.submission_rerun(submission, request.user,
-                                              only_failed=request.query_params.get("only") == "failed")
+                                              only_failed=only.validated_data.get("only") == "failed")
         except services.NotAllowed as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
         except services.QuotaExceeded as exc:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,26 +23,33 @@ from rest_framework.views import APIView
 from leaderboard import selectors as site_selectors
 from leaderboard import services as site_services
 from leaderboard.api.auth import scoped
+from leaderboard.api.parsers import JSONParser
+from leaderboard.api.serializers import AsciiIntegerField, Text
+from leaderboard.converters import ProblemKeyConverter
+from leaderboard.forms import MAX_ID
 from leaderboard.feedback import seeds, selectors, services
 
 
 class RunRequest(serializers.Serializer):
-    session = serializers.IntegerField(help_text="an open feedback session of yours")
-    problem = serializers.CharField(help_text="id (1) or PKB stem (1_allreduce)")
-    code = serializers.CharField(required=False, help_text="the candidate's source (or send it as 'file')")
+    session = AsciiIntegerField(min_value=1, max_value=MAX_ID, help_text="an open feedback session of yours")
+    problem = serializers.RegexField(rf"^(?:{ProblemKeyConverter.regex})\Z", max_length=90,
+                                     help_text="id (1) or PKB stem (1_allreduce)")
+    code = serializers.CharField(required=False, trim_whitespace=False, max_length=4 * 1024 * 1024,
+                                 help_text="the candidate's source (or send it as 'file')")
     file = serializers.FileField(required=False, help_text="multipart: the candidate .py file")
-    filename = serializers.CharField(required=False)
-    M = serializers.IntegerField(required=False, min_value=1)
-    N = serializers.IntegerField(required=False, min_value=1)
+    filename = Text(200, required=False, allow_blank=True)
+    M = AsciiIntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    N = AsciiIntegerField(required=False, min_value=1, max_value=2**31 - 1)
 
 
 class SessionRequest(serializers.Serializer):
-    profile = serializers.CharField(required=False, help_text="hardware profile slug (default: the site's default)")
-    label = serializers.CharField(required=False, allow_blank=True)
+    profile = serializers.SlugField(required=False, max_length=50, allow_blank=True,
+                                    help_text="hardware profile slug (default: the site's default)")
+    label = Text(200, required=False, allow_blank=True)
 
 
 class LinkRequest(serializers.Serializer):
-    submission = serializers.IntegerField()
+    submission = AsciiIntegerField(min_value=1, max_value=MAX_ID)
 
 
 def _refused(exc) -> Response:
@@ -66,8 +73,10 @@ class FeedbackRunCreate(APIView):
     @extend_schema(request={"application/json": RunRequest, "multipart/form-data": RunRequest},
                    responses={202: OBJECT, 400: OBJECT, 429: OBJECT})
     def post(self, request):
-        data = request.data
-        upload = request.FILES.get("file")
+        checked = RunRequest(data=request.data)
+        checked.is_valid(raise_exception=True)
+        data = checked.validated_data
+        upload = data.get("file")
         if upload is not None:
             site_services.upload_size_check([upload])
             code, filename = upload.read(), data.get("filename") or upload.name
@@ -105,9 +114,12 @@ class SessionList(APIView):
 
     @extend_schema(request=SessionRequest, responses={201: OBJECT, 400: OBJECT})
     def post(self, request):
+        checked = SessionRequest(data=request.data)
+        checked.is_valid(raise_exception=True)
         submitter = site_services.submitter_for(request.user)
         try:
-            session = services.session_open(submitter, request.data.get("profile"), request.data.get("label", ""))
+            session = services.session_open(submitter, checked.validated_data.get("profile"),
+                                            checked.validated_data.get("label", ""))
         except REFUSALS as exc:
             return _refused(exc)
         return Response(selectors.session_dict(session), status=status.HTTP_201_CREATED)
@@ -128,10 +140,9 @@ class SessionLink(APIView):
     @extend_schema(request=LinkRequest, responses={200: OBJECT, 400: OBJECT, 403: OBJECT})
     def post(self, request, pk):
         session = selectors.session_get(pk, request.user)
-        submission = site_selectors.submission_get(request.data.get("submission"), request.user) \
-            if str(request.data.get("submission", "")).isdigit() else None
-        if submission is None:
-            return Response({"detail": "give the id of one of your submissions as 'submission'"}, status=400)
+        checked = LinkRequest(data=request.data)
+        checked.is_valid(raise_exception=True)
+        submission = site_selectors.submission_get(checked.validated_data["submission"], request.user)
         try:
             session = services.session_link(session, submission, request.user)
         except REFUSALS as exc:

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 from leaderboard import selectors as site_selectors
 from leaderboard import services as site_services
 from leaderboard.feedback import report, selectors, services
+from leaderboard.forms import IdForm
 from leaderboard.models import Candidate
 
 
@@ -47,8 +48,7 @@ def run_trace(request, pk):
 def submission_profile(request, pk):
     submission = site_selectors.submission_get(pk, request.user)
     candidate = Candidate.objects.select_related("problem", "submission").filter(
-        pk=request.POST.get("candidate") if str(request.POST.get("candidate", "")).isdigit() else -1,
-        submission=submission).first()
+        pk=IdForm.value(request.POST.get("candidate")) or -1, submission=submission).first()
     if candidate is None:
         raise Http404("no such file in this submission")
     try:
@@ -66,15 +66,15 @@ def submission_profile(request, pk):
 @login_required
 def submission_link(request, pk):
     submission = site_selectors.submission_get(pk, request.user)
-    value = str(request.POST.get("session", "")).strip().lstrip("#")
-    session = None
-    if value.isdigit():
+    value = str(request.POST.get("session", "")).strip()
+    session_id, session = IdForm.value(value), None
+    if session_id is not None:
         try:
-            session = selectors.session_get(int(value), request.user)
+            session = selectors.session_get(session_id, request.user)
         except Http404:
             session = None
     if session is None:
-        messages.error(request, f"No feedback session {value!r} of yours.")
+        messages.error(request, f"No feedback session {value[:40]!r} of yours.")
         return redirect(submission)
     try:
         services.session_link(session, submission, request.user)

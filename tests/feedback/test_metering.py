@@ -53,7 +53,7 @@ def test_gpu_profile_metering_is_exact(owner, gpu, complete, submit):
     page = client.get(submission.get_absolute_url()).content.decode()
     assert "feedback: 4 runs" in page
     # The Pareto plot: the submission at its measured GPU-hours and Faster count.
-    figure = json.loads(html.split('id="pareto-data">')[1].split("</script>")[0])
+    figure = json.loads(html.split('id="pareto-data" type="application/json">')[1].split("</script>")[0])
     agentic = next(t for t in figure["data"] if t["name"].startswith("agentic"))
     assert agentic["x"] == [totals["gpu_ms"] / 3.6e6] and agentic["y"] == [0]
     assert "GPU-hours" in figure["layout"]["xaxis"]["title"]["text"]

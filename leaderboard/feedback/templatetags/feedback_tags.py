@@ -41,7 +41,7 @@ def feedback_pareto(profile, filters=None) -> dict:
     data = selectors.pareto(profile, filters)
     frontier = selectors.frontier(data["points"])
     return {"points": len(data["points"]), "unmetered": data["unmetered"], "axis": data["axis"],
-            "figure": plots.to_json(plots.pareto_figure(data, frontier)) if data["points"] else ""}
+            "figure": plots.pareto_figure(data, frontier) if data["points"] else None}
 
 
 @register.inclusion_tag("feedback/owner_panel.html", takes_context=True)
