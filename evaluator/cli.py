@@ -4,10 +4,18 @@
     pkb eval PROBLEM CANDIDATE|reference --world-size W --device cpu|cuda [--trials 5] [--seed S] [--json OUT]
              [--hidden-shape] [--hidden-world-size W2] [--pairs K]
     pkb selfcheck [--problems 1-29] --device cpu --world-size W [--json OUT]
-    pkb submit DIR --model ... --protocol ... --attempts k --profile ...   (the site's upload client)
+    pkb submit DIR --model ... --protocol ... --attempts k --profile ... [--wait] [--json]   (the site's upload client)
+    pkb publish ID [--yes]                                                 (list a submission on the leaderboard)
     pkb feedback open | PROBLEM FILE --session S | show S | link S SUBMISSION   (the agentic feedback loop)
 
 ``eval`` exits 0 whenever the evaluation ran, whatever the verdict; 2 for bad arguments.
+
+Trials: ``eval`` runs ``--trials`` correctness trials (default 5), then one re-check trial after timing, so a result
+lists 6. A site judges with its hardware profile's own count (cpu-gloo: 3, so 4 listed; GET /api/v1/profiles/ says
+each one's); ``pkb submit`` prints the profile's count and the ``pkb eval`` line that reproduces it.
+
+Output closed early (``pkb problems list | head``): the command stops quietly with status 141 (128 + SIGPIPE), as
+other command-line tools do.
 
 Hidden checks (docs/threat-model.md, "hard-coded W or shapes"; the site turns both on for ranked runs):
 ``--hidden-shape`` adds one more correctness trial at a shape (M', N') the judge draws after the timed loop (the
@@ -45,6 +53,8 @@ def _eval(args) -> int:
                    timing=not args.no_timing, multicast_allowed=args.multicast_allowed, timeout_s=args.timeout,
                    seeds=_seed_list(args.seeds), profile_dir=args.profile, hidden_shape=args.hidden_shape,
                    hidden_world_size=args.hidden_world_size, pairs=args.pairs)
+    if args.require_sandbox:
+        options["sandbox_required"] = True
     try:
         _check_hidden_world_size(args.problem, args.world_size, args.hidden_world_size)
         result = judge.evaluate(args.problem, args.candidate, args.world_size, args.device,
@@ -55,6 +65,8 @@ def _eval(args) -> int:
     if args.json:
         _write_json(args.json, result)
     print(summary(result))
+    print(f"trials: {args.trials} correctness + 1 re-check after timing (--trials {args.trials}; a site's profile "
+          f"sets its own count, which pkb submit prints)")
     if result.get("profile"):
         from evaluator import profiling
 
@@ -183,6 +195,12 @@ def _submit(argv: list[str]) -> int:
     return client.main(argv)
 
 
+def _publish(argv: list[str]) -> int:
+    from leaderboard import client  # standard library (+ rich, lazily): part of the base install
+
+    return client.publish_main(argv)
+
+
 def _feedback(argv: list[str]) -> int:
     try:
         from leaderboard.feedback import client
@@ -196,27 +214,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pkb", description="pkb-arena judge")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    plist = sub.add_parser("problems", help="list the problems")
-    plist.add_argument("action", choices=["list"])
-    plist.add_argument("--json", action="store_true")
+    plist = sub.add_parser("problems", help="list the problems", description="List the implemented problems.")
+    plist.add_argument("action", choices=["list"], help="list: one line per problem (id, stem, category, W rule)")
+    plist.add_argument("--json", action="store_true", help="print the list as JSON")
     plist.set_defaults(func=_problems_list)
 
     shape = argparse.ArgumentParser(add_help=False)
-    shape.add_argument("--world-size", "-W", type=int, required=True)
-    shape.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    shape.add_argument("--trials", type=int, default=5)
+    shape.add_argument("--world-size", "-W", type=int, required=True, help="number of ranks")
+    shape.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="cpu: gloo ranks; cuda: NCCL ranks")
+    shape.add_argument("--trials", type=int, default=5,
+                       help="correctness trials, each on fresh seeds (default 5); one re-check trial follows timing, "
+                            "so a result lists trials + 1. A site uses its profile's count (cpu-gloo: 3): "
+                            "pkb submit prints it")
     shape.add_argument("--seed", type=int, default=None, help="seed of the trial seeds (default: random)")
-    shape.add_argument("--M", type=int, default=1024)
-    shape.add_argument("--N", type=int, default=1024)
+    shape.add_argument("--M", type=int, default=1024, help="the problem's M (default 1024)")
+    shape.add_argument("--N", type=int, default=1024, help="the problem's N (default 1024)")
     shape.add_argument("--reduced", action="store_true", help="CPU development shapes where a spec fixes huge ones")
     shape.add_argument("--json", metavar="OUT", help="write the result document (- for stdout)")
 
     pev = sub.add_parser("eval", parents=[shape], help="judge one candidate on one problem")
     pev.add_argument("problem")
     pev.add_argument("candidate", help="path to a .py defining solution(*inputs), or 'reference'")
-    pev.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    pev.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"],
+                     help="the inputs' dtype (default bfloat16)")
     pev.add_argument("--no-timing", action="store_true")
     pev.add_argument("--multicast-allowed", action="store_true", help="the host profile permits NVLink multicast")
+    pev.add_argument("--require-sandbox", action="store_true",
+                     help="fail closed: run the candidate only inside the complete sandbox, else infra_error "
+                          "(ranked site profiles always do this; PKB_SANDBOX=required does it for every eval)")
     pev.add_argument("--timeout", type=float, default=None, help="seconds per trial/timing block (hang detection)")
     pev.add_argument("--seeds", default=None, help="explicit public trial seeds, comma-separated (trials + 1)")
     pev.add_argument("--hidden-shape", action="store_true",
@@ -232,24 +257,47 @@ def build_parser() -> argparse.ArgumentParser:
 
     psc = sub.add_parser("selfcheck", parents=[shape], help="references against themselves, and null answers")
     psc.add_argument("--problems", default=None, help="ids, e.g. 1-29 or 1,2,13 (default: all implemented)")
-    psc.add_argument("--no-nulls", action="store_true")
+    psc.add_argument("--no-nulls", action="store_true", help="skip the null answers (no communication, zeros, ...)")
     psc.set_defaults(func=_selfcheck)
 
-    sub.add_parser("submit", help="upload a directory of candidates to a pkb-arena site", add_help=False)
-    sub.add_parser("feedback", help="feedback sessions and runs on a pkb-arena site (agentic protocol)", add_help=False)
+    # Their own parsers (leaderboard/client.py, leaderboard/feedback/client.py) read the rest of the line.
+    sub.add_parser("submit", help="upload a directory of candidates to a pkb-arena site (--wait: follow verdicts)",
+                   add_help=False)
+    sub.add_parser("publish", help="list one of your submissions on the site's leaderboard (asks first)",
+                   add_help=False)
+    sub.add_parser("feedback", help="feedback sessions and runs on a pkb-arena site (agentic protocol; "
+                                    "pkb feedback --help lists its subcommands)", add_help=False)
     return parser
+
+
+SITE_COMMANDS = {"submit": _submit, "publish": _publish, "feedback": _feedback}
+SIGPIPE_STATUS = 128 + 13
 
 
 def main(argv: list[str] | None = None, pool=None) -> int:
     """``pool``: a WarmPool for ``eval`` (evaluator.serve passes its own; the command line never has one)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "submit":
-        return _submit(argv[1:])
-    if argv and argv[0] == "feedback":
-        return _feedback(argv[1:])
-    args = build_parser().parse_args(argv)
-    args.pool = pool
-    return args.func(args)
+    try:
+        if argv and argv[0] in SITE_COMMANDS:
+            status = SITE_COMMANDS[argv[0]](argv[1:])
+        else:
+            args = build_parser().parse_args(argv)
+            args.pool = pool
+            status = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, while we can still handle it
+        return status
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """The reader went away (``| head``): stop without a traceback. Python's own recipe: point stdout at /dev/null
+    so the interpreter's final flush has nowhere to fail. SIGPIPE itself stays ignored: the judge writes to its
+    ranks' pipes and must see a dead rank as an error, not die of it."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return SIGPIPE_STATUS
 
 
 if __name__ == "__main__":

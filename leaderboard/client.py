@@ -1,10 +1,15 @@
-"""``pkb submit``: upload a directory (or archive) in PKB layout to a pkb-arena site. Standard library only.
+"""``pkb submit`` and ``pkb publish``: upload a directory (or archive) in PKB layout to a pkb-arena site, follow its
+evaluations, publish it. Standard library, plus rich for the progress bar (imported only when a terminal shows it).
 
     pkb submit DIR --model NAME --protocol one_shot|best_of_k|agentic_feedback --attempts K --profile SLUG
                [--agent NAME --agent-version V --backend B --selection RULE --tokens N --dollars X --label TEXT]
-               [--publish] [--wait] [--url URL] [--token TOKEN]
+               [--publish] [--wait] [--json] [--url URL] [--token TOKEN]
+    pkb publish ID [--yes] [--json] [--url URL] [--token TOKEN]
 
 URL defaults to $PKB_URL or http://127.0.0.1:8000; the token to $PKB_TOKEN (create one on the site's account page).
+A submission is private (only its owner sees it) until published. ``--wait`` prints each file's verdict as it lands
+(with a progress bar on a terminal), then the summary row and the URL; ``--json`` prints one JSON document on
+stdout instead, and nothing else there.
 Exit status: 0 accepted (and, with --wait, finished), 2 refused (each refused file and rule printed), 1 other errors.
 """
 from __future__ import annotations
@@ -42,7 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--notes")
     parser.add_argument("--feedback-for", type=int, help="the submission this run was feedback for")
     parser.add_argument("--publish", action="store_true", help="list it on the leaderboard now")
-    parser.add_argument("--wait", action="store_true", help="poll until every evaluation finished")
+    parser.add_argument("--wait", action="store_true",
+                        help="follow the evaluations: each file's verdict as it lands, then the summary and URL")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document on stdout (the submission; with --wait, its final status and "
+                             "every file's verdict) and no progress")
+    parser.add_argument("--poll", type=float, default=3.0, help="seconds between status checks with --wait")
     parser.add_argument("--url", default=os.environ.get("PKB_URL", "http://127.0.0.1:8000"))
     parser.add_argument("--token", default=os.environ.get("PKB_TOKEN", ""))
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request")
@@ -66,12 +76,62 @@ def main(argv: list[str] | None = None) -> int:
         "selection": args.selection, "tokens": args.tokens, "dollars": args.dollars, "label": args.label,
         "notes": args.notes, "feedback_for": args.feedback_for, "publish": "true" if args.publish else None,
     }.items() if value is not None}
-    status, body = post_multipart(f"{args.url.rstrip('/')}/api/v1/submissions/", fields, ("archive", name, payload),
+    base = args.url.rstrip("/")
+    status, body = post_multipart(f"{base}/api/v1/submissions/", fields, ("archive", name, payload),
                                   args.token, args.timeout)
-    if status == 201:
-        print(f"accepted: submission #{body['id']} with {body.get('jobs', '?')} evaluation(s): {body.get('url')}")
-        return wait(args, body["id"]) if args.wait else 0
-    return report_refusal(status, body)
+    if status != 201:
+        if args.json:
+            print(json.dumps({"accepted": False, "http_status": status, **body}, indent=2, default=str))
+        return report_refusal(status, body)
+    if not args.json:
+        print(f"accepted: submission #{body['id']} with {body.get('jobs', '?')} evaluation(s) on "
+              f"{body.get('profile')}: {body.get('url')}")
+        profile = profile_of(base, body.get("profile"), args.timeout)
+        if profile:
+            print(trials_note(profile))
+    final = wait(args, body["id"]) if args.wait else None
+    if isinstance(final, int):
+        return final
+    if args.json:
+        print(json.dumps(document(base, body, final), indent=2, default=str))
+    else:
+        if final is not None:
+            print(summary_row(final))
+            print(f"results: {body.get('url')}")
+        print(publish_note(body))
+    return 0
+
+
+def document(base: str, created: dict, final: dict | None) -> dict:
+    """What ``--json`` prints: the submission as created, its final status (``--wait``), how to publish it."""
+    sid = created["id"]
+    return {"accepted": True, "submission": created, "url": created.get("url"),
+            "visibility": created.get("visibility"), "status": final,
+            "publish": {"command": f"pkb publish {sid}", "api": f"POST {base}/api/v1/submissions/{sid}/publish/"}}
+
+
+def publish_note(created: dict) -> str:
+    if created.get("visibility") == "public":
+        return "public: listed on the leaderboard (code and logs visible to everyone)"
+    return (f"private: only you can see it. To list it on the leaderboard (its code and logs become public too): "
+            f"pkb publish {created['id']}   (or the Publish button on its page)")
+
+
+def profile_of(base: str, slug: str | None, timeout: float) -> dict | None:
+    status, body = get_json(f"{base}/api/v1/profiles/", "", timeout)
+    if status != 200 or not isinstance(body, list):
+        return None
+    return next((p for p in body if p.get("slug") == slug), None)
+
+
+def trials_note(profile: dict) -> str:
+    """Why the site's trial count may differ from ``pkb eval``'s: each profile sets its own (the default of
+    ``pkb eval --trials`` is 5); both add one re-check trial after timing."""
+    trials, W, device = profile.get("trials"), profile.get("world_size"), profile.get("device")
+    reduced = " --reduced" if device == "cpu" else ""
+    return (f"judged on {profile.get('slug')} with {trials} correctness trial(s) + 1 re-check after timing at "
+            f"W={W} on {device} (the profile's own count; pkb eval defaults to --trials 5); "
+            f"reproduce one file with: pkb eval PROBLEM FILE -W {W} --device {device} --trials {trials}{reduced}")
 
 
 def pack(path: Path) -> tuple[str, bytes]:
@@ -109,9 +169,10 @@ def post_multipart(url: str, fields: dict, file: tuple[str, str, bytes], token: 
 
 
 def get_json(url: str, token: str, timeout: float) -> tuple[int, dict]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}",
-                                                   "Accept": "application/json"})
-    return send(request, timeout)
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return send(urllib.request.Request(url, headers=headers), timeout)
 
 
 def send(request, timeout: float) -> tuple[int, dict]:
@@ -138,24 +199,141 @@ def report_refusal(status: int, body: dict) -> int:
     return 2 if status in (400, 429) else 1
 
 
-def wait(args, submission_id: int, poll: float = 3.0) -> int:
+def wait(args, submission_id: int) -> dict | int:
+    """Poll the status endpoint until every evaluation finished: the final status document, or an exit status.
+    Each file's verdict is printed once, as it lands; a progress bar runs on a terminal (never with --json)."""
     url = f"{args.url.rstrip('/')}/api/v1/submissions/{submission_id}/status/"
-    last = None
-    while True:
-        status, body = get_json(url, args.token, args.timeout)
-        if status != 200:
-            print(f"pkb submit: status check failed ({status}): {body.get('detail')}", file=sys.stderr)
-            return 1
-        jobs = body["jobs"]
-        line = f"queued {jobs['queued']}, running {jobs['running']}, done {jobs['done']}, failed {jobs['failed']}"
-        if line != last:
+    shown: set = set()
+    with Progress(enabled=not args.json and sys.stdout.isatty()) as progress:
+        while True:
+            status, body = get_json(url, args.token, args.timeout)
+            if status != 200:
+                progress.close()
+                print(f"pkb submit: status check failed ({status}): {body.get('detail')}", file=sys.stderr)
+                return 1
+            jobs = body["jobs"]
+            progress.update(jobs["done"] + jobs["failed"], sum(jobs.values()))
+            for file in body.get("files") or []:
+                if file["status"] in ("done", "failed") and file["job"] not in shown:
+                    shown.add(file["job"])
+                    if not args.json:
+                        progress.print(file_line(file))
+            if body["finished"]:
+                return body
+            time.sleep(args.poll)
+
+
+def file_line(file: dict) -> str:
+    verdict = file.get("verdict") or ("platform failure (not counted)" if file["status"] == "failed" else "?")
+    where = f"problem {file['problem']}" + (f", attempt {file['attempt']}" if file.get("attempt") else "")
+    speed = ""
+    if file.get("speedup") is not None:
+        speed = f"  speedup {file['speedup']:.3f}x{' (faster)' if file.get('faster') else ''}"
+    return f"  {verdict:<16} {file['file']}  ({where}){speed}"
+
+
+def summary_row(final: dict) -> str:
+    entry = final.get("entry") or {}
+    geomean = entry.get("geomean_speedup")
+    jobs = final.get("jobs") or {}
+    return (f"finished: Correct {entry.get('correct', 0)} (of 87), Faster {entry.get('faster', 0)} (of 87), "
+            f"judged {entry.get('judged', 0)}, geomean speedup "
+            f"{'-' if geomean is None else f'{geomean:.3f}x'}; evaluations done {jobs.get('done', 0)}, "
+            f"platform failures {jobs.get('failed', 0)}")
+
+
+class Progress:
+    """A rich progress bar on a terminal; elsewhere (pipes, files, --json) nothing but the printed lines."""
+
+    def __init__(self, enabled: bool):
+        self._bar = self._task = None
+        if enabled:
+            try:
+                from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+                from rich.progress import Progress as RichProgress
+            except ImportError:  # the base install has rich; a bare copy of this file still works
+                return
+            self._bar = RichProgress(TextColumn("evaluations"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), transient=True)
+
+    def __enter__(self):
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def update(self, completed: int, total: int) -> None:
+        if self._bar is None:
+            return
+        if self._task is None:
+            self._task = self._bar.add_task("evaluations", total=total)
+        self._bar.update(self._task, completed=completed, total=total)
+
+    def print(self, line: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(line, markup=False, highlight=False)
+        else:
             print(line, flush=True)
-            last = line
-        if body["finished"]:
-            entry = body.get("entry") or {}
-            print(f"finished: Correct {entry.get('correct', 0)} (of 87), Faster {entry.get('faster', 0)} (of 87)")
-            return 0
-        time.sleep(poll)
+
+
+# --- pkb publish -----------------------------------------------------------------------------------------------------
+
+def build_publish_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pkb publish", description=(
+        "List one of your submissions on the public leaderboard. Its code and logs become visible to everyone; "
+        "asks for confirmation unless --yes."))
+    parser.add_argument("submission", type=int, help="the submission's id (pkb submit prints it)")
+    parser.add_argument("--yes", "-y", action="store_true", help="publish without asking")
+    parser.add_argument("--json", action="store_true", help="print the published submission as JSON")
+    parser.add_argument("--url", default=os.environ.get("PKB_URL", "http://127.0.0.1:8000"))
+    parser.add_argument("--token", default=os.environ.get("PKB_TOKEN", ""))
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per HTTP request")
+    return parser
+
+
+def publish_main(argv: list[str] | None = None) -> int:
+    args = build_publish_parser().parse_args(argv)
+    if not args.token:
+        print("pkb publish: no token: pass --token or set PKB_TOKEN (create one on the site's account page)",
+              file=sys.stderr)
+        return 1
+    base = f"{args.url.rstrip('/')}/api/v1/submissions/{args.submission}/"
+    status, body = get_json(base, args.token, args.timeout)
+    if status != 200:
+        print(f"pkb publish: no submission #{args.submission} of yours ({status or 'no connection'}): "
+              f"{body.get('detail', '')}", file=sys.stderr)
+        return 2 if status in (403, 404) else 1
+    if body.get("visibility") == "public":
+        print(f"submission #{body['id']} is already public: {args.url.rstrip('/')}{body.get('url', '')}")
+        return 0
+    what = (f"submission #{body['id']}: {body.get('model_name')} ({body.get('protocol')}, k={body.get('attempts_k')}) "
+            f"on {body.get('profile')}")
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print(f"pkb publish: {what}: pass --yes to publish without a prompt", file=sys.stderr)
+            return 2
+        answer = input(f"Publish {what} on the leaderboard? Its code and logs become public. [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not published")
+            return 1
+    request = urllib.request.Request(base + "publish/", data=b"", method="POST", headers={
+        "Authorization": f"Bearer {args.token}", "Accept": "application/json"})
+    status, body = send(request, args.timeout)
+    if status != 200:
+        print(f"pkb publish: refused ({status or 'no connection'}): {body.get('detail', '')}", file=sys.stderr)
+        return 2 if status in (400, 403, 404) else 1
+    if args.json:
+        print(json.dumps(body, indent=2, default=str))
+    else:
+        print(f"published: {what}: {args.url.rstrip('/')}{body.get('url', '')}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -25,17 +25,41 @@ from pathlib import Path
 from leaderboard.client import send
 
 COMMANDS = ("open", "show", "link", "close", "seeds")
+HELP = {  # one line per subcommand: ``pkb feedback --help`` lists them, each one's own --help starts with it
+    "open": "open a feedback session on a profile; prints its id (export PKB_SESSION=...)",
+    "PROBLEM FILE": "judge FILE on PROBLEM with the published public seeds; prints the feedback",
+    "show": "a session's measured cost (feedback runs, wall, device-seconds) and its runs",
+    "link": "link a session to your agentic submission (closes the session; its runs become the cost)",
+    "close": "close a session without linking it",
+    "seeds": "the published public seeds of a problem",
+}
+USAGE = """pkb feedback open [--profile SLUG] [--label TEXT]
+       pkb feedback PROBLEM FILE --session S [--M M --N N] [--json OUT] [--no-wait]
+       pkb feedback show S | close S | link S SUBMISSION | seeds PROBLEM"""
+
+
+def overview_parser() -> argparse.ArgumentParser:
+    """``pkb feedback`` / ``pkb feedback --help``: the subcommands, one help line each."""
+    width = max(len(name) for name in HELP)
+    listing = "\n".join(f"  {name:<{width}}  {text}" for name, text in HELP.items())
+    return argparse.ArgumentParser(
+        prog="pkb feedback", usage=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="The feedback loop of a pkb-arena site (agentic protocol; public seeds only).",
+        epilog=f"subcommands:\n{listing}\n\nEach takes --url (default $PKB_URL), --token (default $PKB_TOKEN); "
+               f"'pkb feedback SUBCOMMAND --help' for its options.")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default=os.environ.get("PKB_URL", "http://127.0.0.1:8000"))
-    parser.add_argument("--token", default=os.environ.get("PKB_TOKEN", ""))
+    parser.add_argument("--url", default=os.environ.get("PKB_URL", "http://127.0.0.1:8000"),
+                        help="the site (default $PKB_URL or http://127.0.0.1:8000)")
+    parser.add_argument("--token", default=os.environ.get("PKB_TOKEN", ""),
+                        help="an API token (default $PKB_TOKEN; create one on the site's account page)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per HTTP request")
 
 
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"pkb feedback{' ' + command if command else ''}",
-                                     description="The feedback loop of a pkb-arena site (public seeds only).")
+                                     description=HELP[command or "PROBLEM FILE"].capitalize() + ".")
     if command is None:
         parser.add_argument("problem", help="id (1) or PKB stem (1_allreduce)")
         parser.add_argument("file", help="the candidate .py defining solution(*inputs)")
@@ -62,6 +86,9 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        overview_parser().print_help(sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
     command = argv[0] if argv and argv[0] in COMMANDS else None
     args = build_parser(command).parse_args(argv[1:] if command else argv)
     base = args.url.rstrip("/") + "/api/v1/feedback"

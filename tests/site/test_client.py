@@ -68,3 +68,164 @@ def test_pack_skips_caches_and_hidden_files(tmp_path):
     name, data = client.pack(folder)
     assert name == "run.zip"
     assert zipfile.ZipFile(io.BytesIO(data)).namelist() == ["1_allreduce_torch.py"]
+
+
+# --- pkb submit --wait / --json, pkb publish: the real CLI (a subprocess) against the live test server ---------------
+
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from leaderboard import runner  # noqa: E402
+from leaderboard.models import EvaluationJob  # noqa: E402
+from tests.site.conftest import WRONG_1  # noqa: E402
+
+PKB = [sys.executable, "-m", "evaluator.cli"]
+
+
+def pkb(*args, token="", url="", stdin=None, timeout=300):
+    env = dict(os.environ, PKB_TOKEN=token, PKB_URL=url)
+    return subprocess.run(PKB + list(args), capture_output=True, text=True, env=env, input=stdin, timeout=timeout)
+
+
+class Judge(threading.Thread):
+    """The worker's side in this process: runs each queued job of the submission through the real judge."""
+
+    def __init__(self, expected_jobs: int):
+        super().__init__(daemon=True)
+        self.expected, self.done, self.error = expected_jobs, 0, None
+
+    def run(self):
+        from django.db import connection
+        try:
+            deadline = time.monotonic() + 240
+            while self.done < self.expected and time.monotonic() < deadline:
+                job = EvaluationJob.objects.filter(status="queued").order_by("id").first()
+                if job is None:
+                    time.sleep(0.2)
+                    continue
+                runner.run_job(job.pk, "test-client")
+                self.done += 1
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            self.error = exc
+        finally:
+            connection.close()
+
+
+@pytest.fixture
+def one_trial(cpu):
+    cpu.trials = 1
+    cpu.save()
+    return cpu
+
+
+@pytest.mark.timeout(300)
+def test_submit_wait_prints_each_verdict_summary_url_and_how_to_publish(live_server, token, one_trial, tmp_path):
+    folder = pkb_layout(tmp_path, {"attempt_1/1_allreduce_torch.py": WRONG_1, "attempt_2/1_allreduce_torch.py": GOOD_1})
+    judge = Judge(2)
+    judge.start()
+    done = pkb("submit", str(folder), "--model", "m", "--protocol", "best_of_k", "--attempts", "2", "--profile",
+               "cpu-gloo", "--wait", "--poll", "0.3", token=token, url=live_server.url)
+    judge.join(30)
+    assert judge.error is None and done.returncode == 0, done.stderr
+    out = done.stdout
+    submission = Submission.objects.get()
+    lines = out.splitlines()
+    verdicts = [line.split() for line in lines if "1_allreduce_torch.py" in line]
+    assert sorted((v[0], v[v.index("attempt") + 1].rstrip(")")) for v in verdicts) == [("correct", "2"),
+                                                                                        ("incorrect", "1")]
+    summary = next(line for line in lines if line.startswith("finished:"))
+    assert "Correct 1 (of 87)" in summary and "judged 1" in summary
+    assert f"{live_server.url}/submissions/{submission.pk}/" in out or f"/submissions/{submission.pk}" in out
+    assert "private: only you can see it" in out and f"pkb publish {submission.pk}" in out
+    assert "1 correctness trial(s) + 1 re-check" in out and "--trials 1 --reduced" in out  # the profile's count
+    assert lines.index(summary) > max(lines.index(line) for line in lines if "1_allreduce_torch.py" in line)
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.timeout(300)
+def test_submit_json_is_one_document_on_stdout(live_server, token, one_trial, tmp_path):
+    folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": GOOD_1})
+    judge = Judge(1)
+    judge.start()
+    done = pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
+               "cpu-gloo", "--wait", "--json", "--poll", "0.3", token=token, url=live_server.url)
+    judge.join(30)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)  # the whole of stdout: nothing else printed there
+    submission = Submission.objects.get()
+    assert document["accepted"] and document["submission"]["id"] == submission.pk
+    assert document["visibility"] == "private" and document["publish"]["command"] == f"pkb publish {submission.pk}"
+    assert document["status"]["finished"] and document["status"]["entry"]["correct"] == 1
+    assert [(f["file"], f["verdict"]) for f in document["status"]["files"]] == [("1_allreduce_torch.py", "correct")]
+
+
+def test_submit_json_refusal_is_json_too(live_server, token, tmp_path):
+    folder = pkb_layout(tmp_path, {"1_allreduse_torch.py": GOOD_1})
+    done = pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
+               "cpu-gloo", "--json", token=token, url=live_server.url)
+    document = json.loads(done.stdout)
+    assert done.returncode == 2 and document["accepted"] is False and document["http_status"] == 400
+    assert document["errors"][0]["rule"] == "unknown_problem"
+
+
+def test_publish_asks_then_lists_it(live_server, token, tmp_path):
+    folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": GOOD_1})
+    created = pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
+                  "cpu-gloo", token=token, url=live_server.url)
+    assert created.returncode == 0, created.stderr
+    submission = Submission.objects.get()
+    refused = pkb("publish", str(submission.pk), token=token, url=live_server.url, stdin="")  # no terminal to ask
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    submission.refresh_from_db()
+    assert submission.visibility == "private"
+    done = pkb("publish", str(submission.pk), "--yes", token=token, url=live_server.url)
+    assert done.returncode == 0 and f"published: submission #{submission.pk}" in done.stdout, done.stderr
+    submission.refresh_from_db()
+    assert submission.visibility == "public"
+    again = pkb("publish", str(submission.pk), "--yes", token=token, url=live_server.url)
+    assert again.returncode == 0 and "already public" in again.stdout
+
+
+def test_publish_someone_elses_submission_is_refused(live_server, token, outsider, tmp_path):
+    other = services.token_create(outsider.submitter, "cli", ["read", "submit"])[1]
+    folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": GOOD_1})
+    assert pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
+               "cpu-gloo", token=token, url=live_server.url).returncode == 0
+    submission = Submission.objects.get()
+    done = pkb("publish", str(submission.pk), "--yes", token=other, url=live_server.url)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    submission.refresh_from_db()
+    assert submission.visibility == "private"
+
+
+def test_closed_pipe_exits_quietly():
+    """``pkb problems list | head``: the reader is gone before pkb writes; no traceback, SIGPIPE's status."""
+    proc = subprocess.Popen(PKB + ["problems", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # closed before the child (still importing) writes a byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
+    shell = subprocess.run(["sh", "-c", f"{sys.executable} -m evaluator.cli problems list | head -1"],
+                           capture_output=True, text=True, timeout=60)
+    assert shell.stdout.count("\n") == 1 and "Traceback" not in shell.stderr
+
+
+def test_help_is_complete():
+    top = pkb("--help").stdout
+    for verb in ("problems", "eval", "selfcheck", "submit", "publish", "feedback"):
+        assert f"    {verb}" in top
+    feedback = pkb("feedback", "--help")
+    assert feedback.returncode == 0
+    for verb in ("open", "PROBLEM FILE", "show", "link", "close", "seeds"):
+        line = next(line for line in feedback.stdout.splitlines() if line.startswith(f"  {verb} "))
+        assert len(line.split()) > 2  # the verb and its help line
+    for verb in ("open", "show", "link", "close", "seeds"):
+        sub = pkb("feedback", verb, "--help")
+        assert sub.returncode == 0 and "--token" in sub.stdout
+    assert "--wait" in pkb("submit", "--help").stdout and "--json" in pkb("submit", "--help").stdout
+    assert "--yes" in pkb("publish", "--help").stdout
+    trials = " ".join(pkb("eval", "--help").stdout.split())
+    assert "re-check" in trials and "cpu-gloo: 3" in trials
