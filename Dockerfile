@@ -3,10 +3,13 @@
 #
 #   docker build -t pkb-arena-worker .
 #   docker run --gpus all --ipc=host --network=host --cap-add SYS_ADMIN \
+#     --security-opt apparmor=unconfined --security-opt seccomp=unconfined --restart unless-stopped \
 #     -e DATABASE_URL=postgres://pkb:...@db.internal:5432/pkb_arena \
 #     -e BROKER_URL=amqp://pkb:...@mq.internal:5672/ \
 #     -e DJANGO_SECRET_KEY=... \
 #     pkb-arena-worker --queues gpu-h200x8
+#
+# (deploy/docker-compose.yml runs the whole site this way; deploy/systemd/ has units for bare-metal hosts.)
 #
 # (Not built in this repository's CI: the development machines have no Docker daemon.)
 FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04
@@ -22,12 +25,14 @@ ENV DEBIAN_FRONTEND=noninteractive \
     DJANGO_SETTINGS_MODULE=leaderboard.settings \
     PKB_DATA_DIR=/var/lib/pkb-arena \
     dramatiq_queue_prefetch=1 \
+    PKB_SANDBOX=required \
     NCCL_NVLS_ENABLE=0 \
-    TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+    TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+    NVSHMEM_DISABLE_NVLS=1
 
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv python3-dev build-essential ninja-build git \
-      ca-certificates \
+      ca-certificates bubblewrap util-linux \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv $VIRTUAL_ENV \
  && pip install --upgrade pip \
@@ -45,9 +50,11 @@ RUN pip install -e ".[site]" \
  && mkdir -p $PKB_DATA_DIR && chmod 700 $PKB_DATA_DIR
 
 # The worker stays root inside the container on purpose: the judge (evaluator/sandbox.py) then runs each candidate
-# group under a fresh numeric uid with no_new_privs, in its own network namespace (needs --cap-add SYS_ADMIN), so
-# candidate code can read neither this process's environment (database and broker URLs) nor the reference's files.
-# The interpreter and the project are world-readable so those uids can start Python.
+# group under a fresh numeric uid with no capabilities and no_new_privs, in its own network and IPC namespaces, and
+# each rank in a bubblewrap mount namespace that shows only the system, the interpreter, evaluator/ and problems/
+# (needs --cap-add SYS_ADMIN and no AppArmor/seccomp profile forbidding mount). Candidate code can then read neither
+# this process's environment (database and broker URLs) nor the site's files, nor reach any socket. PKB_SANDBOX=required:
+# a container started without those rights refuses to start its worker instead of running candidates unconfined.
 # One process, one thread, prefetch 1 (also forced by leaderboard.broker.OneMessageAtATime). The worker runs the
 # lease reaper beside it, so a host that dies mid-job has its job re-queued by the others within a lease period.
 ENTRYPOINT ["dramatiq", "leaderboard.actors", "--processes", "1", "--threads", "1"]

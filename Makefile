@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The CPU build of torch lies on this machine's disk; GPU hosts bring their own torch.
 TORCH ?= torch==2.13.0
 
-.PHONY: install serve test test-fast selfcheck bench clean
+.PHONY: install serve test selfcheck clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,12 +18,14 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 serve: install
+	bash scripts/sandbox_tools.sh
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py load_problems
 	$(BIN)/python manage.py seed_demo
 	$(BIN)/python manage.py runserver_with_worker 127.0.0.1:8000
 
 test: install
+	bash scripts/sandbox_tools.sh
 	bash scripts/test.sh
 
 selfcheck: install

@@ -35,6 +35,9 @@ class BadRequest(ValueError):
     """The evaluation cannot start: unknown problem, missing file, world size not allowed... (CLI exit status 2)."""
 
 
+_sandbox_required_by_default = sandbox.required_by_default  # (inside Config, ``sandbox`` names a field)
+
+
 @dataclasses.dataclass
 class Config:
     world_size: int
@@ -58,6 +61,9 @@ class Config:
     # False: candidate ranks run without uid/network isolation and are not paused (debugging, red-team tests).
     # PKB_SANDBOX=0 in the judge's environment switches it off for a whole deployment.
     sandbox: bool = dataclasses.field(default_factory=sandbox.enabled_by_default)
+    # Fail closed: with every sandbox layer or not at all (an infra_error naming what is missing). Every ranked
+    # profile's jobs ask for it; PKB_SANDBOX=required asks for it for a whole deployment.
+    sandbox_required: bool = dataclasses.field(default_factory=_sandbox_required_by_default)
     light_ceilings: Optional[dict] = None  # peak rates for the speed-of-light floor; default: the GPU's, none on CPU
     # Explicit, published trial seeds (feedback runs): each carries PUBLIC_SEED_BIT, which the judge's own secret
     # draws never do, so public and hidden seeds cannot mix. ``trials`` + 1 of them (the last re-checks after timing).
@@ -116,20 +122,14 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
         return base
     seeds = _seeds(cfg)
     result: dict = {}
-    degraded = None
     for attempt in range(1, cfg.max_attempts + 1):
+        # A sandbox that cannot start is an infra_error like any other (retried, never scored): the judge never
+        # switches it off to get a verdict.
         result = _run_once(prob, candidate, cfg, seeds, base, pool if attempt == 1 else None)
         result["attempts"] = attempt
-        sandbox_failed = result.pop("_sandbox_start_failure", None)
-        if degraded:
-            result.setdefault("environment", {}).setdefault("sandbox", {})["degraded"] = degraded
-        if result["verdict"] != schema.INFRA_ERROR:
+        if result["verdict"] != schema.INFRA_ERROR or result.get("_final"):
             break
-        if sandbox_failed and cfg.sandbox:
-            # The candidate's ranks could not even start inside the sandbox (before any of its code ran, so it cannot
-            # have caused this): the host lacks something the sandbox needs. Retry without it, and say so.
-            degraded = f"sandbox switched off after the candidate ranks failed to start inside it: {sandbox_failed}"
-            cfg = dataclasses.replace(cfg, sandbox=False)
+    result.pop("_final", None)
     # A cross-check flag in the first pair is weighed with the other pairs' (pairs.triage); any other flag is final.
     # One pair (the default) whose cross-check was suspect is timed once more in fresh processes: honest candidates
     # exceeded the allowance in 4 of 54 one-pair A/A runs of GPU run 8, and a flag keeps a result off the rankings.
@@ -139,11 +139,20 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
         _more_pairs(prob, candidate, cfg, base, result, pool, count=max(cfg.pairs, 2))
     if cfg.hidden_world_size and result["verdict"] == schema.CORRECT:
         _hidden_world(prob, candidate, cfg, base, result)
+    _flag_unsandboxed(result)
     _never_rank_flagged(result)
     result["wall_s"] = round(time.monotonic() - started, 3)
     inside_s = result.pop("_inside_s", 0.0)
     result["judge_overhead_s"] = round(max(0.0, result["wall_s"] - inside_s), 3)
     return result
+
+
+def _flag_unsandboxed(result: dict) -> None:
+    """A candidate that ran without every sandbox layer could have read what it must not (the reference's memory as
+    root, the host's files): its result is flagged and never ranks, whatever its verdict."""
+    notes = (result.get("environment") or {}).get("sandbox")
+    if notes and not notes.get("complete") and result.get("verdict") != schema.INFRA_ERROR:
+        result["flags"] = sorted(set(result.get("flags") or []) | {schema.FLAG_UNSANDBOXED})
 
 
 def _never_rank_flagged(result: dict) -> None:
@@ -310,7 +319,7 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
                             **common)
             cand = RankGroup("cand", candidate=candidate, workdir=os.path.join(workdir, "cand"),
                              trusted=candidate == "reference" or candidate.startswith("null:"), isolate=cfg.sandbox,
-                             **common)
+                             required=cfg.sandbox_required, **common)
         pair = Pair(prob, ref, cand, cfg, bystanders=pool)
         outcome = pair.start()
         if outcome is None and spare:
@@ -325,6 +334,8 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
         result["environment"] = dict(pair.environment, warm_start=spare is not None)
         result["_inside_s"] = pair.inside_s
         phases["judge"] = time.monotonic() - began - phases["start"]
+    except sandbox.SandboxUnavailable as exc:  # before any candidate code ran; retrying would not help
+        result.update(verdict=schema.INFRA_ERROR, message=f"sandbox unavailable: {exc}", _final=True)
     except Exception as exc:  # noqa: BLE001 - a harness bug or a lost process is never the candidate's fault
         result.update(verdict=schema.INFRA_ERROR, message=f"judge failure: {type(exc).__name__}: {exc}")
     finally:
@@ -455,9 +466,8 @@ class Pair:
                 self.cand.collect(self.cfg.startup_timeout_s)
             except GroupFailure as exc:
                 if exc.kind == schema.INFRA_ERROR and self.cand.sandbox is not None and self.cand.sandbox.enabled:
-                    out = _Stop(schema.INFRA_ERROR, f"rank {exc.rank}: {exc.message}").as_result()
-                    out["_sandbox_start_failure"] = exc.message[:500]
-                    return out
+                    raise _Stop(schema.INFRA_ERROR, f"candidate ranks could not start inside the sandbox (before any "
+                                                    f"candidate code ran): rank {exc.rank}: {exc.message}")
                 raise _Stop(_candidate_verdict(exc.kind, loading=True), f"rank {exc.rank}: {exc.message}")
         except _Stop as stop:
             return stop.as_result()

@@ -74,6 +74,9 @@ class WarmPool:
         spare = None
         while self.spares and spare is None:
             candidate = self.spares.popleft()
+            if getattr(cfg, "sandbox_required", False) and not candidate.cand.sandbox.complete:
+                _discard(candidate)  # the cold start then fails closed, naming what the sandbox lacks
+                break
             if candidate.alive():
                 spare = candidate
             else:  # died while waiting (killed from outside, out of memory): never hand out a broken pair

@@ -35,15 +35,55 @@ def evaluate_job(job_id: int) -> None:
     log.info("job %s: %s", job_id, outcome)
 
 
+class SandboxUnavailableOnHost(RuntimeError):
+    """This worker would run candidates for a ranked profile (or PKB_SANDBOX=required) on a host without the whole
+    sandbox: it refuses to start rather than run strangers' code unconfined."""
+
+
+def check_sandbox(queues) -> dict:
+    """The host's sandbox, checked before a worker takes any job. Fails closed where a ranked profile's queue (or
+    PKB_SANDBOX=required) would use it; elsewhere (the embedded default) says loudly what is missing."""
+    from django.conf import settings
+
+    from evaluator import sandbox
+    from leaderboard.models import HardwareProfile
+
+    support = sandbox.host_support()
+    if support["complete"]:
+        log.info("candidate sandbox: %s", support["summary"])
+        return support
+    slugs = {q.removeprefix("feedback-") for q in queues}
+    ranked = sorted(HardwareProfile.objects.filter(slug__in=slugs, ranked=True).values_list("slug", flat=True))
+    if settings.PKB_SANDBOX_REQUIRED or ranked:
+        why = f"ranked profiles {ranked}" if ranked else "PKB_SANDBOX=required"
+        raise SandboxUnavailableOnHost(f"refusing to start: {why} need the candidate sandbox, and this host cannot "
+                                       f"give it: {'; '.join(support['missing'])}")
+    log.warning("!" * 78)
+    log.warning("candidate sandbox: %s", support["summary"])
+    log.warning("results of this worker are flagged 'unsandboxed' and never rank")
+    log.warning("!" * 78)
+    return support
+
+
 class ReaperMiddleware(Middleware):
-    """Runs the lease reaper beside each worker process."""
+    """Checks the candidate sandbox, then runs the lease reaper beside each worker process (after sweeping what dead
+    workers of this host left behind)."""
 
     def __init__(self):
         self.reaper = None
 
-    def after_worker_boot(self, broker, worker):
-        from leaderboard.runner import Reaper
+    def before_worker_boot(self, broker, worker):
+        check_sandbox(worker.consumer_whitelist or broker.get_declared_queues())
 
+    def after_worker_boot(self, broker, worker):
+        from leaderboard.runner import Reaper, recover_dead_workers
+
+        try:
+            recovered = recover_dead_workers()
+            if recovered["workers"]:
+                log.warning("recovered after dead workers: %s", recovered)
+        except Exception:
+            log.exception("could not sweep dead workers' directories")
         self.reaper = Reaper()
         self.reaper.start()
 

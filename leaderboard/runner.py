@@ -22,20 +22,22 @@ import tempfile
 import threading
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import close_old_connections as _close_old_connections
 from django.db import connection
 
-from evaluator import sandbox
-from leaderboard import judge_service, services
+from evaluator import processes
+from leaderboard import judge_service, services, workspace
 from leaderboard.models import VERDICTS
 
 log = logging.getLogger("leaderboard.runner")
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 # Variables the judge needs; everything else (DATABASE_URL, BROKER_URL, secrets) stays in the worker.
-PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "OMP_NUM_THREADS")
+PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "PKB_SANDBOX",
+            "PKB_BWRAP", "PKB_SETPRIV")
 PASS_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "TORCH_", "TRITON_", "PKB_JUDGE_")
 TAIL = 8000
 
@@ -79,6 +81,8 @@ def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
         command += ["--pairs", str(profile.timing_pairs)]
     if profile.multicast_allowed:
         command.append("--multicast-allowed")
+    if profile.ranked or settings.PKB_SANDBOX_REQUIRED:
+        command.append("--require-sandbox")  # fail closed: never a ranked result from an unsandboxed candidate
     command.extend(hidden_check_flags(job))
     return command
 
@@ -194,7 +198,7 @@ def _kill(process: subprocess.Popen, tmp: Path) -> int | None:
     except ProcessLookupError:
         pass
     status = process.wait()
-    report = sandbox.sweep_orphans(str(tmp))
+    report = processes.sweep_orphans(str(tmp))
     if report["killed_outliving"]:
         log.warning("killed judge left %s processes behind in %s; killed", report["killed_outliving"], tmp)
     return status
@@ -217,10 +221,42 @@ def _judge_env(workdir: Path) -> dict:
     return env
 
 
+_workspace: workspace.Workspace | None = None
+_workspace_lock = threading.Lock()
+
+
 def _work_root() -> str:
-    root = Path(settings.PKB_WORK_DIR)
-    root.mkdir(parents=True, exist_ok=True)
-    return str(root)
+    """This worker process's own directory under PKB_WORK_DIR (leaderboard/workspace.py), locked while it lives."""
+    global _workspace
+    with _workspace_lock:
+        if _workspace is None:
+            _workspace = workspace.claim(settings.PKB_WORK_DIR, WORKER_ID)
+        return _workspace.path
+
+
+def recover_dead_workers() -> dict:
+    """What a worker that died without cleaning up left on this host: its processes and scratch, and its leases
+    (ended now, so its jobs are re-queued at once instead of when their leases expire). Run at boot and by the
+    reaper."""
+    return workspace.recover_dead(settings.PKB_WORK_DIR, release=release_leases_of)
+
+
+def release_leases_of(worker: str) -> int:
+    """End every lease ``worker`` holds (it is known dead) and re-queue its jobs and feedback runs as the reaper
+    would when the leases expire. Returns how many it held."""
+    from django.utils import timezone
+
+    from leaderboard.feedback import services as feedback_services
+    from leaderboard.feedback.models import FeedbackRun
+    from leaderboard.models import EvaluationJob
+
+    past = timezone.now() - timedelta(seconds=1)
+    held = sum(model.objects.filter(status="running", lease_owner=worker).update(lease_expires_at=past)
+               for model in (EvaluationJob, FeedbackRun))
+    if held:
+        services.jobs_reap()
+        feedback_services.runs_reap()
+    return held
 
 
 # --- the reaper, run periodically inside workers and by `manage.py reap_jobs` --------------------------------------
@@ -242,6 +278,7 @@ class Reaper(threading.Thread):
         while not self.stopped.is_set():
             try:
                 close_old_connections()
+                recover_dead_workers()
                 self.reap()
             except Exception:
                 self.log.exception("%s pass failed", self.what)

@@ -2,6 +2,7 @@
 case), with real `dramatiq leaderboard.actors` worker processes and the real judge (W = 2, CPU gloo, problem 1).
 
     worker killed mid-job   -> its judge dies with it, the reaper re-queues, another worker finishes: one result
+    worker child killed     -> no rank process and no scratch left; a restarted worker re-queues the job at boot
     broker connections cut  -> publisher and consumer reconnect, the job finishes
     broker lost messages    -> the reaper sees fewer messages than queued jobs and re-sends them
     prefetch                -> a worker's consumer holds one message at a time
@@ -80,13 +81,14 @@ class Workers:
         self.broker_url, self.queue, self.tmp = broker_url, queue, tmp
         self.procs: list[subprocess.Popen] = []
 
-    def start(self) -> subprocess.Popen:
+    def start(self, **extra_env: str) -> subprocess.Popen:
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
         env.update(DJANGO_SETTINGS_MODULE="leaderboard.settings", DATABASE_URL=database_url(),
                    BROKER_URL=self.broker_url, DJANGO_SECRET_KEY="it", PKB_DATA_DIR=str(self.tmp),
                    PKB_QUEUES=self.queue, PKB_LEASE_SECONDS="6", PKB_HEARTBEAT_SECONDS="1",
                    PKB_REAPER_INTERVAL_SECONDS="1", PKB_REQUEUE_QUEUED_AFTER_SECONDS="2", PYTHONPATH=str(ROOT),
                    PKB_LOG_LEVEL="INFO")
+        env.update(extra_env)
         log = open(self.tmp / f"worker{len(self.procs)}.log", "wb")
         proc = subprocess.Popen([DRAMATIQ, "leaderboard.actors", "--queues", self.queue, "--processes", "1",
                                  "--threads", "1"], cwd=str(ROOT), env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -204,3 +206,77 @@ def test_messages_the_broker_lost_are_resent_by_the_reaper(owner, profile, broke
     workers.start()
     wait_for(lambda: job_status(job) == "done", 240, "the reaper to re-send and a worker to finish", workers)
     assert_evaluated_once(job)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    return found
+
+
+def _with_scratch_under(root: Path) -> list[int]:
+    """Processes whose environment has PKB_SCRATCH below ``root``: every rank, reference and candidate."""
+    needle = b"PKB_SCRATCH=" + str(root).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if any(item.startswith(needle) for item in (entry / "environ").read_bytes().split(b"\0")):
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def _uid_of(pid: int) -> int | None:
+    try:
+        return int((Path("/proc") / str(pid) / "status").read_text().split("Uid:")[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading other processes' environments needs root (CI is root)")
+def test_worker_child_killed_leaves_nothing_and_a_restarted_worker_requeues_at_once(owner, profile, workers,
+                                                                                      tmp_path):
+    from evaluator import processes
+
+    # The candidate sleeps while loading, so every rank (reference and candidate) is alive when the worker dies.
+    slow = b"import time\ntime.sleep(120)\n" + GOOD_1
+    submission = services.submission_create(owner.submitter, meta(profile=profile.slug),
+                                            [("1_allreduce_torch.py", slow)])
+    job = submission.jobs.get()
+    # A lease far longer than the test waits: only the restarted worker's sweep can re-queue the job in time.
+    lease = dict(PKB_LEASE_SECONDS="600", PKB_HEARTBEAT_SECONDS="1")
+    parent = workers.start(**lease)
+    work = tmp_path / "work"
+    ranks = wait_for(lambda: len(_with_scratch_under(work)) >= 4 and _with_scratch_under(work), 120,
+                     "the job's reference and candidate ranks", workers)
+    uids = {_uid_of(pid) for pid in ranks} - {0, None}
+    assert uids and all(processes.UID_RANGE[0] <= u < processes.UID_RANGE[1] for u in uids)
+    dead = [p for p in work.iterdir() if p.is_dir()]
+    assert len(dead) == 1
+    child = wait_for(lambda: _children(parent.pid), 10, "the dramatiq worker child")[0]
+    os.kill(child, signal.SIGKILL)  # the worker process dies mid-job, no clean-up runs
+    wait_for(lambda: not _with_scratch_under(work), 30, "every rank to die with the worker")
+    assert all(not processes.processes_of(u) for u in uids)
+    try:  # the supervisor's part: the parent is gone or stopped, and a new worker starts
+        parent.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        workers.kill(parent)
+    assert job_status(job) == "running" and dead[0].exists()  # nobody has cleaned up yet
+    restarted = time.monotonic()
+    workers.start(**lease)
+    wait_for(lambda: not dead[0].exists(), 60, "the restarted worker to sweep the dead one's directory", workers)
+    wait_for(lambda: EvaluationJob.objects.filter(pk=job.pk, attempts=2).exists(), 60,
+             "the restarted worker to re-claim the job", workers)
+    reclaimed_s = time.monotonic() - restarted
+    assert reclaimed_s < 60  # not the 600 s lease
+    print(f"job re-claimed {reclaimed_s:.1f} s after the replacement worker started")
+    lost = Result.objects.get(job=job, verdict="infra_error")
+    assert "lost" in lost.message
