@@ -658,10 +658,11 @@ TIMING_FLAGS = {"timing_crosscheck", "faster_than_light", "unranked_device"}
 
 def _counts_correct(result: Result, ranked: bool) -> bool:
     """Correct and unflagged. On an unranked profile (CPU), where timings never rank, a flag that only questions the
-    timing leaves the correctness verdict standing (the result still never counts as faster)."""
+    timing leaves the correctness verdict standing (the result still never counts as faster); so does "unsandboxed"
+    (a development host without the whole sandbox: shown on every page, and ranked profiles never run that way)."""
     if result.verdict != CORRECT:
         return False
-    return not result.flags or (not ranked and set(result.flags) <= TIMING_FLAGS)
+    return not result.flags or (not ranked and set(result.flags) <= TIMING_FLAGS | {"unsandboxed"})
 
 
 def _status(chosen: dict | None) -> str:

@@ -247,3 +247,35 @@ def test_submission_page_says_why_a_timing_was_flagged(client, owner, submit, fi
     html = client.get(submission.get_absolute_url()).content.decode()
     assert "with no spin the judge&#x27;s clock saw 1.13 ms a call more than the events claimed" in html
     assert "0.51 ms allowed" in html
+
+
+def _sandbox(complete: bool) -> dict:
+    summary = ("sandboxed: own uid 3000123, no network (loopback only), private filesystem view" if complete
+               else "UNSANDBOXED (do not run code you do not trust this way): no private filesystem view: simulated")
+    return {"enabled": True, "complete": complete, "summary": summary, "user": "uid 3000123"}
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_submission_page_says_in_one_line_whether_candidates_ran_sandboxed(client, owner, submit, finish, complete):
+    submission = submit(owner)
+    document = judge_document(flags=() if complete else ("unsandboxed",))
+    document["environment"]["sandbox"] = _sandbox(complete)
+    finish(submission.jobs.get(), document)
+    client.force_login(owner)
+    page = client.get(submission.get_absolute_url()).content.decode()
+    line = page.split('id="sandbox-line">', 1)[1].split("</dd>", 1)[0]
+    if complete:
+        assert "sandboxed" in line and "unsandboxed" not in line
+    else:
+        assert "unsandboxed: do not upload code you do not trust" in line and "results unranked" in line
+        assert "simulated" in line  # what was missing
+    assert "&#x27;enabled&#x27;" not in page and "'enabled'" not in page  # no raw dump of the notes
+
+
+def test_an_unsandboxed_correct_result_counts_on_an_unranked_profile_only(owner, submit, finish):
+    submission = submit(owner)
+    document = judge_document(flags=("unsandboxed",))
+    document["environment"]["sandbox"] = _sandbox(False)
+    finish(submission.jobs.get(), document)
+    score = submission.scores.get(problem_id=1)
+    assert not submission.profile.ranked and score.status == "correct" and not score.faster
