@@ -6,6 +6,8 @@ import io
 
 from django.http import HttpResponse, JsonResponse
 
+from leaderboard import costs
+
 FORMATS = ("csv", "json")
 
 
@@ -34,7 +36,8 @@ def leaderboard_table(rows: list[dict]) -> tuple[list[str], list[list]]:
     columns = ["rank", "submission", "model", "agent", "agent_version", "submitter", "protocol", "k", "selection",
                "backend", "correct_of_87", "faster_of_87", "fast_1_0", "fast_1_5", "fast_2_0", "geomean_speedup",
                "judged", "pending", "flagged_results", "ranked", "verified", "reported_tokens", "reported_dollars",
-               "measured_gpu_seconds", "measured_feedback_runs", "created_at"]
+               *costs.EXPORT_COLUMNS, "created_at"]
+    measured = costs.for_submissions(r["submission_id"] for r in rows)  # two queries for every row
     out = []
     for r in rows:
         geomean = r["geomean_speedup"]
@@ -46,8 +49,8 @@ def leaderboard_table(rows: list[dict]) -> tuple[list[str], list[list]]:
                     r["faster"], round(r["fast_1_0"], 4), round(r["fast_1_5"], 4), round(r["fast_2_0"], 4),
                     None if geomean is None else round(geomean, 4), r["judged"], r["pending"], r["flagged_results"],
                     r["ranked"], r["submission__verified"], r["submission__reported_tokens"],
-                    None if dollars is None else str(dollars), round(r["submission__gpu_seconds"], 1),
-                    r["submission__feedback_runs"], r["submission__created_at"].isoformat()])
+                    None if dollars is None else str(dollars), *costs.export_values(measured[r["submission_id"]]),
+                    r["submission__created_at"].isoformat()])
     return columns, out
 
 

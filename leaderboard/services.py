@@ -727,16 +727,7 @@ def entry_refresh(submission: Submission) -> LeaderboardEntry:
 
 
 def _costs_refresh(submission: Submission) -> None:
-    """Platform-measured cost: device-seconds of every result, and the evaluations used as feedback."""
-    from django.db.models import Sum
+    """Platform-measured cost, as leaderboard/costs.py defines it (rank-seconds, feedback runs)."""
+    from leaderboard import costs
 
-    gpu = Result.objects.filter(job__submission=submission).aggregate(s=Sum("gpu_seconds"))["s"] or 0.0
-    feedback = (Result.objects.filter(job__submission__feedback_for=submission).count()
-                + Result.objects.filter(job__submission=submission, run__gt=1).exclude(verdict=INFRA_ERROR).count())
-    Submission.objects.filter(pk=submission.pk).update(gpu_seconds=gpu, feedback_runs=feedback)
-    if submission.feedback_for_id:
-        target = Submission.objects.filter(pk=submission.feedback_for_id).first()
-        if target is not None:
-            count = (Result.objects.filter(job__submission__feedback_for=target).count()
-                     + Result.objects.filter(job__submission=target, run__gt=1).exclude(verdict=INFRA_ERROR).count())
-            Submission.objects.filter(pk=target.pk).update(feedback_runs=count)
+    costs.refresh(submission.pk)

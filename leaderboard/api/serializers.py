@@ -4,6 +4,7 @@ import re
 
 from rest_framework import serializers
 
+from leaderboard import costs
 from leaderboard.forms import MAX_ID, no_control_characters
 from leaderboard.models import HardwareProfile, LeaderboardEntry, Problem, ProblemScore, Submission
 
@@ -69,13 +70,30 @@ class SubmissionSerializer(serializers.ModelSerializer):
     profile = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     submitter = serializers.CharField(source="submitter.name", read_only=True)
     url = serializers.CharField(source="get_absolute_url", read_only=True)
+    # Costs as leaderboard/costs.py defines them: rank-seconds always, GPU-seconds only on GPU profiles (null on CPU).
+    cost_unit = serializers.SerializerMethodField(help_text="GPU-seconds on GPU profiles, rank-seconds on CPU ones")
+    rank_seconds = serializers.SerializerMethodField(help_text="measured: W x judge wall time over its results")
+    gpu_seconds = serializers.SerializerMethodField(help_text="rank_seconds on GPU profiles; null on CPU profiles")
+    feedback_runs = serializers.SerializerMethodField(help_text="measured evaluations used as feedback")
+
+    def get_cost_unit(self, obj) -> str:
+        return costs.api_fields(obj)["cost_unit"]
+
+    def get_rank_seconds(self, obj) -> float:
+        return costs.api_fields(obj)["rank_seconds"]
+
+    def get_gpu_seconds(self, obj) -> float | None:
+        return costs.api_fields(obj)["gpu_seconds"]
+
+    def get_feedback_runs(self, obj) -> int:
+        return costs.api_fields(obj)["feedback_runs"]
 
     class Meta:
         model = Submission
         fields = ["id", "url", "submitter", "profile", "label", "model_name", "agent", "agent_version", "backend",
                   "protocol", "attempts_k", "selection_rule", "reported_tokens", "reported_dollars",
-                  "feedback_runs", "gpu_seconds", "visibility", "verified", "flagged", "flag_reason", "created_at",
-                  "published_at"]
+                  "feedback_runs", "cost_unit", "rank_seconds", "gpu_seconds", "visibility", "verified", "flagged",
+                  "flag_reason", "created_at", "published_at"]
 
 
 class EntrySerializer(serializers.ModelSerializer):
@@ -102,7 +120,7 @@ def entry_dict(e) -> dict:
             "backend": s.backend, "protocol": s.protocol, "attempts_k": s.attempts_k,
             "selection_rule": s.selection_rule, "reported_tokens": s.reported_tokens,
             "reported_dollars": None if s.reported_dollars is None else str(s.reported_dollars),
-            "feedback_runs": s.feedback_runs, "gpu_seconds": s.gpu_seconds, "visibility": s.visibility,
+            **costs.api_fields(s), "visibility": s.visibility,
             "verified": s.verified, "flagged": s.flagged, "flag_reason": s.flag_reason,
             "created_at": s.created_at, "published_at": s.published_at,
         },

@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         meter = body["metering"]
         print(f"session {body['id']} on {body['profile']}: {'open' if body['open'] else 'closed'}"
               + (f", linked to submission #{body['submission']}" if body.get("submission") else ""))
-        print(f"measured: {meter['runs']} feedback runs, wall {meter['wall_s']} s, GPU-seconds {meter['gpu_seconds']}")
+        print(f"measured: {meter['runs']} feedback runs, wall {meter['wall_s']} s, "
+              + device_seconds(args.url.rstrip("/"), body["profile"], meter, args.timeout))
         for run in body.get("runs") or []:
             print(f"  run {run['id']}: {run['problem']} {run['status']} {run['verdict'] or ''}")
         return 0
@@ -172,6 +173,17 @@ def run_feedback(args, base: str) -> int:
         return 1
     print(render(feedback))
     return 0
+
+
+def device_seconds(base: str, slug: str, meter: dict, timeout: float) -> str:
+    """The session's device-seconds in its profile's unit (leaderboard/costs.py): GPU-seconds on a GPU profile;
+    on a CPU one rank-seconds (W x wall), never "0 GPU-seconds"."""
+    from leaderboard.client import profile_of
+
+    profile = profile_of(base, slug, timeout) or {}
+    if profile.get("device") == "cpu" and profile.get("world_size"):
+        return f"{meter['wall_s'] * profile['world_size']:.1f} rank-seconds (CPU profile: no GPU-seconds)"
+    return f"GPU-seconds {meter['gpu_seconds']}"
 
 
 def render(feedback: dict) -> str:

@@ -91,11 +91,12 @@ def pareto(profile, filters=None) -> dict:
         query = query.filter(backend=filters.backend)
     if filters is not None and filters.k is not None:
         query = query.filter(attempts_k=filters.k)
-    entries = list(query.values_list("submission_id", "protocol", "faster", "correct", "submission__model_name"))
+    entries = list(query.values_list("submission_id", "protocol", "faster", "correct", "submission__model_name",
+                                     "submission__feedback_runs"))
     costs = services.measured_cost([sid for sid, protocol, *_ in entries if protocol == AGENTIC])
     gpu = profile.device == "cuda"
     points, unmetered = [], 0
-    for sid, protocol, faster, correct, model in entries:
+    for sid, protocol, faster, correct, model, feedback_runs in entries:
         if protocol == AGENTIC:
             cost = costs.get(sid)
             if cost is None:
@@ -103,7 +104,7 @@ def pareto(profile, filters=None) -> dict:
                 continue
             hours = cost["gpu_ms"] / 3.6e6 if gpu else cost["wall_ms"] / 3.6e6
             points.append({"id": sid, "model": model, "protocol": protocol, "faster": faster, "correct": correct,
-                           "hours": hours, "runs": cost["runs"]})
+                           "hours": hours, "runs": feedback_runs})  # the count of leaderboard/costs.py
         else:
             points.append({"id": sid, "model": model, "protocol": protocol, "faster": faster, "correct": correct,
                            "hours": 0.0, "runs": 0})

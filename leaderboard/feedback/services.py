@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
+from leaderboard import costs
 from leaderboard.feedback import conf, report, seeds
 from leaderboard.feedback.models import FeedbackQuota, FeedbackRun, FeedbackSession, queue_for
 from leaderboard.models import Candidate, HardwareProfile, Problem, Submission, Submitter
@@ -81,6 +82,7 @@ def session_link(session: FeedbackSession, submission: Submission, user) -> Feed
         now = timezone.now()
         FeedbackSession.objects.filter(pk=session.pk).update(submission=submission, linked_at=now,
                                                              closed_at=locked.closed_at or now)
+        costs.refresh(submission.pk)  # its runs now count as the submission's feedback runs
     session.refresh_from_db()
     return session
 
@@ -103,16 +105,21 @@ def measured_cost(submission_ids) -> dict[int, dict]:
     ids = list(submission_ids)
     if not ids:
         return {}
-    rows = (FeedbackSession.objects.filter(submission_id__in=ids).values("submission_id")
+    rows = (FeedbackSession.objects.filter(submission_id__in=ids).values("submission_id", "profile__device")
             .annotate(n_sessions=Count("id", distinct=True),
                       n_runs=Count("runs", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
                       sum_wall=Sum("runs__wall_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
-                      sum_gpu=Sum("runs__gpu_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE))))
+                      sum_gpu=Sum("runs__gpu_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
+                      sum_rank=Sum(F("runs__wall_ms") * F("runs__world_size"),
+                                   filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE))))
     out = {}
-    for r in rows:
-        wall, gpu = r["sum_wall"] or 0, r["sum_gpu"] or 0
+    for r in rows:  # a link requires the session's profile to be the submission's: one device per submission
+        wall, gpu, rank = r["sum_wall"] or 0, r["sum_gpu"] or 0, r["sum_rank"] or 0
         out[r["submission_id"]] = {"sessions": r["n_sessions"], "runs": r["n_runs"], "wall_ms": wall, "gpu_ms": gpu,
-                                   "wall_s": wall / 1000, "gpu_seconds": gpu / 1000, "gpu_hours": gpu / 3.6e6}
+                                   "wall_s": wall / 1000, "gpu_seconds": gpu / 1000, "gpu_hours": gpu / 3.6e6,
+                                   # device-seconds in the unit leaderboard/costs.py names (rank·s on CPU)
+                                   "device_seconds": rank / 1000,
+                                   "unit": costs.SHORT_UNIT[costs.unit(r["profile__device"])]}
     return out
 
 
@@ -301,6 +308,9 @@ def run_finish(run_id: int, worker: str, document: dict, trace_gz: bytes | None 
             feedback=report.build(document, wall_ms, gpu_ms, run.seeds),
             summary=summary,
             trace_gz=trace_gz)
+        linked = FeedbackSession.objects.filter(pk=run.session_id).values_list("submission_id", flat=True).first()
+        if linked:  # a run queued before its session was linked lands after: the submission's count follows
+            costs.refresh(linked)
     run.refresh_from_db()
     return run
 
