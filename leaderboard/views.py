@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import content_disposition_header
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
@@ -135,7 +136,8 @@ def submission_rerun(request, pk):
 def candidate_code(request, pk):
     candidate = selectors.candidate_for_viewer(pk, request.user)
     response = HttpResponse(candidate.code, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'inline; filename="{candidate.filename.split("/")[-1]}"'
+    # Django quotes or percent-encodes the name (a stored name may predate the file-name checks).
+    response["Content-Disposition"] = content_disposition_header(False, candidate.filename.split("/")[-1])
     return response
 
 

@@ -1,10 +1,14 @@
 """Bearer tokens for the API and the ``pkb submit`` client: ``Authorization: Bearer pkb_<prefix>_<secret>``."""
 from __future__ import annotations
 
+import re
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
 from leaderboard import services
+
+TOKEN_SHAPE = re.compile(r"pkb_[A-Za-z0-9]{1,32}_[A-Za-z0-9_-]{1,128}")
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -17,6 +21,10 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         parts = header.split()
         if len(parts) != 2 or parts[0] not in (self.keyword, "Token"):
             return None
+        # The shape services.token_create makes; anything else (a NUL byte, which PostgreSQL refuses in a query,
+        # a megabyte of text) is refused before the lookup.
+        if not TOKEN_SHAPE.fullmatch(parts[1]):
+            raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
         token = services.token_authenticate(parts[1])
         if token is None:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked token")

@@ -110,7 +110,7 @@ class SessionList(APIView):
 
     @extend_schema(responses=OBJECT)
     def get(self, request):
-        return Response([selectors.session_dict(s, with_runs=False) for s in selectors.sessions_of(request.user)])
+        return Response(selectors.sessions_dicts(selectors.sessions_of(request.user)))
 
     @extend_schema(request=SessionRequest, responses={201: OBJECT, 400: OBJECT})
     def post(self, request):

@@ -52,8 +52,15 @@ def run_dict(run: FeedbackRun, request=None) -> dict:
     return out
 
 
-def session_dict(session: FeedbackSession, with_runs: bool = True) -> dict:
-    totals = services.session_totals([session.pk]).get(session.pk, {"runs": 0, "wall_ms": 0, "gpu_ms": 0})
+def sessions_dicts(sessions: list[FeedbackSession]) -> list[dict]:
+    """session_dict for a list, the metering totals of all in one query."""
+    totals = services.session_totals([s.pk for s in sessions])
+    return [session_dict(s, with_runs=False, totals=totals) for s in sessions]
+
+
+def session_dict(session: FeedbackSession, with_runs: bool = True, totals: dict | None = None) -> dict:
+    totals = (totals if totals is not None else services.session_totals([session.pk])).get(
+        session.pk, {"runs": 0, "wall_ms": 0, "gpu_ms": 0})
     out = {
         "id": session.pk, "profile": session.profile.slug, "label": session.label, "open": session.is_open,
         "created_at": session.created_at, "closed_at": session.closed_at, "submission": session.submission_id,
