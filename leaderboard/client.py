@@ -89,7 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         profile = profile_of(base, body.get("profile"), args.timeout)
         if profile:
             print(trials_note(profile))
-    final = wait(args, body["id"]) if args.wait else None
+    try:
+        final = wait(args, body["id"]) if args.wait else None
+    except KeyboardInterrupt:
+        print(f"\nstopped waiting; submission #{body['id']} is still judged on the site: {body.get('url')}",
+              file=sys.stderr)
+        return 130
     if isinstance(final, int):
         return final
     if args.json:
@@ -213,6 +218,11 @@ def wait(args, submission_id: int) -> dict | int:
                 return 1
             jobs = body["jobs"]
             progress.update(jobs["done"] + jobs["failed"], sum(jobs.values()))
+            if "files" not in body and not args.json:  # a site without per-file status: the counts, when they change
+                counts = ", ".join(f"{state} {jobs[state]}" for state in ("queued", "running", "done", "failed"))
+                if counts not in shown:
+                    shown.add(counts)
+                    progress.print(counts)
             for file in body.get("files") or []:
                 if file["status"] in ("done", "failed") and file["job"] not in shown:
                     shown.add(file["job"])

@@ -229,3 +229,65 @@ def test_help_is_complete():
     assert "--yes" in pkb("publish", "--help").stdout
     trials = " ".join(pkb("eval", "--help").stdout.split())
     assert "re-check" in trials and "cpu-gloo: 3" in trials
+
+
+def test_submit_wait_on_a_terminal_draws_the_progress_bar(tmp_path):
+    """On a terminal (a pty here) rich draws the bar, and the verdict lines, summary and publish note still come.
+    The site is a stub that lands one file per status poll: this test is about the terminal, the live-server tests
+    above about the site."""
+    import http.server
+    import pty
+
+    polls = {"n": 0}
+
+    class Site(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def reply(self, code, body):
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self):  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.reply(201, {"id": 7, "jobs": 2, "profile": "cpu-gloo", "url": "http://site/submissions/7/",
+                             "visibility": "private"})
+
+        def do_GET(self):  # noqa: N802
+            if self.path.startswith("/api/v1/profiles/"):
+                return self.reply(200, [{"slug": "cpu-gloo", "trials": 3, "world_size": 2, "device": "cpu"}])
+            polls["n"] += 1
+            landed = min(polls["n"], 2)
+            files = [{"job": i, "file": f"{i}_x_torch.py", "problem": i, "attempt": 1,
+                      "status": "done" if i <= landed else "queued", "verdict": "correct" if i <= landed else None,
+                      "speedup": None, "faster": False} for i in (1, 2)]
+            self.reply(200, {"jobs": {"queued": 2 - landed, "running": 0, "done": landed, "failed": 0},
+                             "finished": landed == 2, "files": files, "entry": {"correct": 2, "judged": 2}})
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Site)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": GOOD_1})
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the real CLI with a terminal as stdout
+        os.execv(sys.executable, PKB + ["submit", str(folder), "--wait", "--poll", "0.2", "--token", "t",
+                                        "--url", f"http://127.0.0.1:{server.server_address[1]}"])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    server.shutdown()
+    text = out.decode()
+    assert os.WEXITSTATUS(status) == 0, text
+    assert "━" in text and "2/2" in text  # rich's bar and its count
+    assert "correct          1_x_torch.py" in text and "correct          2_x_torch.py" in text
+    assert "finished: Correct 2 (of 87)" in text and "pkb publish 7" in text
