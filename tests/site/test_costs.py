@@ -137,3 +137,16 @@ def test_feedback_show_names_rank_seconds_on_cpu(live_server, owner, cpu, comple
     assert client.main(["show", str(session.pk), "--url", live_server.url, "--token", token]) == 0
     out = capsys.readouterr().out
     assert "1 feedback runs, wall 2.5 s, 5.0 rank-seconds (CPU profile: no GPU-seconds)" in out, out
+
+
+@pytest.mark.django_db
+def test_refresh_costs_command_brings_old_counts_to_the_definition(owner, submit, finish, complete):  # noqa: F811
+    from django.core.management import call_command
+
+    submission = agentic_with_feedback(owner, submit, finish, complete)
+    Submission.objects.filter(pk=submission.pk).update(feedback_runs=1, gpu_seconds=99.0)  # as an old site stored
+    out = io.StringIO()
+    call_command("refresh_costs", stdout=out)
+    submission.refresh_from_db()
+    assert (submission.feedback_runs, submission.gpu_seconds) == (3, pytest.approx(4.0))
+    assert "1 feedback count(s) changed" in out.getvalue()
