@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Optional
 
-from evaluator import processes, sandbox
+from evaluator import builds, processes, sandbox
 
 LOG_TAIL_BYTES = 8192
 
@@ -64,6 +64,12 @@ class RankGroup:
         self.killed = False
         self.held = False  # stopped by pause()
         self.sandbox_report: dict = {}
+        self.device = device
+        # Untrusted groups build in one directory for all their ranks, seeded from the judge's cache of earlier
+        # jobs of the same file (evaluator/builds.py); the reference never compiles.
+        self.build_dir: Optional[str] = None if trusted else os.path.join(workdir, "build")
+        self.build_key: Optional[str] = None
+        self.build_restored = False
         # Untrusted ranks get a sandbox (evaluator/sandbox.py; a required one that the host cannot give raises
         # SandboxUnavailable here, before anything starts); trusted ones only the scrubbed environment.
         # Directories: the group's own is root-only for trusted groups; for a sandboxed one it can be traversed, its
@@ -84,6 +90,8 @@ class RankGroup:
         if self.sandbox is not None:
             self.sandbox.prepare(workdir)
             self.sandbox.own(out_dir)
+            os.makedirs(self.build_dir, exist_ok=True)
+            self.sandbox.own(self.build_dir)
             os.makedirs(self.src_dir, exist_ok=True)
             os.chmod(self.src_dir, 0o755)
             candidate = self._private_copy(candidate)
@@ -104,6 +112,9 @@ class RankGroup:
         copy = os.path.join(self.src_dir, os.path.basename(candidate))
         shutil.copyfile(candidate, copy)
         os.chmod(copy, 0o644)
+        if self.build_dir and not self.build_restored:
+            self.build_key = builds.key(copy, self.device)
+            self.build_restored = builds.restore(self.build_key, self.build_dir, self.sandbox.uid)
         return copy
 
     def _spawn(self, rank, role, world_size, device, problem, candidate, M, N, dtype, reduced, port, log_dir):
@@ -122,10 +133,11 @@ class RankGroup:
             preexec = sandbox.die_with_judge
         else:
             env = sandbox.rank_environment(rank, world_size, port, rank_dir, trusted=False,
-                                           loopback_only=box.loopback_only, user=box.user_name)
+                                           loopback_only=box.loopback_only, user=box.user_name,
+                                           build_dir=self.build_dir)
             box.own(rank_dir)
             preexec = box.preexec()
-            argv = box.command(argv, rank_dir, writable=[self.out_dir], readable=[self.src_dir])
+            argv = box.command(argv, rank_dir, writable=[self.out_dir, self.build_dir], readable=[self.src_dir])
         try:
             with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
                 proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env, cwd=rank_dir,
@@ -322,6 +334,14 @@ class RankGroup:
             # Everything the candidate's uid still runs (double-forked daemons escape killpg), then its leftovers.
             self.sandbox_report = self.sandbox.cleanup()
             self.sandbox.close()
+            # Only now, with nothing of the candidate left running to change it under the copy.
+            builds.harvest(self.build_key, self.build_dir)
+
+    def build_report(self) -> dict:
+        """The group's builds (evaluator/builds.py): compiled here, loaded already built, taken from the cache."""
+        if not self.build_dir:
+            return {}
+        return dict(builds.report(self.build_dir), from_cache=self.build_restored)
 
     def logs(self) -> list[dict]:
         return [{"role": "candidate" if self.role == "cand" else "reference", "rank": r.rank,

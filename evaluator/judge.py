@@ -342,6 +342,10 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
         closing = time.monotonic()
         close_all([cand, ref])
         phases["close"] = time.monotonic() - closing
+        if cand is not None and cand.build_dir:
+            # Compiling is the candidate's start-up and first trial, never a timed call; reported on its own.
+            result["build"] = cand.build_report()
+            phases["build"] = result["build"]["compile_s"]
         result["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
         if pair is not None and pair.spent:
             parts = dict(pair.spent)

@@ -111,7 +111,8 @@ def required_by_default() -> bool:
 
 
 def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trusted: bool,
-                     loopback_only: bool = False, user: Optional[str] = None) -> dict:
+                     loopback_only: bool = False, user: Optional[str] = None,
+                     build_dir: Optional[str] = None) -> dict:
     tmp = os.path.join(rank_dir, "tmp")
     os.makedirs(tmp, exist_ok=True)
     python_bin = os.path.dirname(sys.executable)
@@ -129,6 +130,10 @@ def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trust
         # heartbeat monitor would count a long stop as a hung watchdog and kill the rank on resume.
         TORCH_NCCL_ENABLE_MONITORING="0",
     )
+    if build_dir:  # one build directory for the whole group (evaluator/builds.py): compiled once, not per rank
+        env.update(TORCH_EXTENSIONS_DIR=os.path.join(build_dir, "torch_extensions"),
+                   TRITON_CACHE_DIR=os.path.join(build_dir, "triton_cache"),
+                   PKB_BUILD_LOG=os.path.join(build_dir, "builds.log"))
     if user:  # getpass.getuser() (torch, triton caches) must not need a passwd entry for a numeric uid
         env.update(USER=user, LOGNAME=user)
     if loopback_only:  # the rank's namespace has nothing but lo: collectives must bootstrap over it

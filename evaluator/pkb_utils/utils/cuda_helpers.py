@@ -5,17 +5,23 @@ Defaults as ParallelKernelBench's helper is described (issue 28): ``-O3`` always
 the environment already gives one. The same file therefore builds with the same flags, and computes the same numbers,
 here and there.
 
-Ranks of one job compile concurrently; a shared cache directory would make them race on the same lock and objects,
-so each rank builds under its own directory (``TORCH_EXTENSIONS_DIR`` points into the rank's private scratch).
+Ranks of one job share one build directory (``TORCH_EXTENSIONS_DIR``, set by the judge: evaluator/builds.py) and
+take turns under a lock there: the first compiles and records the build's fingerprint (sources, flags, torch, CUDA,
+arch list), the others find it and import the module it built. A later job of the same file starts with that
+directory restored from the judge's cache and compiles nothing. Each call appends one line to ``PKB_BUILD_LOG``
+(compiled or loaded, seconds) for the judge's report.
 
 A build that fails raises ``BuildError`` (a RuntimeError) carrying the compiler's output, which the judge reports as
 ``compile_error`` with the first error line and the log's tail (evaluator/messages.py).
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import subprocess
+import time
 from typing import Iterable, Optional, Sequence
 
 try:  # inside the judge's ranks; standalone (a kernel author's machine) the same class is defined here
@@ -34,12 +40,70 @@ _CUDA_NAMES = ("cuda_source", "cuda_src", "cuda_sources")
 _CPP_NAMES = ("cpp_source", "cpp_src", "cpp_sources")
 
 
+MARKER = ".pkb-build.json"
+
+
 def _build_dir(name: str, fingerprint: str) -> str:
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or os.path.join(os.environ.get("PKB_SCRATCH", "/tmp"), "ext")
-    rank = os.environ.get("LOCAL_RANK", os.environ.get("RANK", "0"))
-    path = os.path.join(root, f"rank{rank}", f"{name}_{fingerprint[:12]}")
+    path = os.path.join(root, f"{name}_{fingerprint[:16]}")
     os.makedirs(path, exist_ok=True)
     return path
+
+
+def _fingerprint(name: str, texts: Sequence[str], functions, options: dict) -> str:
+    import torch
+
+    parts = [name, *texts, repr(functions), json.dumps(options, sort_keys=True, default=str), torch.__version__,
+             str(torch.version.cuda), os.environ.get("TORCH_CUDA_ARCH_LIST", "")]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _log(name: str, compiled: bool, seconds: float) -> None:
+    path = os.environ.get("PKB_BUILD_LOG")
+    if not path:
+        return
+    line = json.dumps({"name": name, "compiled": compiled, "seconds": round(seconds, 3),
+                       "rank": os.environ.get("RANK")})
+    try:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+    except OSError:
+        pass
+
+
+def _built(build_dir: str, fingerprint: str):
+    """The module this directory already holds for this fingerprint, or None."""
+    from torch.utils import cpp_extension
+
+    try:
+        with open(os.path.join(build_dir, MARKER)) as f:
+            marker = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict) or marker.get("fingerprint") != fingerprint:
+        return None
+    module = str(marker.get("module", ""))
+    if not module or not os.path.isfile(os.path.join(build_dir, module + ".so")):
+        return None
+    return cpp_extension._import_module_from_library(module, build_dir, True)
+
+
+def _build_once(name: str, build_dir: str, fingerprint: str, build):
+    """Under the directory's lock: the module already built there, or ``build()`` and record it."""
+    began = time.monotonic()
+    with open(os.path.join(build_dir, ".pkb-lock"), "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        module = _built(build_dir, fingerprint)
+        if module is not None:
+            _log(name, False, time.monotonic() - began)
+            return module
+        module = build()
+        if isinstance(getattr(module, "__file__", None), str) and module.__file__.endswith(".so"):
+            with open(os.path.join(build_dir, MARKER), "w") as f:
+                json.dump({"fingerprint": fingerprint,
+                           "module": os.path.basename(module.__file__)[:-3]}, f)
+        _log(name, True, time.monotonic() - began)
+        return module
 
 
 def flags(extra: Optional[Iterable[str]]) -> list[str]:
@@ -92,19 +156,22 @@ def compile_cuda_extension(name: str, cuda_source=None, cpp_source=None, functio
                   extra_ldflags=list(extra_ldflags or []), extra_include_paths=list(extra_include_paths or []),
                   verbose=verbose)
     sources = [s for s in (cuda_text, cpp_text) if s]
+    options = dict(common, with_cuda=with_cuda, **{k: v for k, v in kwargs.items() if k != "build_directory"})
     try:
         if sources and all(_is_path(s) for s in sources):
-            fingerprint = hashlib.sha256(b"".join(open(p, "rb").read() for p in sources)).hexdigest()
+            texts = [open(p, "rb").read().decode("utf-8", "replace") for p in sources]
+            fingerprint = _fingerprint(name, texts, sources, options)
             kwargs.setdefault("build_directory", _build_dir(name, fingerprint))
             if with_cuda is not None:
                 kwargs.setdefault("with_cuda", with_cuda)
-            return cpp_extension.load(name=name, sources=sources, **common, **kwargs)
-        fingerprint = hashlib.sha256((cuda_text + "\0" + cpp_text + repr(functions)).encode()).hexdigest()
+            return _build_once(name, kwargs["build_directory"], fingerprint,
+                               lambda: cpp_extension.load(name=name, sources=sources, **common, **kwargs))
+        fingerprint = _fingerprint(name, [cuda_text, cpp_text], functions, options)
         kwargs.setdefault("build_directory", _build_dir(name, fingerprint))
-        return cpp_extension.load_inline(
+        return _build_once(name, kwargs["build_directory"], fingerprint, lambda: cpp_extension.load_inline(
             name=name, cpp_sources=[cpp_text], cuda_sources=[cuda_text] if cuda_text else None,
             functions=list(functions) if functions else None,
-            with_cuda=bool(cuda_text) if with_cuda is None else with_cuda, **common, **kwargs)
+            with_cuda=bool(cuda_text) if with_cuda is None else with_cuda, **common, **kwargs))
     except subprocess.CalledProcessError as exc:
         log = "\n".join(x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
                         for x in (exc.output, exc.stderr) if x)
