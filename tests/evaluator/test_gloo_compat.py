@@ -193,8 +193,14 @@ FORMS = [ag_flat, ag_stacked, ag_stacked_async, ag_counts_0d, ag_counts_2d, ag_w
          reduce_leaves_non_destination, broadcast, gather_scatter, p2p_ring, send_recv, all_gather_object]
 
 
-def _rank(rank: int, world: int, port: int, adapt: bool, queue) -> None:
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+def _rank(rank: int, world: int, port: int, adapt: bool, queue, backend: str = "gloo") -> None:
+    if backend == "nccl":  # the forms' own tensors land on this rank's GPU: the semantics they assert are NCCL's
+        import os
+
+        os.environ.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+        torch.cuda.set_device(rank)
+        torch.set_default_device(f"cuda:{rank}")
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     if adapt:
         gloo_compat.install()
     outcome = {}
@@ -209,13 +215,13 @@ def _rank(rank: int, world: int, port: int, adapt: bool, queue) -> None:
     dist.destroy_process_group()
 
 
-def _run_world(world: int, adapt: bool) -> dict[str, dict[int, str]]:
+def _run_world(world: int, adapt: bool, backend: str = "gloo") -> dict[str, dict[int, str]]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_rank, args=(r, world, port, adapt, queue)) for r in range(world)]
+    procs = [ctx.Process(target=_rank, args=(r, world, port, adapt, queue, backend)) for r in range(world)]
     for p in procs:
         p.start()
     results = dict(queue.get(timeout=240) for _ in range(world))
@@ -228,6 +234,19 @@ def _run_world(world: int, adapt: bool) -> dict[str, dict[int, str]]:
 @pytest.mark.parametrize("world", [2, 3])
 def test_every_listed_form_gives_nccls_result_on_gloo(world):
     outcome = _run_world(world, adapt=True)
+    failed = {name: ranks for name, ranks in outcome.items() if set(ranks.values()) != {"ok"}}
+    assert not failed, failed
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world", [2, 3])
+def test_the_forms_assert_what_nccl_does(world):
+    """The same forms on NCCL, no adapter: what they assert is NCCL's behaviour, not the adapter's idea of it."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    if torch.cuda.device_count() < world:
+        pytest.skip(f"needs {world} GPUs")
+    outcome = _run_world(world, adapt=False, backend="nccl")
     failed = {name: ranks for name, ranks in outcome.items() if set(ranks.values()) != {"ok"}}
     assert not failed, failed
 
