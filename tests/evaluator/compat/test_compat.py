@@ -10,8 +10,7 @@ import pathlib
 import pytest
 import torch
 
-from evaluator import schema
-from evaluator import judge
+from evaluator import cli, judge, schema
 
 CANDIDATES = pathlib.Path(__file__).parent / "candidates"
 SMALL = dict(M=64, N=32, trials=2, seed=3, timing=False, timeout_s=120)
@@ -69,6 +68,9 @@ def test_exception_inside_solution_leads_with_the_root_cause():
     assert "Traceback" not in result["message"] and "rank_worker" not in result["message"]
     # The full traceback stays in the rank's log, for the owner.
     assert any("Traceback" in (log.get("stderr") or "") for log in result["logs"])
+    # pkb eval's summary carries the same message on its verdict line.
+    verdict_line = cli.summary(result).splitlines()[1]
+    assert verdict_line.startswith("verdict: RUNTIME_ERROR  rank ") and "ValueError: expected" in verdict_line
 
 
 def test_parallelkittens_is_refused_naming_the_backend():
