@@ -425,3 +425,32 @@ def test_a_ranks_spin_wish_follows_its_typical_host_time_not_its_slowest_call():
     assert rank_worker.spin_wish_us(block0) == factor * 53.5 + margin
     assert rank_worker.spin_wish_us(later) == factor * 57.5 + margin
     assert rank_worker.spin_wish_us([1e9]) == rank_worker.SPIN_MAX_US
+
+
+def test_a_reference_rank_holding_an_output_for_a_check_keeps_nothing_else_on_the_device(monkeypatch):
+    # The candidate's trial runs next: it must get the whole device but the held output (problem 68 at W = 1 holds a
+    # 57 GB table per rank; kept in the reference's cache, a candidate that copies the table ran out of memory).
+    from evaluator import rank_worker
+
+    events = []
+    monkeypatch.setattr(rank_worker, "_empty_cache", lambda: events.append("freed"))
+    monkeypatch.setattr(rank_worker, "_memory_reserved", lambda device: 1 * 2**30)  # far below the threshold
+    monkeypatch.setattr(rank_worker, "synchronize", lambda kind: None)
+    monkeypatch.setattr(rank_worker, "_barrier", lambda: None)
+
+    class Problem:
+        id = 68
+
+        @staticmethod
+        def make_inputs(context):
+            return [torch.ones(4)]
+
+    worker = object.__new__(rank_worker.Worker)
+    worker.device_kind, worker.device, worker._held, worker.rank = "cuda", None, None, 0
+    worker.release_bytes = rank_worker.release_threshold(141 * 2**30)
+    worker.problem, worker.solution = Problem(), lambda x: x * 2
+    worker.context = lambda seed, trial, M=None, N=None: None
+    worker.reply = lambda **fields: events.append(("reply", fields.get("ok")))
+    worker.trial({"seq": 1, "tag": "t0", "seed": 1, "trial": 0, "hold": True})
+    assert events == ["freed", ("reply", True)]  # freed before the judge hears it may start the candidate
+    assert worker._held[0] == "t0" and torch.equal(worker._held[1], torch.full((4,), 2.0))
