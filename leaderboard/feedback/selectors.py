@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.http import Http404
 
+from leaderboard import costs
 from leaderboard.feedback import services
 from leaderboard.feedback.models import FeedbackRun, FeedbackSession
 from leaderboard.models import LeaderboardEntry, Submission
@@ -60,7 +61,7 @@ def sessions_dicts(sessions: list[FeedbackSession]) -> list[dict]:
 
 def session_dict(session: FeedbackSession, with_runs: bool = True, totals: dict | None = None) -> dict:
     totals = (totals if totals is not None else services.session_totals([session.pk])).get(
-        session.pk, {"runs": 0, "wall_ms": 0, "gpu_ms": 0})
+        session.pk, {"runs": 0, "wall_ms": 0, "gpu_ms": 0, "rank_ms": 0})
     out = {
         "id": session.pk, "profile": session.profile.slug, "label": session.label, "open": session.is_open,
         "created_at": session.created_at, "closed_at": session.closed_at, "submission": session.submission_id,
@@ -68,12 +69,17 @@ def session_dict(session: FeedbackSession, with_runs: bool = True, totals: dict 
         "metering": {"runs": totals["runs"], "wall_ms": totals["wall_ms"], "gpu_ms": totals["gpu_ms"],
                      "wall_s": totals["wall_ms"] / 1000, "gpu_seconds": totals["gpu_ms"] / 1000,
                      "gpu_hours": totals["gpu_ms"] / 3.6e6,
-                     "rule": "runs that returned feedback; wall = the judge's wall_s; GPU-seconds = W x wall on GPU "
-                             "profiles, 0 on CPU profiles; platform failures are neither counted nor charged"},
+                     # W x wall in the profile's unit (leaderboard/costs.py): GPU-seconds, or rank-seconds on CPU
+                     "device_seconds": totals["rank_ms"] / 1000,
+                     "unit": costs.unit(session.profile.device),
+                     "rule": "runs that returned feedback; wall = the judge's wall_s; device_seconds = W x wall, in unit "
+                             "(GPU-seconds on GPU profiles, rank-seconds on CPU ones, where gpu_seconds is 0); "
+                             "platform failures are neither counted nor charged"},
     }
     if with_runs:
         out["runs"] = [{"id": r.pk, "problem": r.problem.stem, "status": r.status, "verdict": r.verdict or None,
-                        "wall_ms": r.wall_ms, "gpu_ms": r.gpu_ms, "created_at": r.created_at,
+                        "wall_ms": r.wall_ms, "gpu_ms": r.gpu_ms, "device_ms": r.wall_ms * r.world_size,
+                        "created_at": r.created_at,
                         "url": f"/api/v1/feedback/runs/{r.pk}/"}
                        for r in session.runs.select_related("problem").order_by("id")]
     return out

@@ -93,11 +93,14 @@ def _owner_only(submitter: Submitter, user) -> None:
 
 
 def session_totals(session_ids) -> dict[int, dict]:
-    """Metering per session: runs that returned feedback, their wall and GPU milliseconds (exact integer sums)."""
+    """Metering per session: runs that returned feedback, their wall and GPU milliseconds, and W x wall (rank_ms:
+    the GPU milliseconds on a GPU profile, rank milliseconds on a CPU one; leaderboard/costs.py) as exact integer
+    sums."""
     rows = (FeedbackRun.objects.filter(session_id__in=list(session_ids), kind=FeedbackRun.FEEDBACK, status=DONE)
-            .values("session_id").annotate(n=Count("id"), wall=Sum("wall_ms"), gpu=Sum("gpu_ms")))
-    return {r["session_id"]: {"runs": r["n"], "wall_ms": r["wall"] or 0, "gpu_ms": r["gpu"] or 0}
-            for r in rows}
+            .values("session_id").annotate(n=Count("id"), wall=Sum("wall_ms"), gpu=Sum("gpu_ms"),
+                                           rank=Sum(F("wall_ms") * F("world_size"))))
+    return {r["session_id"]: {"runs": r["n"], "wall_ms": r["wall"] or 0, "gpu_ms": r["gpu"] or 0,
+                              "rank_ms": r["rank"] or 0} for r in rows}
 
 
 def measured_cost(submission_ids) -> dict[int, dict]:

@@ -22,7 +22,8 @@ def test_gpu_profile_metering_is_exact(owner, gpu, complete, submit):
         assert done.wall_ms == round(wall * 1000) and done.gpu_ms == 8 * done.wall_ms
         assert done.feedback["metering"] == {"wall_s": done.wall_ms / 1000, "gpu_seconds": done.gpu_ms / 1000}
     totals = services.session_totals([session.pk])[session.pk]
-    assert totals == {"runs": 4, "wall_ms": 2500 + 1250 + 1 + 3600000, "gpu_ms": 8 * (2500 + 1250 + 1 + 3600000)}
+    assert totals == {"runs": 4, "wall_ms": 2500 + 1250 + 1 + 3600000, "gpu_ms": 8 * (2500 + 1250 + 1 + 3600000),
+                      "rank_ms": 8 * (2500 + 1250 + 1 + 3600000)}  # W x wall: on a GPU profile, the GPU-ms
 
     # A platform failure is retried and not metered; when retries run out the run is refunded, still not metered.
     failing = services.run_create(owner.submitter, session.pk, "1", CODE)
@@ -63,7 +64,8 @@ def test_gpu_profile_metering_is_exact(owner, gpu, complete, submit):
 def test_cpu_profile_meters_wall_and_zero_gpu_seconds(owner, session, complete):
     run = complete(services.run_create(owner.submitter, session.pk, "1", CODE), fake_document(wall_s=9.8766))
     assert (run.wall_ms, run.gpu_ms) == (9877, 0)
-    assert services.session_totals([session.pk])[session.pk] == {"runs": 1, "wall_ms": 9877, "gpu_ms": 0}
+    assert services.session_totals([session.pk])[session.pk] == {"runs": 1, "wall_ms": 9877, "gpu_ms": 0,
+                                                                  "rank_ms": 2 * 9877}  # rank-ms on CPU
 
 
 def test_profile_runs_are_not_feedback(owner, session, submit, complete):

@@ -150,3 +150,18 @@ def test_refresh_costs_command_brings_old_counts_to_the_definition(owner, submit
     submission.refresh_from_db()
     assert (submission.feedback_runs, submission.gpu_seconds) == (3, pytest.approx(4.0))
     assert "1 feedback count(s) changed" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_cpu_session_and_run_pages_say_rank_seconds(owner, cpu, complete, client):  # noqa: F811
+    session = feedback.session_open(owner.submitter, "cpu-gloo")
+    run = complete(feedback.run_create(owner.submitter, session.pk, "1", CODE), fake_document(wall_s=2.5))
+    client.force_login(owner)
+    session_page = _text(client.get(f"/feedback/sessions/{session.pk}/").content.decode())
+    run_page = _text(client.get(f"/feedback/runs/{run.pk}/").content.decode())
+    assert "1 feedback run, 2.5 s wall, 5.0 rank·s" in session_page and "GPU·" not in session_page, session_page
+    assert "2.5 s wall, 5.0 rank·s" in run_page and "GPU·" not in run_page, run_page
+    api = APIClient()
+    api.force_authenticate(owner)
+    metering = api.get(f"/api/v1/feedback/sessions/{session.pk}/").json()["metering"]
+    assert (metering["device_seconds"], metering["unit"], metering["gpu_seconds"]) == (5.0, "rank-seconds", 0)
