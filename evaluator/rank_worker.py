@@ -282,6 +282,7 @@ class Worker:
 
     def trial(self, cmd: dict) -> None:
         self._held = None  # an output held for a check that never came (the trial before failed): not kept twice
+        self._release_cache(everything=True)  # untimed: each side starts its trial with the device to itself
         began = _perf_counter()
         inputs = self.problem.make_inputs(self.context(cmd["seed"], cmd["trial"], cmd.get("M"), cmd.get("N")))
         synchronize(self.device_kind)

@@ -105,3 +105,23 @@ def test_p77_fused_gpu_attention_matches_fp32_math(tmp_path):
         expected[i * spb:(i + 1) * spb] = (weights @ v).transpose(0, 1).to(out.dtype)
     result = compare(expected.cpu(), out.cpu(), prob.atol, prob.rtol)
     assert result.ok, result.mismatch.message
+
+
+def test_a_candidate_gets_the_whole_device_beside_the_reference():
+    # Problem 68 at W = 1: a 56.8 GB table; the candidate copies it (two tables at once). The reference's ranks hold
+    # only their output while it runs, so it fits as it would beside a reference run in turn.
+    result = judge.evaluate(68, str(CANDIDATES / "p68_table_copy_torch.py"), 1, "cuda", seed=3, trials=2,
+                            timing=False)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+
+
+def test_a_cuda_extension_builds_once_and_the_next_job_of_the_file_not_at_all(tmp_path, monkeypatch):
+    monkeypatch.setenv("PKB_BUILD_CACHE", str(tmp_path / "cache"))
+    path = str(CANDIDATES / "p01_allreduce_cuda.py")
+    first = judge.evaluate(1, path, 1, "cuda", seed=4, trials=2, timing=False)
+    second = judge.evaluate(1, path, 1, "cuda", seed=4, trials=2, timing=False)
+    assert first["verdict"] == second["verdict"] == schema.CORRECT, (first["message"], second["message"])
+    assert first["build"]["compiled"] >= 1 and first["build"]["from_cache"] is False, first["build"]
+    assert second["build"]["compiled"] == 0 and second["build"]["from_cache"] is True, second["build"]
+    print(f"cuda build: first {first['phases_s']['build']} s compiling, wall {first['wall_s']} s; "
+          f"second {second['phases_s']['build']} s, wall {second['wall_s']} s")

@@ -452,5 +452,7 @@ def test_a_reference_rank_holding_an_output_for_a_check_keeps_nothing_else_on_th
     worker.context = lambda seed, trial, M=None, N=None: None
     worker.reply = lambda **fields: events.append(("reply", fields.get("ok")))
     worker.trial({"seq": 1, "tag": "t0", "seed": 1, "trial": 0, "hold": True})
-    assert events == ["freed", ("reply", True)]  # freed before the judge hears it may start the candidate
+    # Freed when the trial starts (the device to itself) and again once it holds only its output, before the judge
+    # hears that it may start the candidate.
+    assert events == ["freed", "freed", ("reply", True)]
     assert worker._held[0] == "t0" and torch.equal(worker._held[1], torch.full((4,), 2.0))
