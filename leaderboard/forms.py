@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 
@@ -16,6 +17,19 @@ def no_control_characters(value: str) -> None:
     """One-line text: no NUL, newline or other control character (CharField already refuses NUL alone)."""
     if any(unicodedata.category(c) == "Cc" for c in str(value)):
         raise ValidationError("control characters (newline, tab, NUL...) are not allowed here", code="control")
+
+
+def check_paths(value: str) -> None:
+    """The 'paths' field of a directory upload: a JSON list of strings (the page's script fills it). Checked here
+    because json.loads raises RecursionError, not ValueError, on deep nesting."""
+    if value in (None, ""):
+        return
+    try:
+        paths = json.loads(value)
+    except (ValueError, RecursionError):
+        raise ValidationError("must be a JSON list of relative paths", code="paths") from None
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise ValidationError("must be a JSON list of relative paths", code="paths")
 
 
 class AsciiIntegerField(forms.IntegerField):
@@ -64,6 +78,8 @@ class SubmitForm(forms.Form):
     label = forms.CharField(max_length=200, required=False, validators=[no_control_characters])
     notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
     publish = forms.BooleanField(required=False, help_text="list it on the leaderboard now (code becomes public)")
+    # Rendered by the template as its own hidden input (site.js fills it); validated here.
+    paths = forms.CharField(required=False, max_length=1_000_000, widget=forms.HiddenInput, validators=[check_paths])
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -5,7 +5,7 @@ import re
 from rest_framework import serializers
 
 from leaderboard import costs
-from leaderboard.forms import MAX_ID, no_control_characters
+from leaderboard.forms import MAX_ID, check_paths, no_control_characters
 from leaderboard.models import HardwareProfile, LeaderboardEntry, Problem, ProblemScore, Submission
 
 
@@ -143,7 +143,7 @@ class UploadSerializer(serializers.Serializer):
     archive = serializers.FileField(required=False, help_text=".zip, .tar, .tar.gz or .tgz in PKB layout")
     files = serializers.ListField(child=serializers.FileField(), required=False,
                                   help_text="the files of a directory; give their relative paths in 'paths'")
-    paths = serializers.CharField(required=False, max_length=1_000_000,
+    paths = serializers.CharField(required=False, max_length=1_000_000, validators=[check_paths],
                                   help_text="JSON list of relative paths, one per file")
     model = Text(200, required=False, allow_blank=True)
     # Aliases (one-shot, agentic...) are resolved by uploads.clean_metadata, which also checks the value.

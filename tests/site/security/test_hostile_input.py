@@ -288,3 +288,18 @@ def test_list_endpoints_cost_the_same_queries_at_two_sizes(owner, submit, finish
     small = _count(client, url)
     grow(10)
     assert _count(client, url) == small
+
+
+def test_deep_paths_json_is_a_400(api, client, owner, cpu):
+    deep = "[" * 100_000 + "]" * 100_000
+    handle = io.BytesIO(GOOD_1)
+    handle.name = "1_allreduce_cuda.py"
+    response = api.post("/api/v1/submissions/", {"files": [handle], "paths": deep, "model": "m", "protocol": "one_shot",
+                                                 "attempts": "1", "profile": "cpu-gloo"}, format="multipart")
+    assert response.status_code == 400 and "paths" in response.json()
+    client.force_login(owner)
+    handle.seek(0)
+    response = client.post("/submit/", {"files": [handle], "paths": deep, "model": "m", "protocol": "one_shot",
+                                        "attempts": "1", "profile": "cpu-gloo"})
+    assert response.status_code == 200 and response.context["form"].errors.get("paths")
+    assert owner.submitter.submissions.count() == 0
