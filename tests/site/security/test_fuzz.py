@@ -137,3 +137,28 @@ def test_path_segments_never_answer_5xx(catalogue, route, segment):
     quoted = urllib.parse.quote(segment.encode("utf-8", "replace"), safe="")
     response = client.get(route.format(quoted))
     assert response.status_code < 500, (route, segment, response.status_code)
+
+
+FORM_FIELDS = st.sampled_from(["model", "agent", "agent_version", "backend", "protocol", "attempts", "selection",
+                               "profile", "tokens", "dollars", "label", "notes", "publish", "paths"])
+
+
+@settings(max_examples=PAGE_EXAMPLES, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(fields=st.dictionaries(FORM_FIELDS, VALUES, max_size=6),
+       token=st.dictionaries(st.sampled_from(["name", "scopes", "days"]), VALUES, max_size=3))
+def test_page_forms_never_answer_5xx(fuzz_world, owner, fields, token):
+    """The submit form (with a small valid archive, so the metadata reaches the upload checks) and the token form."""
+    import io
+
+    from tests.site.conftest import GOOD_1, zip_bytes
+
+    client = Client(raise_request_exception=False)
+    client.force_login(owner)
+    archive = io.BytesIO(zip_bytes({"1_allreduce_cuda.py": GOOD_1}))
+    archive.name = "run.zip"
+    data = {"model": "m", "protocol": "one_shot", "attempts": "1", "profile": "cpu-gloo", **fields}
+    response = client.post("/submit/", {**data, "archive": archive})
+    assert response.status_code < 500, (fields, response.status_code)
+    response = client.post("/account/", token)
+    assert response.status_code < 500, (token, response.status_code)
