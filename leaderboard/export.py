@@ -26,7 +26,7 @@ def table_response(fmt: str, name: str, columns: list[str], rows: list[list]) ->
         writer = csv.writer(buffer)
         writer.writerow(columns)
         for row in rows:
-            writer.writerow(["" if v is None else v for v in row])
+            writer.writerow([_cell(v) for v in row])
         response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
     return response
@@ -79,3 +79,16 @@ def submission_table(grid) -> tuple[list[str], list[list]]:
                      bool(s and s.correct), bool(s and s.faster), bool(s and s.flagged), s.speedup if s else None,
                      s.speedup_lo if s else None, s.speedup_hi if s else None, len(row["attempts"])])
     return columns, rows
+
+
+# A text cell that a spreadsheet would read as a formula (=HYPERLINK(...), +cmd|..., @SUM) when a user opens the
+# export: a model or agent name is the submitter's text. Prefixed with an apostrophe, as OWASP advises.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value

@@ -279,3 +279,15 @@ def test_an_unsandboxed_correct_result_counts_on_an_unranked_profile_only(owner,
     finish(submission.jobs.get(), document)
     score = submission.scores.get(problem_id=1)
     assert not submission.profile.ranked and score.status == "correct" and not score.faster
+
+
+def test_csv_exports_never_hand_a_spreadsheet_a_formula(client, owner, submit, finish):
+    # A model name is the submitter's text; opened in a spreadsheet, "=HYPERLINK(...)" would be a live formula.
+    submission = submit(owner, model='=HYPERLINK("http://evil.example","x")', agent="+cmd|' /C calc'!A0")
+    finish(submission.jobs.get(), judge_document())
+    services.submission_publish(submission, owner)
+    rows = list(csv.DictReader(io.StringIO(client.get("/?format=csv").content.decode())))
+    cells = [v for row in rows for v in row.values() if v]
+    assert any("HYPERLINK" in v for v in cells)
+    assert not any(v.startswith(("=", "+", "@")) for v in cells), cells
+    assert '=HYPERLINK(\\"http://evil.example\\",\\"x\\")' in client.get("/?format=json").content.decode()  # JSON: as is
