@@ -92,6 +92,7 @@ GPU_CASES = [  # (candidate, problem, expected verdict)
     ("ws1_shortcut", 1, schema.CORRECT),
     ("int32_splits", 26, schema.CORRECT),
     ("raises_inside", 1, schema.RUNTIME_ERROR),
+    ("broken_cuda_build", 1, schema.COMPILE_ERROR),
 ]
 
 
@@ -103,3 +104,8 @@ def test_gpu_compat(name, problem, verdict, W):
         pytest.skip(f"W={W} needs {W} GPUs")
     result = judged(name, problem=problem, W=W, device="cuda", **GPU)
     assert result["verdict"] == verdict, result["message"] + str(result.get("logs"))[-3000:]
+    if verdict == schema.COMPILE_ERROR:  # nvcc's own first error, not the judge's frames
+        second = result["message"].splitlines()[1]
+        assert second.startswith("  first error: ") and "blockDimx" in second, result["message"]
+    if verdict == schema.RUNTIME_ERROR:
+        assert "ValueError: expected" in result["message"].splitlines()[0], result["message"]
