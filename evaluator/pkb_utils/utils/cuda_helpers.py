@@ -1,4 +1,4 @@
-"""``compile_cuda_extension``: JIT-compile CUDA/C++ sources into an importable extension, one build cache per rank.
+"""``compile_cuda_extension``: JIT-compile CUDA/C++ sources into an importable extension, built once per job.
 
 Defaults as ParallelKernelBench's helper is described (issue 28): ``-O3`` always, followed by the kernel's own flags
 (host and device alike); no ``--use_fast_math`` unless the kernel asks for it; ``TORCH_CUDA_ARCH_LIST=9.0`` unless
