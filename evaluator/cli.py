@@ -187,27 +187,21 @@ def _selfcheck(args) -> int:
 
 
 def _submit(argv: list[str]) -> int:
-    try:
-        from leaderboard import client
-    except ImportError:
-        print("pkb submit: the site client is not installed (pip install -e .[site])", file=sys.stderr)
-        return 2
-    return client.main(argv)
+    from pkb_client import submit  # standard library (+ rich, lazily): part of the base install
+
+    return submit.main(argv)
 
 
 def _publish(argv: list[str]) -> int:
-    from leaderboard import client  # standard library (+ rich, lazily): part of the base install
+    from pkb_client import submit
 
-    return client.publish_main(argv)
+    return submit.publish_main(argv)
 
 
 def _feedback(argv: list[str]) -> int:
-    try:
-        from leaderboard.feedback import client
-    except ImportError:
-        print("pkb feedback: the site client is not installed (pip install -e .[site])", file=sys.stderr)
-        return 2
-    return client.main(argv)
+    from pkb_client import feedback
+
+    return feedback.main(argv)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -260,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     psc.add_argument("--no-nulls", action="store_true", help="skip the null answers (no communication, zeros, ...)")
     psc.set_defaults(func=_selfcheck)
 
-    # Their own parsers (leaderboard/client.py, leaderboard/feedback/client.py) read the rest of the line.
+    # Their own parsers (pkb_client/submit.py, pkb_client/feedback.py) read the rest of the line.
     sub.add_parser("submit", help="upload a directory of candidates to a pkb-arena site (--wait: follow verdicts)",
                    add_help=False)
     sub.add_parser("publish", help="list one of your submissions on the site's leaderboard (asks first)",

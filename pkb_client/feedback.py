@@ -22,7 +22,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from leaderboard.client import send
+from pkb_client.submit import send
 
 COMMANDS = ("open", "show", "link", "close", "seeds")
 HELP = {  # one line per subcommand: ``pkb feedback --help`` lists them, each one's own --help starts with it
@@ -178,7 +178,7 @@ def run_feedback(args, base: str) -> int:
 def device_seconds(base: str, slug: str, meter: dict, timeout: float) -> str:
     """The session's device-seconds in its profile's unit (leaderboard/costs.py): GPU-seconds on a GPU profile;
     on a CPU one rank-seconds (W x wall), never "0 GPU-seconds"."""
-    from leaderboard.client import profile_of
+    from pkb_client.submit import profile_of
 
     profile = profile_of(base, slug, timeout) or {}
     if profile.get("device") == "cpu" and profile.get("world_size"):
@@ -187,8 +187,8 @@ def device_seconds(base: str, slug: str, meter: dict, timeout: float) -> str:
 
 
 def render(feedback: dict) -> str:
-    """The same text as the site's run page (leaderboard/feedback/report.py), kept standard-library only."""
-    from leaderboard.feedback.report import text
+    """The same text as the site's run page (pkb_client/report.py renders both)."""
+    from pkb_client.report import text
 
     return text(feedback)
 

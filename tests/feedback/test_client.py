@@ -1,10 +1,11 @@
-"""``pkb feedback`` (leaderboard/feedback/client.py, standard library only) against a live server and a real worker
+"""``pkb feedback`` (pkb_client/feedback.py, standard library only) against a live server and a real worker
 thread: open a session, ask for feedback (the real judge), show the metered session, link it, print public seeds."""
 import json
 
 import pytest
 
-from leaderboard.feedback import client, seeds
+from leaderboard.feedback import seeds
+from pkb_client import feedback as client
 from leaderboard.feedback.models import FeedbackSession
 from tests.feedback.conftest import CANDIDATES
 

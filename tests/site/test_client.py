@@ -1,10 +1,11 @@
-"""``pkb submit`` (leaderboard/client.py) against a live server: standard-library HTTP, refusals printed per file."""
+"""``pkb submit`` (pkb_client/submit.py) against a live server: standard-library HTTP, refusals printed per file."""
 import io
 import zipfile
 
 import pytest
 
-from leaderboard import client, services
+from leaderboard import services
+from pkb_client import submit as client
 from leaderboard.models import Submission
 from tests.site.conftest import GOOD_1
 

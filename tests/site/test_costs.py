@@ -129,7 +129,7 @@ def test_a_run_landing_after_the_link_counts(owner, submit, finish, complete):  
 @pytest.mark.django_db(transaction=True)
 def test_feedback_show_names_rank_seconds_on_cpu(live_server, owner, cpu, complete, capsys):  # noqa: F811
     from leaderboard import services
-    from leaderboard.feedback import client
+    from pkb_client import feedback as client
 
     token = services.token_create(owner.submitter, "cli", ["read", "submit"])[1]
     session = feedback.session_open(owner.submitter, "cpu-gloo")
