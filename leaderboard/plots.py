@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 
 STATUS_CODE = {"missing": None, "not_judged": None, "pending": 0, "infra_error": 0, "correct": 2}
@@ -44,17 +45,22 @@ def _cell(status: str, correct: bool, faster: bool):
     return 1
 
 
-def strip_figure(points: list) -> dict:
-    """Speedup of every correct submission on one problem, one strip per protocol, CI as error bars."""
+def strip_figure(points: list) -> dict | None:
+    """Speedup of every correct submission on one problem, one strip per protocol, CI as error bars; None when no
+    submission is correct (the page says so instead of drawing empty axes)."""
     by_protocol: dict[str, list] = {}
     for sid, model, protocol, status, speedup, lo, hi, correct, flagged in points:
-        if speedup is None or status != "correct":
+        if speedup is None or speedup <= 0 or status != "correct":
             continue
         by_protocol.setdefault(protocol, []).append((sid, model, speedup, lo, hi, flagged))
-    traces = []
+    if not by_protocol:
+        return None
+    traces, values = [], [1.0]
     for protocol, rows in sorted(by_protocol.items()):
+        for r in rows:
+            values += [v for v in (r[2], r[3], r[4]) if v is not None and v > 0]
         traces.append({
-            "type": "scatter", "mode": "markers", "name": protocol.replace("_", "-"),
+            "type": "scatter", "mode": "markers", "name": protocol.replace("_", "-"), "cliponaxis": False,
             "x": [r[2] for r in rows], "y": [protocol.replace("_", "-")] * len(rows),
             "text": [f"#{r[0]} {r[1]}" + (" (flagged)" if r[5] else "") for r in rows],
             "error_x": {"type": "data", "symmetric": False,
@@ -63,10 +69,14 @@ def strip_figure(points: list) -> dict:
             "marker": {"size": 9, "opacity": 0.75, "symbol": ["x" if r[5] else "circle" for r in rows]},
             "hovertemplate": "%{text}<br>speedup %{x:.3f}x<extra></extra>",
         })
+    # Log axis over the data, its intervals and 1 (the reference line), padded by a fifth of a decade each way.
+    lo, hi = math.log10(min(values)), math.log10(max(values))
     return {
         "data": traces,
-        "layout": {"height": 120 + 60 * max(1, len(traces)), "margin": {"l": 140, "r": 10, "t": 10, "b": 50},
-                   "xaxis": {"title": {"text": "speedup over the reference (log)"}, "type": "log"},
+        "layout": {"height": 120 + 60 * len(traces), "margin": {"l": 140, "r": 20, "t": 10, "b": 50},
+                   "xaxis": {"title": {"text": "speedup over the reference (log)"}, "type": "log",
+                             "range": [lo - 0.2, hi + 0.2]},
+                   "yaxis": {"type": "category"},
                    "shapes": [{"type": "line", "x0": 1, "x1": 1, "yref": "paper", "y0": 0, "y1": 1,
                                "line": {"dash": "dot", "color": "#555"}}],
                    "showlegend": False},

@@ -3,33 +3,43 @@ from __future__ import annotations
 
 import json
 
-COLORS = {"agentic_feedback": "#7d3c98", "one_shot": "#2e86c1"}
-LABELS = {"agentic_feedback": "agentic (measured feedback cost)", "one_shot": "one-shot (no feedback)"}
+COLORS = {"one_shot": "#2e86c1", "best_of_k": "#1e8449", "agentic_feedback": "#7d3c98"}
+LABELS = {"one_shot": "one-shot (no feedback)", "best_of_k": "best-of-k (no feedback)",
+          "agentic_feedback": "agentic (measured feedback cost)"}
+SYMBOLS = {"one_shot": "circle", "best_of_k": "diamond", "agentic_feedback": "square"}
 
 
 def pareto_figure(data: dict, frontier: list[dict]) -> dict:
+    """Axes fixed from the data with a margin, so markers at x = 0 or y = 0 are drawn whole (autorange with
+    rangemode 'tozero' put them on the axis line, half clipped, and a lone point at (0, 0) in a corner)."""
     traces = []
-    for protocol in ("one_shot", "agentic_feedback"):
+    for protocol in ("one_shot", "best_of_k", "agentic_feedback"):
         points = [p for p in data["points"] if p["protocol"] == protocol]
         if not points:
             continue
         traces.append({
-            "type": "scatter", "mode": "markers", "name": LABELS[protocol],
+            "type": "scatter", "mode": "markers", "name": LABELS[protocol], "cliponaxis": False,
             "x": [p["hours"] for p in points], "y": [p["faster"] for p in points],
             "text": [f"#{p['id']} {p['model'][:40]} · {p['runs']} feedback runs · correct {p['correct']}"
                      for p in points],
-            "marker": {"size": 10, "opacity": 0.8, "color": COLORS[protocol]},
+            "marker": {"size": 10, "opacity": 0.75, "color": COLORS[protocol], "symbol": SYMBOLS[protocol],
+                       "line": {"width": 1, "color": "#fff"}},
             "hovertemplate": "%{text}<br>%{x:.3g} h, faster %{y}<extra></extra>",
         })
     if len(frontier) > 1:
         traces.append({"type": "scatter", "mode": "lines", "name": "Pareto frontier", "line": {"shape": "hv",
                        "dash": "dot", "color": "#555"}, "x": [p["hours"] for p in frontier],
                        "y": [p["faster"] for p in frontier], "hoverinfo": "skip"})
+    xmax = max([p["hours"] for p in data["points"]] + [0.0]) or 1.0
+    ymax = max([p["faster"] for p in data["points"]] + [4])
+    ypad = max(0.6, 0.06 * ymax)  # at least a marker's radius at the plot's height
     return {
         "data": traces,
-        "layout": {"height": 320, "margin": {"l": 60, "r": 10, "t": 10, "b": 50},
-                   "xaxis": {"title": {"text": data["axis"]}, "rangemode": "tozero"},
-                   "yaxis": {"title": {"text": "Faster (of 87)"}, "rangemode": "tozero"},
+        "layout": {"height": 340, "margin": {"l": 60, "r": 20, "t": 10, "b": 50},
+                   "xaxis": {"title": {"text": data["axis"]}, "range": [-0.06 * xmax, 1.06 * xmax],
+                             "zeroline": True},
+                   "yaxis": {"title": {"text": "Faster (of 87)"}, "range": [-ypad, ymax + ypad],
+                             "tickformat": "d", "zeroline": True},
                    "legend": {"orientation": "h", "y": -0.25}},
     }
 

@@ -93,37 +93,34 @@ def profile_runs_of(submission: Submission) -> list[FeedbackRun]:
 
 
 def pareto(profile, filters=None) -> dict:
-    """Points of the Pareto plot: listed agentic submissions with a linked session (x: measured GPU-hours of their
-    feedback runs; on CPU profiles, wall-hours, as GPU-seconds are 0 there) and one-shot ones at x = 0; y: Faster.
-    The leaderboard's filters apply (a protocol filter other than these two leaves no point)."""
-    protocols = (AGENTIC, "one_shot")
+    """Points of the Pareto plot: every listed submission. x: the measured cost of the feedback its linked sessions
+    gave, in leaderboard/costs.py's unit of the profile (GPU-hours on a GPU profile, rank-hours = W x wall on a CPU
+    one); one-shot and best-of-k runs got no feedback and sit at x = 0. y: Faster. Agentic submissions without a
+    linked session have no measured cost and are counted, not plotted. The leaderboard's filters apply."""
+    query = LeaderboardEntry.objects.filter(profile=profile, listed=True)
     if filters is not None and filters.protocol:
-        protocols = tuple(p for p in protocols if p == filters.protocol)
-    query = LeaderboardEntry.objects.filter(profile=profile, listed=True, protocol__in=protocols)
+        query = query.filter(protocol=filters.protocol)
     if filters is not None and filters.backend:
         query = query.filter(backend=filters.backend)
     if filters is not None and filters.k is not None:
         query = query.filter(attempts_k=filters.k)
     entries = list(query.values_list("submission_id", "protocol", "faster", "correct", "submission__model_name",
                                      "submission__feedback_runs"))
-    costs = services.measured_cost([sid for sid, protocol, *_ in entries if protocol == AGENTIC])
-    gpu = profile.device == "cuda"
+    measured = services.measured_cost([sid for sid, protocol, *_ in entries if protocol == AGENTIC])
+    unit = costs.unit(profile.device)
     points, unmetered = [], 0
     for sid, protocol, faster, correct, model, feedback_runs in entries:
+        hours = 0.0
         if protocol == AGENTIC:
-            cost = costs.get(sid)
+            cost = measured.get(sid)
             if cost is None:
                 unmetered += 1
                 continue
-            hours = cost["gpu_ms"] / 3.6e6 if gpu else cost["wall_ms"] / 3.6e6
-            points.append({"id": sid, "model": model, "protocol": protocol, "faster": faster, "correct": correct,
-                           "hours": hours, "runs": feedback_runs})  # the count of leaderboard/costs.py
-        else:
-            points.append({"id": sid, "model": model, "protocol": protocol, "faster": faster, "correct": correct,
-                           "hours": 0.0, "runs": 0})
-    return {"points": points, "unmetered": unmetered, "gpu": gpu,
-            "axis": "measured GPU-hours of feedback runs" if gpu else
-                    "measured wall-hours of feedback runs (CPU profile: GPU-hours are 0)"}
+            hours = cost["device_seconds"] / 3600  # W x wall: GPU-seconds on a GPU profile, rank-seconds on CPU
+        points.append({"id": sid, "model": model, "protocol": protocol, "faster": faster, "correct": correct,
+                       "hours": hours, "runs": feedback_runs if protocol == AGENTIC else 0})
+    return {"points": points, "unmetered": unmetered, "gpu": profile.device == "cuda", "unit": unit,
+            "axis": f"measured {unit.replace('seconds', 'hours')} of feedback runs"}
 
 
 def frontier(points: list[dict]) -> list[dict]:

@@ -38,13 +38,14 @@ def pct(value) -> str:
 
 
 @register.filter
-def si(value) -> str:
+def si(value, unit: str = "") -> str:
+    """3 significant digits and an SI prefix, a space before the prefixed unit: "14.7 MB", "0 FLOP", "48 k"."""
     value = float(value or 0)
-    for unit in ("", "k", "M", "G", "T", "P"):
-        if abs(value) < 1000:
-            return f"{value:.3g} {unit}".strip()
+    for prefix in ("", "k", "M", "G", "T", "P", "E"):
+        if abs(value) < 1000 or prefix == "E":
+            return f"{value:.3g} {prefix}{unit}".strip()
         value /= 1000
-    return f"{value:.3g} E"
+    return ""
 
 
 @register.filter

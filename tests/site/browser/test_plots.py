@@ -1,0 +1,163 @@
+"""The plots as a browser draws them (issue 26), in headless Chromium against the embedded server: the "Search cost
+vs Faster" plot and a problem's strip plot in every state (nothing published, every submission failed, one point,
+thousands), read from what Plotly drew (the SVG markers, the axes' ranges in gd._fullLayout, marker boxes inside the
+plotting area), not only from the JSON the page carries. Screenshots go to test-output/plots-*.png."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.site.browser.test_upload_flow import OUTPUT, ROOT, free_port, manage, page  # noqa: F401 - fixture
+
+PRELUDE = """
+import random
+from django.contrib.auth import get_user_model
+from leaderboard import services
+from leaderboard.models import HardwareProfile, LeaderboardEntry, ProblemScore, Submission
+p = HardwareProfile.objects.get(slug="cpu-gloo")
+u, _ = get_user_model().objects.get_or_create(username="plotter")
+sub = services.submitter_for(u)
+def make(n, protocol, k=1, name="m"):
+    subs = Submission.objects.bulk_create([Submission(submitter=sub, profile=p, model_name=f"{name}-{i}",
+        backend="torch", protocol=protocol, attempts_k=k, visibility="public") for i in range(n)])
+    return subs
+def entries(subs, faster):
+    LeaderboardEntry.objects.bulk_create([LeaderboardEntry(submission=s, profile=p, protocol=s.protocol,
+        backend="torch", attempts_k=s.attempts_k, listed=True, correct=faster(i) + 1, faster=faster(i))
+        for i, s in enumerate(subs)])
+def scores(subs, problem, status, speedup=None):
+    ProblemScore.objects.bulk_create([ProblemScore(submission=s, problem_id=problem, profile=p,
+        protocol=s.protocol, listed=True, status=status, attempt=1, attempts_total=1,
+        correct=status == "correct", speedup=speedup(i) if speedup else None,
+        speedup_lo=speedup(i) * 0.9 if speedup else None, speedup_hi=speedup(i) * 1.1 if speedup else None)
+        for i, s in enumerate(subs)])
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The embedded server on a fresh SQLite database, and a way to add rows to it (manage.py shell)."""
+    tmp = tmp_path_factory.mktemp("plots")
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    env.update(DATABASE_URL=f"sqlite:///{tmp}/site.sqlite3", PKB_DATA_DIR=str(tmp), DJANGO_SECRET_KEY="browser-test",
+               DJANGO_SETTINGS_MODULE="leaderboard.settings", PYTHONPATH=str(ROOT))
+    manage(env, "migrate", "--noinput")
+    manage(env, "load_problems")
+    port = free_port()
+    log = open(tmp / "server.log", "wb")
+    proc = subprocess.Popen([sys.executable, "manage.py", "runserver_with_worker", f"127.0.0.1:{port}"], cwd=ROOT,
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/healthz", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("the embedded server did not start:\n" + (tmp / "server.log").read_text())
+
+    def seed(code: str) -> None:
+        manage(env, "shell", "-c", PRELUDE + code)
+
+    yield url, seed
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+DRAWN = """(id) => {
+  const gd = document.getElementById(id), fl = gd._fullLayout;
+  const area = gd.querySelector('.draglayer .xy .nsewdrag').getBoundingClientRect();
+  const points = Array.from(gd.querySelectorAll('.scatterlayer .points path.point'));
+  const outside = points.filter(p => {
+    const b = p.getBoundingClientRect();
+    return b.left < area.left - 0.5 || b.right > area.right + 0.5 || b.top < area.top - 0.5 || b.bottom > area.bottom + 0.5;
+  }).length;
+  return {points: points.length, outside: outside, x: fl.xaxis.range, y: fl.yaxis.range,
+          xtitle: fl.xaxis.title.text, xtype: fl.xaxis.type};
+}"""
+
+
+def drawn(tab, plot: str) -> dict:
+    tab.wait_for_selector(f"#{plot} .main-svg", timeout=30_000)
+    return tab.evaluate(DRAWN, plot)
+
+
+def test_search_cost_plot_in_every_state(site, page):  # noqa: F811
+    url, seed = site
+    # A fresh install: no published submission. A sentence, not empty axes.
+    page.goto(f"{url}/")
+    assert page.locator("#pareto").count() == 0
+    assert "Nothing to plot yet" in page.inner_text("#pareto-empty")
+    page.screenshot(path=str(OUTPUT / "plots-pareto-empty.png"), full_page=True)
+
+    # One one-shot submission, Faster 0: the lone point at (0, 0), drawn whole inside the plotting area.
+    seed("entries(make(1, 'one_shot', name='solo'), lambda i: 0)")
+    page.goto(f"{url}/")
+    got = drawn(page, "pareto")
+    assert got["points"] == 1 and got["outside"] == 0, got
+    assert got["x"][0] < 0 < got["x"][1] and got["y"][0] < 0 < got["y"][1], got
+    assert got["xtitle"] == "measured rank-hours of feedback runs", got  # leaderboard/costs.py's CPU unit
+    page.locator("#pareto").screenshot(path=str(OUTPUT / "plots-pareto-one.png"))
+
+    # Best-of-k submissions are points too (the caption says every published submission is one).
+    seed("entries(make(2, 'best_of_k', k=2, name='bok'), lambda i: 3 + i)")
+    page.goto(f"{url}/")
+    got = drawn(page, "pareto")
+    assert got["points"] == 3 and got["outside"] == 0, got
+    assert got["y"][1] > 4, got
+    names = page.evaluate("Array.from(document.getElementById('pareto')._fullData).map(t => t.name)")
+    assert "best-of-k (no feedback)" in names, names
+
+    # Thousands: every one drawn, none outside the area, the y range covering the largest Faster.
+    seed("entries(make(1500, 'one_shot', name='many'), lambda i: i % 88)")
+    page.goto(f"{url}/")
+    got = drawn(page, "pareto")
+    assert got["points"] == 1503 and got["outside"] == 0, got
+    assert got["y"][0] < 0 and got["y"][1] > 87, got
+    page.locator("#pareto").screenshot(path=str(OUTPUT / "plots-pareto-many.png"))
+
+
+def test_problem_strip_plot_in_every_state(site, page):  # noqa: F811
+    url, seed = site
+    # No submission: the sentence as before.
+    page.goto(f"{url}/problems/5/")
+    assert "No published submission has a candidate" in page.inner_text("main")
+    assert page.locator("#strip").count() == 0
+
+    # Every submission failed: a sentence, the verdicts in the table, no empty Plotly axes.
+    seed("scores(make(3, 'one_shot', name='fails'), 2, 'runtime_error')")
+    page.goto(f"{url}/problems/2/")
+    assert page.locator("#strip").count() == 0 and page.locator(".main-svg").count() == 0
+    assert "No submission is correct on this problem yet" in page.inner_text("#strip-empty")
+    assert page.locator("table.scores tbody tr").count() == 3
+    page.screenshot(path=str(OUTPUT / "plots-strip-all-failed.png"), full_page=True)
+    # The speed-of-light line keeps a space between number and unit, zero included.
+    facts = page.inner_text("dl.facts")
+    assert "FLOP" in facts and "0FLOP" not in facts and " moved and " in facts
+
+    # One correct submission: one point, the log axis spanning its interval and 1 (the reference line).
+    seed("scores(make(1, 'one_shot', name='one'), 3, 'correct', lambda i: 2.5)")
+    page.goto(f"{url}/problems/3/")
+    got = drawn(page, "strip")
+    assert got["points"] == 1 and got["outside"] == 0 and got["xtype"] == "log", got
+    assert got["x"][0] < 0 < 0.3979 < got["x"][1], got  # log10(1) = 0, log10(2.5 * 1.1)
+    page.locator("#strip").screenshot(path=str(OUTPUT / "plots-strip-one.png"))
+
+    # Thousands of correct submissions, speedups 0.2x to 8x: all drawn inside the axes.
+    seed("scores(make(1200, 'one_shot', name='strip'), 4, 'correct', lambda i: 0.2 * (40 ** (i / 1199)))")
+    page.goto(f"{url}/problems/4/")
+    got = drawn(page, "strip")
+    assert got["points"] == 1200 and got["outside"] == 0, got
+    assert got["x"][0] < -0.75 and got["x"][1] > 0.95, got  # log10(0.2 * 0.9), log10(8 * 1.1)
+    page.locator("#strip").screenshot(path=str(OUTPUT / "plots-strip-many.png"))
