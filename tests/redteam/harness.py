@@ -56,7 +56,6 @@ def sandbox_reason() -> str | None:
 
 # As root (CI), a host that cannot sandbox fails these tests rather than skipping them (test_sandbox_is_complete).
 requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs a root judge")
-requires_uid = requires_root
 
 
 def assert_never_correct_and_faster(result: dict) -> None:

@@ -9,7 +9,7 @@ import threading
 import time
 
 from evaluator import policy, sandbox, schema
-from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, own_network, requires_root, requires_uid,
+from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, own_network, requires_root,
                                    run, separate_uid, token)
 
 REPO = CANDIDATES.parents[2]
@@ -89,7 +89,7 @@ def _host_addresses():
         return []
 
 
-@requires_uid
+@requires_root
 def test_no_writes_outside_the_scratch_directory(tmp_path):
     drop_dir = tmp_path / "judge-owned"
     drop_dir.mkdir()
@@ -185,7 +185,7 @@ def test_filling_the_disk_is_stopped_by_the_file_size_limit(monkeypatch):
     assert "File too large" in result["message"] or "SIGXFSZ" in result["message"]
 
 
-@requires_uid
+@requires_root
 def test_killing_the_reference_is_refused_by_the_sandbox():
     result = run("kills_reference")
     assert result["verdict"] == schema.CORRECT, result["message"]
