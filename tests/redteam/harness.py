@@ -80,3 +80,17 @@ def from_template(tmp_path: pathlib.Path, name: str, **values: str) -> str:
 
 def token() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live process ids whose command line contains ``marker``."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(int(pid))
+            except OSError:
+                pass
+    return found

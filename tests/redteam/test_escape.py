@@ -9,8 +9,8 @@ import threading
 import time
 
 from evaluator import policy, sandbox, schema
-from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, own_network, requires_root,
-                                   run, separate_uid, token)
+from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, own_network, processes_with,
+                                   requires_root, run, separate_uid, token)
 
 REPO = CANDIDATES.parents[2]
 
@@ -121,19 +121,6 @@ def test_no_writes_outside_the_scratch_directory(tmp_path):
                 os.unlink(leftover)
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        found.append(int(pid))
-            except OSError:
-                pass
-    return found
-
-
 def test_no_process_outlives_the_job(tmp_path):
     marker = "pkb-redteam-daemon-" + token()
     heartbeat = f"/tmp/{marker}"
@@ -141,7 +128,7 @@ def test_no_process_outlives_the_job(tmp_path):
     try:
         assert result["verdict"] == schema.CORRECT, result["message"]
         time.sleep(0.3)
-        survivors = _processes_with(marker)
+        survivors = processes_with(marker)
         if os.geteuid() == 0:
             assert separate_uid(result), notes(result)
         if separate_uid(result):
@@ -155,7 +142,7 @@ def test_no_process_outlives_the_job(tmp_path):
             assert _state(heartbeat + suffix) == before, f"daemon{suffix} is still writing"
         assert notes(result)["cleanup"]["killed_outliving"] >= 1
     finally:
-        for pid in _processes_with(marker):
+        for pid in processes_with(marker):
             os.kill(pid, 9)
         for suffix in ("-env", "-clean"):
             if os.path.exists(heartbeat + suffix):

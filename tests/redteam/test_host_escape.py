@@ -12,7 +12,8 @@ import threading
 import time
 
 from evaluator import sandbox, schema
-from tests.redteam.harness import CANDIDATES, from_template, logs, notes, requires_root, run, sandbox_reason, token
+from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, processes_with, requires_root, run,
+                                   sandbox_reason, token)
 
 REPO = CANDIDATES.parents[2]
 
@@ -66,19 +67,6 @@ def _probe_lines(text: str) -> dict:
     return found
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        found.append(int(pid))
-            except OSError:
-                pass
-    return found
-
-
 @requires_root
 def test_a_candidate_reaches_nothing_of_the_host(tmp_path):
     tag = token()
@@ -99,11 +87,11 @@ def test_a_candidate_reaches_nothing_of_the_host(tmp_path):
         assert done.returncode == 0, done.stderr
         result = json.loads(out.read_text())
         time.sleep(0.3)
-        survivors = _processes_with(f"pkb-redteam-{tag}")
+        survivors = processes_with(f"pkb-redteam-{tag}")
     finally:
         listener.close()
         os.unlink(sock_path)
-        for pid in _processes_with(f"pkb-redteam-{tag}"):
+        for pid in processes_with(f"pkb-redteam-{tag}"):
             os.kill(pid, 9)
     assert result["verdict"] == schema.CORRECT, result["message"]
     assert notes(result)["complete"] is True, notes(result)
