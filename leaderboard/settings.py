@@ -77,6 +77,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # /static/: compressed, hashed names cached for a year
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -125,8 +126,23 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "leaderboard.staticfiles.PlotlyFinder",  # plotly.min.js from the plotly package, as vendor/plotly.min.js
+]
 STATIC_ROOT = DATA_DIR / "static"
-# The embedded server serves /static/ itself; behind nginx set PKB_SERVE_STATIC=0 and run collectstatic.
+# Static files go through collectstatic into STATIC_ROOT: names carry a content hash (cached for a year by browsers)
+# and a gzip copy sits beside each, which WhiteNoise's middleware serves to browsers that accept them.
+# `manage.py runserver_with_worker` (make serve, the browser tests) collects before it serves; a production host
+# runs `manage.py collectstatic` on deploy. The test settings keep plain storage (no collection needed).
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+WHITENOISE_MAX_AGE = 3600  # unhashed names (favicon.ico at the root); hashed ones get a year
+# The embedded server serves /static/ itself (WhiteNoise); behind nginx set PKB_SERVE_STATIC=0 and let nginx serve
+# STATIC_ROOT (runserver_with_worker then does not collect).
 PKB_SERVE_STATIC = env_bool("PKB_SERVE_STATIC", True)
 
 # --- uploads ------------------------------------------------------------------------------------------------------

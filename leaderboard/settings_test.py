@@ -23,3 +23,8 @@ DRAMATIQ_BROKER = {
 PKB_WORK_DIR = Path(tempfile.gettempdir()) / "pkb-arena-test-work"
 PKB_OPEN_SIGNUP = True
 LOGGING = {"version": 1, "disable_existing_loggers": False}
+# Plain static storage: Django's test client renders pages without a collectstatic run (the browser tests start the
+# embedded server, which collects, so the compressed manifest storage is exercised there).
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405
+WHITENOISE_AUTOREFRESH = True  # no collected STATIC_ROOT to scan at start-up
+WHITENOISE_USE_FINDERS = True

@@ -1,8 +1,6 @@
-from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path, re_path, register_converter
-from django.views.static import serve
+from django.urls import include, path, register_converter
 
 from leaderboard import converters, views
 
@@ -29,12 +27,8 @@ urlpatterns = [
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("assets/plotly.min.js", views.plotly_js, name="plotly-js"),
     path("healthz", views.healthz, name="healthz"),
     path("", include("leaderboard.feedback.urls")),  # feedback loop and profile runs (issue 10)
     path("api/v1/", include("leaderboard.api.urls")),
     path("admin/", admin.site.urls),
 ]
-
-if settings.PKB_SERVE_STATIC:
-    urlpatterns.append(re_path(r"^static/(?P<path>.*)$", serve, {"document_root": settings.BASE_DIR / "static"}))

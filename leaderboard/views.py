@@ -1,8 +1,6 @@
 """Server-rendered pages: short functions over selectors (reads) and services (writes)."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -12,11 +10,10 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
-from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_POST
 
-from evaluator.pairs import ONE_PAIR_FLOOR
-from leaderboard import export, plots, selectors, services, uploads
+from evaluator.schema import ONE_PAIR_FLOOR
+from leaderboard import export, plots, selectors, services, upload_handlers, uploads
 from leaderboard.forms import SignupForm, SubmitForm, TokenForm
 from leaderboard.models import ApiToken
 
@@ -175,7 +172,7 @@ def submit(request):
     if request.method == "POST" and form.is_valid():
         try:
             submission = services.submission_create(submitter, form.metadata(),
-                                                    services.upload_files(request.FILES, request.POST))
+                                                    upload_handlers.request_files(request.FILES, request.POST))
         except uploads.UploadRejected as exc:
             errors = exc.errors
         except services.QuotaExceeded as exc:
@@ -249,19 +246,7 @@ def bad_request(request, exception=None):
     return render(request, "leaderboard/bad_request.html", {"message": message, "errors": errors}, status=status)
 
 
-# --- assets and health -----------------------------------------------------------------------------------------------
-
-@lru_cache(maxsize=1)
-def _plotly_source() -> str:
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs()
-
-
-@cache_control(public=True, max_age=86400 * 30, immutable=True)
-def plotly_js(request):
-    return HttpResponse(_plotly_source(), content_type="application/javascript; charset=utf-8")
-
+# --- health -----------------------------------------------------------------------------------------------
 
 def healthz(request):
     from django.db import connection

@@ -20,6 +20,11 @@ class Command(RunserverCommand):
 
     def handle(self, *args, **options):
         options["use_reloader"] = False  # one process: the worker must not be started twice
+        if settings.PKB_SERVE_STATIC:
+            # WhiteNoise serves STATIC_ROOT: hashed, compressed copies made here (unchanged files are kept).
+            from django.core.management import call_command
+
+            call_command("collectstatic", interactive=False, verbosity=0)
         worker = start_worker([q.strip() for q in options["queues"].split(",") if q.strip()])
         try:
             super().handle(*args, **options)

@@ -53,7 +53,7 @@ def site(tmp_path_factory):
     proc = subprocess.Popen([sys.executable, "manage.py", "runserver_with_worker", f"127.0.0.1:{port}"], cwd=ROOT,
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # collectstatic runs first (gzip of plotly.js)
     while time.monotonic() < deadline:
         try:
             urllib.request.urlopen(f"{url}/healthz", timeout=2)
@@ -161,3 +161,32 @@ def test_problem_strip_plot_in_every_state(site, page):  # noqa: F811
     assert got["points"] == 1200 and got["outside"] == 0, got
     assert got["x"][0] < -0.75 and got["x"][1] > 0.95, got  # log10(0.2 * 0.9), log10(8 * 1.1)
     page.locator("#strip").screenshot(path=str(OUTPUT / "plots-strip-many.png"))
+
+
+def test_static_files_compressed_and_cached(site, page):  # noqa: F811
+    """WhiteNoise serves the collected files: hashed names, gzip to browsers that accept it, a year's
+    cache. The home page's load is printed (timings belong in benchmarks/page_load.py; only a loose bound here)."""
+    url, _ = site
+    page.goto(f"{url}/")
+    page.wait_for_selector("#pareto .main-svg", timeout=30_000)
+    page.wait_for_load_state("load")
+    timing = page.evaluate("""() => {
+      const nav = performance.getEntriesByType('navigation')[0];
+      const res = performance.getEntriesByType('resource');
+      return {load_ms: nav.loadEventEnd, bytes: [nav, ...res].reduce((s, r) => s + r.transferSize, 0),
+              plotly: res.filter(r => r.name.includes('plotly')).map(r => [r.name, r.encodedBodySize, r.decodedBodySize])};
+    }""")
+    print(f"\nhome page: load event at {timing['load_ms']:.0f} ms, {timing['bytes']:,} bytes received, "
+          f"plotly.js {timing['plotly']}")
+    [(plotly_url, sent, decoded)] = timing["plotly"]
+    assert "/static/vendor/plotly.min." in plotly_url and plotly_url.endswith(".js")  # hashed name
+    assert sent < decoded / 3, timing  # compressed on the wire (4.8 MB -> about 1.5 MB)
+    assert timing["load_ms"] < 20_000, timing
+    request = urllib.request.Request(plotly_url, headers={"Accept-Encoding": "gzip, deflate, br"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.headers["Content-Encoding"] == "gzip"
+        assert "max-age=315360000" in response.headers["Cache-Control"], response.headers["Cache-Control"]
+        assert "immutable" in response.headers["Cache-Control"], response.headers["Cache-Control"]
+        assert len(response.read()) == sent
+    css = page.evaluate("document.querySelector('link[rel=stylesheet]').href")
+    assert "/static/site." in css and css != f"{url}/static/site.css"  # hashed too

@@ -50,7 +50,7 @@ def server(tmp_path_factory):
     proc = subprocess.Popen([sys.executable, "manage.py", "runserver_with_worker", f"127.0.0.1:{port}"], cwd=ROOT,
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # collectstatic runs first (gzip of plotly.js)
     while time.monotonic() < deadline:
         try:
             urllib.request.urlopen(f"{url}/healthz", timeout=2)
