@@ -1,4 +1,4 @@
-"""The judge's output comparison on a large output, sliced (evaluator.compare.CHUNK) against one slice for the whole
+"""The judge's output comparison on a large output, sliced (problems/tolerance.py CHUNK) against one slice for the whole
 tensor (what the check did before slicing), side by side in one run:
 
     python benchmarks/compare_speed.py [--elements 150000000] [--dtype bfloat16] [--repeats 3]
@@ -18,7 +18,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from evaluator import compare  # noqa: E402
+from problems import tolerance as compare  # noqa: E402
 
 
 def timed(expected, actual, chunk: int, repeats: int) -> float:

@@ -7,6 +7,8 @@
     pkb submit DIR --model ... --protocol ... --attempts k --profile ... [--wait] [--json]   (the site's upload client)
     pkb publish ID [--yes]                                                 (list a submission on the leaderboard)
     pkb feedback open | PROBLEM FILE --session S | show S | link S SUBMISSION   (the agentic feedback loop)
+    pkb sandbox-check [--json]     what a candidate sandbox on this host would be (the site's worker asks before jobs)
+    pkb sweep DIR [--json]         kill what a killed judge left running under its temporary DIR (the site's worker)
 
 ``eval`` exits 0 whenever the evaluation ran, whatever the verdict; 2 for bad arguments.
 
@@ -186,6 +188,26 @@ def _selfcheck(args) -> int:
     return 0 if report["ok"] else 1
 
 
+def _sandbox_check(args) -> int:
+    """The host's sandbox support (evaluator/sandbox.py, host_support); the site's worker reads it through this
+    command, as it reads a judgement through ``eval``, so the site imports nothing of the judge but its schema."""
+    from evaluator import sandbox
+
+    support = sandbox.host_support()
+    print(json.dumps(support) if args.json else support["summary"])
+    return 0
+
+
+def _sweep(args) -> int:
+    """Kill what a judge killed before its own clean-up left under DIR (evaluator/processes.py, sweep_orphans)."""
+    from evaluator import processes
+
+    report = processes.sweep_orphans(args.directory)
+    print(json.dumps(report) if args.json else f"killed {report['killed_outliving']} processes, "
+                                                 f"removed {report['removed_files']} files")
+    return 0
+
+
 def _submit(argv: list[str]) -> int:
     from pkb_client import submit  # standard library (+ rich, lazily): part of the base install
 
@@ -253,6 +275,15 @@ def build_parser() -> argparse.ArgumentParser:
     psc.add_argument("--problems", default=None, help="ids, e.g. 1-29 or 1,2,13 (default: all implemented)")
     psc.add_argument("--no-nulls", action="store_true", help="skip the null answers (no communication, zeros, ...)")
     psc.set_defaults(func=_selfcheck)
+
+    pbox = sub.add_parser("sandbox-check", help="what a candidate sandbox on this host would be (one line, or JSON)")
+    pbox.add_argument("--json", action="store_true", help="print host_support() as JSON")
+    pbox.set_defaults(func=_sandbox_check)
+
+    psw = sub.add_parser("sweep", help="kill what a killed judge left running under its temporary directory")
+    psw.add_argument("directory", help="the killed judge's temporary directory (a worker's job or workspace dir)")
+    psw.add_argument("--json", action="store_true", help="print the counts as JSON")
+    psw.set_defaults(func=_sweep)
 
     # Their own parsers (pkb_client/submit.py, pkb_client/feedback.py) read the rest of the line.
     sub.add_parser("submit", help="upload a directory of candidates to a pkb-arena site (--wait: follow verdicts)",

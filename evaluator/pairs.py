@@ -28,24 +28,8 @@ import math
 import statistics
 from typing import Optional
 
-# Standard deviation of log(speedup) of one pair for identical code, GPU-paced calls on an H200: 0.0251 over the 167
-# single-pair A/A runs of run 4; 0.0305 pooled within the 31 eight-pair A/A runs of run 5 (248 pairs, the 15 problems
-# whose pairs strayed most in run 4 among them; benchmarks/runs/run5). The larger, rounded. One value serves both
-# rules: judge.PROCESS_NOISE_FLOOR (one pair) is exp(PAIR_Z x this) - 1. On CPU (never ranked) no calibration
-# exists: the empirical interval alone.
-PAIR_OFFSET_SD = {"cuda": 0.030, "cpu": 0.0}
-# One-sided z for the calibrated part: ~0.4% false "faster" per judged run if offsets are normal with that SD, i.e.
-# about one in 255 A/A runs (87 problems x 3).
-PAIR_Z = 2.65
-# Host-paced timings (judge.HOST_BOUND_NOISE_FLOOR): the host's pace differs between processes far more than GPU work
-# does; host-paced A/A runs on an H200 read 0.51x-1.73x (benchmarks/RESULTS.md runs 3-5).
-HOST_PACED_FLOOR = 0.50
-# How far one pair's interval is widened for its pair's offset (judge.PROCESS_NOISE_FLOOR). CUDA: the one-sided bound
-# from the calibration above (8.3%). CPU: wall-clock timing is host-paced by nature, so the host-paced floor; 5% once
-# let a candidate that only calls the public reference read "faster" on a loaded 2-core CI host (never ranked, but
-# shown on CPU leaderboards).
-ONE_PAIR_FLOOR = {"cuda": round(math.exp(PAIR_Z * PAIR_OFFSET_SD["cuda"]) - 1.0, 4), "cpu": HOST_PACED_FLOOR}
-MAX_PAIRS = 16  # Config.pairs and HardwareProfile.timing_pairs
+from evaluator.schema import HOST_PACED_FLOOR, MAX_PAIRS, ONE_PAIR_FLOOR, PAIR_OFFSET_SD, PAIR_Z  # noqa: F401
+
 # The cross-check (judge._crosscheck) is noisy per pair: in GPU run 6, 4 of 104 pairs of honest candidates exceeded
 # their allowance (never more than 2 of a run's 8); in run 7, 6 of 192 and, with both sides' spins made equal, 4 of 80
 # (unexplained time per pair then centred on 0, SD ~0.11 ms a call, against allowances of ~0.2 ms). With K pairs one

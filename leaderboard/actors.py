@@ -45,10 +45,10 @@ def check_sandbox(queues) -> dict:
     PKB_SANDBOX=required) would use it; elsewhere (the embedded default) says loudly what is missing."""
     from django.conf import settings
 
-    from evaluator import sandbox
+    from leaderboard import judge_commands
     from leaderboard.models import HardwareProfile
 
-    support = sandbox.host_support()
+    support = judge_commands.host_support()
     if support["complete"]:
         log.info("candidate sandbox: %s", support["summary"])
         return support

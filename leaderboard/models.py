@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluator.pairs import MAX_PAIRS
+from evaluator.schema import MAX_PAIRS
 
 VERDICTS = ("correct", "incorrect", "compile_error", "runtime_error", "timeout", "policy_violation", "infra_error")
 VERDICT_CHOICES = [(v, v.replace("_", " ")) for v in VERDICTS]
@@ -138,11 +138,16 @@ class ApiToken(models.Model):
         return scope in self.scopes
 
 
+# The submission protocols (docs/site.md): uploads, filters, plots and the API's enum all read this one list.
+ONE_SHOT, BEST_OF_K, AGENTIC = "one_shot", "best_of_k", "agentic_feedback"
+PROTOCOLS = (ONE_SHOT, BEST_OF_K, AGENTIC)
+
+
 class Submission(models.Model):
     PROTOCOLS = [
-        ("one_shot", "one-shot"),
-        ("best_of_k", "best-of-k"),
-        ("agentic_feedback", "agentic with feedback"),
+        (ONE_SHOT, "one-shot"),
+        (BEST_OF_K, "best-of-k"),
+        (AGENTIC, "agentic with feedback"),
     ]
     SELECTIONS = [
         ("first", "first attempt"),

@@ -8,6 +8,7 @@ command goes to this thread's long-lived judge instead (leaderboard/judge_servic
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import logging
@@ -29,8 +30,7 @@ from django.conf import settings
 from django.db import close_old_connections as _close_old_connections
 from django.db import connection
 
-from evaluator import processes
-from leaderboard import judge_service, services, workspace
+from leaderboard import judge_commands, judge_service, services, workspace
 from leaderboard.models import VERDICTS
 
 log = logging.getLogger("leaderboard.runner")
@@ -198,7 +198,7 @@ def _kill(process: subprocess.Popen, tmp: Path) -> int | None:
     except ProcessLookupError:
         pass
     status = process.wait()
-    report = processes.sweep_orphans(str(tmp))
+    report = judge_commands.sweep_orphans(str(tmp))
     if report["killed_outliving"]:
         log.warning("killed judge left %s processes behind in %s; killed", report["killed_outliving"], tmp)
     return status
@@ -231,6 +231,7 @@ def _work_root() -> str:
     with _workspace_lock:
         if _workspace is None:
             _workspace = workspace.claim(settings.PKB_WORK_DIR, WORKER_ID)
+            atexit.register(workspace.release, _workspace)  # a crash skips this: the next worker sweeps it
         return _workspace.path
 
 

@@ -6,6 +6,7 @@ pin the counts), and works on the materialised tables (LeaderboardEntry, Problem
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
 from collections import defaultdict
 
@@ -13,6 +14,7 @@ from django.conf import settings
 from django.core.exceptions import BadRequest
 from django.db.models import Count
 from django.http import Http404
+from django.utils import timezone
 
 from leaderboard.models import (
     INFRA_ERROR,
@@ -24,12 +26,12 @@ from leaderboard.models import (
     Problem,
     ProblemScore,
     ProblemStat,
+    QuotaCharge,
     Result,
     Submission,
 )
 from leaderboard.converters import ProblemKeyConverter
 from leaderboard.feedback import report
-from leaderboard.services import quota_usage
 
 PROTOCOL_ORDER = ["one_shot", "best_of_k", "agentic_feedback"]
 PROTOCOL_LABELS = dict(Submission.PROTOCOLS)
@@ -408,3 +410,16 @@ def quota_status(submitter) -> dict:
             "concurrent_left": max(0, limits["concurrent"] - usage["concurrent"]),
             "total_left": max(0, limits["total"] - usage["total"]),
             "next_daily_slot": oldest + timedelta(days=1) if oldest and usage["daily"] >= limits["daily"] else None}
+
+
+def quota_usage(submitter, now=None) -> dict:
+    """A submitter's live charges: in the rolling day, in total, and jobs queued or running (services.quota_reserve
+    checks them against the limits; the account page shows them)."""
+    now = now or timezone.now()
+    live = QuotaCharge.objects.filter(submitter=submitter, refunded_at__isnull=True)
+    return {
+        "daily": live.filter(created_at__gt=now - dt.timedelta(days=1)).count(),
+        "total": live.count(),
+        "concurrent": EvaluationJob.objects.filter(submitter=submitter,
+                                                   status__in=(EvaluationJob.QUEUED, EvaluationJob.RUNNING)).count(),
+    }

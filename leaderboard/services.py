@@ -4,7 +4,6 @@ Views, the API, the admin, the actors and the management commands stay thin and 
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import secrets
@@ -33,6 +32,7 @@ from leaderboard.models import (
     Submission,
     Submitter,
 )
+from leaderboard.selectors import quota_usage
 
 log = logging.getLogger("leaderboard.services")
 QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE,
@@ -200,16 +200,6 @@ def quota_reserve(submitter: Submitter, units: int, now=None) -> None:
                             f"total are used. Ask the staff for more.")
 
 
-def quota_usage(submitter: Submitter, now=None) -> dict:
-    now = now or timezone.now()
-    live = QuotaCharge.objects.filter(submitter=submitter, refunded_at__isnull=True)
-    return {
-        "daily": live.filter(created_at__gt=now - timedelta(days=1)).count(),
-        "total": live.count(),
-        "concurrent": EvaluationJob.objects.filter(submitter=submitter, status__in=(QUEUED, RUNNING)).count(),
-    }
-
-
 def _daily_free_at(submitter: Submitter, excess: int, now):
     """When ``excess`` charges of the rolling 24-hour window will have left it."""
     times = list(QuotaCharge.objects.filter(submitter=submitter, refunded_at__isnull=True,
@@ -228,35 +218,6 @@ def quota_refund(job: EvaluationJob) -> None:
 def upload_limits() -> uploads.Limits:
     return uploads.Limits(max_total_bytes=settings.PKB_MAX_UPLOAD_BYTES, max_file_bytes=settings.PKB_MAX_FILE_BYTES,
                           max_files=87 * settings.PKB_MAX_ATTEMPTS)
-
-
-def upload_size_check(uploaded) -> None:
-    """Refuse before reading: the sizes of uploaded files are known from the request."""
-    limit = settings.PKB_MAX_UPLOAD_BYTES
-    total = sum(f.size for f in uploaded)
-    if total > limit:
-        raise uploads.UploadRejected([uploads.UploadError("(upload)", "over_size",
-                                                          f"upload is {total:,} bytes; the limit is {limit:,} bytes")])
-
-
-def upload_files(files, form) -> list[tuple[str, bytes]]:
-    """(path, bytes) from a submission request: an archive (``files["archive"]``), or a directory's files
-    (``files.getlist("files")``) with their relative paths (``form["paths"]``, a JSON list filled by the page's JS;
-    the file names when it is missing or does not match). ``files``/``form``: the request's FILES and form data."""
-    uploaded = []
-    archive = files.get("archive")
-    chosen = files.getlist("files")
-    upload_size_check(([archive] if archive else []) + chosen)
-    if archive:
-        uploaded.append((archive.name, archive.read()))
-    try:
-        paths = json.loads(form.get("paths") or "[]")
-    except ValueError:
-        paths = []
-    if not isinstance(paths, list) or len(paths) != len(chosen):
-        paths = [f.name for f in chosen]
-    uploaded.extend((str(path), f.read()) for path, f in zip(paths, chosen))
-    return uploaded
 
 
 def upload_members(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:

@@ -1,10 +1,15 @@
-"""A cap on request bodies before Django reads them: multipart files otherwise stream to temporary files without
-any limit (DATA_UPLOAD_MAX_MEMORY_SIZE counts only the non-file fields). First in FILE_UPLOAD_HANDLERS."""
+"""Uploads at the HTTP edge: a cap on request bodies before Django reads them (multipart files otherwise stream to
+temporary files without any limit; DATA_UPLOAD_MAX_MEMORY_SIZE counts only the non-file fields; first in
+FILE_UPLOAD_HANDLERS), and the request's files turned into the plain (path, bytes) the services take."""
 from __future__ import annotations
+
+import json
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.files.uploadhandler import FileUploadHandler
+
+from leaderboard import uploads
 
 
 def body_limit() -> int:
@@ -30,3 +35,33 @@ class BoundedUploadHandler(FileUploadHandler):
 
     def file_complete(self, file_size):
         return None
+
+
+def upload_size_check(uploaded) -> None:
+    """Refuse before reading: the sizes of uploaded files are known from the request."""
+    limit = settings.PKB_MAX_UPLOAD_BYTES
+    total = sum(f.size for f in uploaded)
+    if total > limit:
+        raise uploads.UploadRejected([uploads.UploadError("(upload)", "over_size",
+                                                          f"upload is {total:,} bytes; the limit is {limit:,} bytes")])
+
+
+def request_files(files, form) -> list[tuple[str, bytes]]:
+    """(path, bytes) from a submission request: an archive (``files["archive"]``), or a directory's files
+    (``files.getlist("files")``) with their relative paths (``form["paths"]``, a JSON list filled by the page's JS;
+    the file names when it is missing or does not match). ``files``/``form``: the request's FILES and form data. The views convert here, so services.submission_create
+    takes plain (path, bytes) values."""
+    uploaded = []
+    archive = files.get("archive")
+    chosen = files.getlist("files")
+    upload_size_check(([archive] if archive else []) + chosen)
+    if archive:
+        uploaded.append((archive.name, archive.read()))
+    try:
+        paths = json.loads(form.get("paths") or "[]")
+    except ValueError:
+        paths = []
+    if not isinstance(paths, list) or len(paths) != len(chosen):
+        paths = [f.name for f in chosen]
+    uploaded.extend((str(path), f.read()) for path, f in zip(paths, chosen))
+    return uploaded

@@ -19,7 +19,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator import processes
+from leaderboard import judge_commands
 
 log = logging.getLogger("leaderboard.workspace")
 LOCK = ".lock"
@@ -52,6 +52,15 @@ def claim(root: Path | str, worker: str) -> Workspace:
     return Workspace(str(path), worker, fd)
 
 
+def release(space: Workspace) -> None:
+    """A worker's normal exit: its jobs' directories are gone already; remove its own, then let the lock go."""
+    shutil.rmtree(space.path, ignore_errors=True)
+    try:
+        os.close(space.lock_fd)
+    except OSError:
+        pass
+
+
 def recover_dead(root: Path | str, release=None) -> dict:
     """Sweep every directory of this host's dead workers: kill what still runs there (rank processes, daemons of its
     candidates' uids), remove it, and call ``release(worker_id)`` to end the dead worker's leases. Returns counts."""
@@ -76,7 +85,7 @@ def recover_dead(root: Path | str, release=None) -> dict:
                 worker = (path / OWNER).read_text().strip()
             except OSError:
                 worker = ""
-            swept = processes.sweep_orphans(str(path))
+            swept = judge_commands.sweep_orphans(str(path))
             report["workers"] += 1
             report["killed"] += swept["killed_outliving"]
             shutil.rmtree(path, ignore_errors=True)

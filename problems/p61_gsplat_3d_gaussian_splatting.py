@@ -164,7 +164,7 @@ def solution(means, quats, scales, opacities, colors, viewmats, Ks, image_width,
 
 def compare(expected, actual, W):
     """Ids exact, radii within +-1, conics at 5e-2, the rest at 1e-2; shapes and dtypes exact (see docstring)."""
-    from evaluator.compare import compare as compare_tensors
+    from problems.tolerance import compare as compare_tensors
 
     if not isinstance(actual, (tuple, list)) or len(actual) != 8:
         return f"expected an 8-tuple, got {type(actual).__name__}"

@@ -59,7 +59,7 @@ def solution(local_pos_scores, local_neg_scores, group=None):
 
 def compare(expected, actual, W):
     """PKB's check of the ranks: as numbers at atol = rtol = 1e-2; shape and dtype exact."""
-    from evaluator.compare import compare as compare_outputs
+    from problems.tolerance import compare as compare_outputs
 
     if type(actual) is not torch.Tensor or actual.shape != expected.shape or actual.dtype != expected.dtype:
         got = f"{actual.dtype} {tuple(actual.shape)}" if isinstance(actual, torch.Tensor) else type(actual).__name__

@@ -8,7 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard import selectors, services, uploads
+from leaderboard import selectors, services, upload_handlers, uploads
 from leaderboard.api import serializers as s
 from leaderboard.api.auth import scoped
 
@@ -89,7 +89,7 @@ class SubmissionList(APIView):
         fields = {key: value for key, value in upload.validated_data.items() if key in METADATA}
         try:
             submission = services.submission_create(submitter, fields,
-                                                    services.upload_files(request.FILES, request.data))
+                                                    upload_handlers.request_files(request.FILES, request.data))
         except uploads.UploadRejected as exc:
             return Response({"detail": "upload refused; nothing was stored",
                              "errors": [e.as_dict() for e in exc.errors]}, status=status.HTTP_400_BAD_REQUEST)

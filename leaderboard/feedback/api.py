@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 
 from leaderboard import selectors as site_selectors
 from leaderboard import services as site_services
+from leaderboard import upload_handlers
 from leaderboard.api.auth import scoped
 from leaderboard.api.parsers import JSONParser
 from leaderboard.api.serializers import AsciiIntegerField, Text
@@ -78,7 +79,7 @@ class FeedbackRunCreate(APIView):
         data = checked.validated_data
         upload = data.get("file")
         if upload is not None:
-            site_services.upload_size_check([upload])
+            upload_handlers.upload_size_check([upload])
             code, filename = upload.read(), data.get("filename") or upload.name
         else:
             code, filename = data.get("code"), data.get("filename") or ""

@@ -1,14 +1,14 @@
 """Reads of the feedback app shared by pages, the API and template tags; visibility rules live here and on models."""
 from __future__ import annotations
 
+from django.db.models import Count, F, Q, Sum
 from django.http import Http404
 
 from leaderboard import costs
-from leaderboard.feedback import services
 from leaderboard.feedback.models import FeedbackRun, FeedbackSession
-from leaderboard.models import LeaderboardEntry, Submission
+from leaderboard.models import AGENTIC, LeaderboardEntry, Submission
 
-AGENTIC = services.AGENTIC
+DONE = FeedbackRun.DONE
 
 
 def session_get(pk, user) -> FeedbackSession:
@@ -55,12 +55,12 @@ def run_dict(run: FeedbackRun, request=None) -> dict:
 
 def sessions_dicts(sessions: list[FeedbackSession]) -> list[dict]:
     """session_dict for a list, the metering totals of all in one query."""
-    totals = services.session_totals([s.pk for s in sessions])
+    totals = session_totals([s.pk for s in sessions])
     return [session_dict(s, with_runs=False, totals=totals) for s in sessions]
 
 
 def session_dict(session: FeedbackSession, with_runs: bool = True, totals: dict | None = None) -> dict:
-    totals = (totals if totals is not None else services.session_totals([session.pk])).get(
+    totals = (totals if totals is not None else session_totals([session.pk])).get(
         session.pk, {"runs": 0, "wall_ms": 0, "gpu_ms": 0, "rank_ms": 0})
     out = {
         "id": session.pk, "profile": session.profile.slug, "label": session.label, "open": session.is_open,
@@ -106,7 +106,7 @@ def pareto(profile, filters=None) -> dict:
         query = query.filter(attempts_k=filters.k)
     entries = list(query.values_list("submission_id", "protocol", "faster", "correct", "submission__model_name",
                                      "submission__feedback_runs"))
-    measured = services.measured_cost([sid for sid, protocol, *_ in entries if protocol == AGENTIC])
+    measured = measured_cost([sid for sid, protocol, *_ in entries if protocol == AGENTIC])
     unit = costs.unit(profile.device)
     points, unmetered = [], 0
     for sid, protocol, faster, correct, model, feedback_runs in entries:
@@ -130,4 +130,38 @@ def frontier(points: list[dict]) -> list[dict]:
         if p["faster"] > best:
             out.append(p)
             best = p["faster"]
+    return out
+
+
+def session_totals(session_ids) -> dict[int, dict]:
+    """Metering per session: runs that returned feedback, their wall and GPU milliseconds, and W x wall (rank_ms:
+    the GPU milliseconds on a GPU profile, rank milliseconds on a CPU one; leaderboard/costs.py) as exact integer
+    sums."""
+    rows = (FeedbackRun.objects.filter(session_id__in=list(session_ids), kind=FeedbackRun.FEEDBACK, status=DONE)
+            .values("session_id").annotate(n=Count("id"), wall=Sum("wall_ms"), gpu=Sum("gpu_ms"),
+                                           rank=Sum(F("wall_ms") * F("world_size"))))
+    return {r["session_id"]: {"runs": r["n"], "wall_ms": r["wall"] or 0, "gpu_ms": r["gpu"] or 0,
+                              "rank_ms": r["rank"] or 0} for r in rows}
+
+
+def measured_cost(submission_ids) -> dict[int, dict]:
+    """Per submission: the sum over its linked sessions (one query). Absent: no session linked."""
+    ids = list(submission_ids)
+    if not ids:
+        return {}
+    rows = (FeedbackSession.objects.filter(submission_id__in=ids).values("submission_id", "profile__device")
+            .annotate(n_sessions=Count("id", distinct=True),
+                      n_runs=Count("runs", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
+                      sum_wall=Sum("runs__wall_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
+                      sum_gpu=Sum("runs__gpu_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
+                      sum_rank=Sum(F("runs__wall_ms") * F("runs__world_size"),
+                                   filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE))))
+    out = {}
+    for r in rows:  # a link requires the session's profile to be the submission's: one device per submission
+        wall, gpu, rank = r["sum_wall"] or 0, r["sum_gpu"] or 0, r["sum_rank"] or 0
+        out[r["submission_id"]] = {"sessions": r["n_sessions"], "runs": r["n_runs"], "wall_ms": wall, "gpu_ms": gpu,
+                                   "wall_s": wall / 1000, "gpu_seconds": gpu / 1000, "gpu_hours": gpu / 3.6e6,
+                                   # device-seconds in the unit leaderboard/costs.py names (rank·s on CPU)
+                                   "device_seconds": rank / 1000,
+                                   "unit": costs.SHORT_UNIT[costs.unit(r["profile__device"])]}
     return out

@@ -13,18 +13,18 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import F
 from django.utils import timezone
 
 from leaderboard import costs
 from leaderboard.feedback import conf, report, seeds
 from leaderboard.feedback.models import FeedbackQuota, FeedbackRun, FeedbackSession, queue_for
-from leaderboard.models import Candidate, HardwareProfile, Problem, Submission, Submitter
+from leaderboard.feedback.selectors import measured_cost, session_totals  # noqa: F401 (reads live in selectors)
+from leaderboard.models import AGENTIC, Candidate, HardwareProfile, Problem, Submission, Submitter
 from leaderboard.services import NotAllowed, QuotaExceeded, resend_lost, send_quietly
 
 log = logging.getLogger("leaderboard.feedback")
 QUEUED, RUNNING, DONE, FAILED = FeedbackRun.QUEUED, FeedbackRun.RUNNING, FeedbackRun.DONE, FeedbackRun.FAILED
-AGENTIC = "agentic_feedback"
 MAX_SIDE = 65536
 
 
@@ -90,40 +90,6 @@ def session_link(session: FeedbackSession, submission: Submission, user) -> Feed
 def _owner_only(submitter: Submitter, user) -> None:
     if not (user and user.is_authenticated and (user.is_staff or submitter.user_id == user.pk)):
         raise NotAllowed("only the owner does that")
-
-
-def session_totals(session_ids) -> dict[int, dict]:
-    """Metering per session: runs that returned feedback, their wall and GPU milliseconds, and W x wall (rank_ms:
-    the GPU milliseconds on a GPU profile, rank milliseconds on a CPU one; leaderboard/costs.py) as exact integer
-    sums."""
-    rows = (FeedbackRun.objects.filter(session_id__in=list(session_ids), kind=FeedbackRun.FEEDBACK, status=DONE)
-            .values("session_id").annotate(n=Count("id"), wall=Sum("wall_ms"), gpu=Sum("gpu_ms"),
-                                           rank=Sum(F("wall_ms") * F("world_size"))))
-    return {r["session_id"]: {"runs": r["n"], "wall_ms": r["wall"] or 0, "gpu_ms": r["gpu"] or 0,
-                              "rank_ms": r["rank"] or 0} for r in rows}
-
-
-def measured_cost(submission_ids) -> dict[int, dict]:
-    """Per submission: the sum over its linked sessions (one query). Absent: no session linked."""
-    ids = list(submission_ids)
-    if not ids:
-        return {}
-    rows = (FeedbackSession.objects.filter(submission_id__in=ids).values("submission_id", "profile__device")
-            .annotate(n_sessions=Count("id", distinct=True),
-                      n_runs=Count("runs", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
-                      sum_wall=Sum("runs__wall_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
-                      sum_gpu=Sum("runs__gpu_ms", filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE)),
-                      sum_rank=Sum(F("runs__wall_ms") * F("runs__world_size"),
-                                   filter=Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=DONE))))
-    out = {}
-    for r in rows:  # a link requires the session's profile to be the submission's: one device per submission
-        wall, gpu, rank = r["sum_wall"] or 0, r["sum_gpu"] or 0, r["sum_rank"] or 0
-        out[r["submission_id"]] = {"sessions": r["n_sessions"], "runs": r["n_runs"], "wall_ms": wall, "gpu_ms": gpu,
-                                   "wall_s": wall / 1000, "gpu_seconds": gpu / 1000, "gpu_hours": gpu / 3.6e6,
-                                   # device-seconds in the unit leaderboard/costs.py names (rank·s on CPU)
-                                   "device_seconds": rank / 1000,
-                                   "unit": costs.SHORT_UNIT[costs.unit(r["profile__device"])]}
-    return out
 
 
 # --- quota -----------------------------------------------------------------------------------------------------------

@@ -1,0 +1,146 @@
+"""The import rules between the layers (docs/architecture.md), checked by walking every non-test module's imports
+with ``ast`` (lazy imports inside functions included). A failure names file:line of each forbidden import.
+
+- problems/ never imports the judge (evaluator), the site (leaderboard), the client or Django;
+- evaluator/ never imports the site or Django (the judge runs without them);
+- the site (leaderboard/) takes from the judge only ``evaluator.schema``, the torch-free contract; what else it needs
+  of the judge it asks the judge's command line (leaderboard/runner.py, leaderboard/judge_commands.py);
+- evaluator/schema.py imports the standard library only;
+- pkb_client/ (the ``pkb`` command's site client) is standard library (rich, lazily) and talks HTTP only;
+- selectors (reads) never import services (writes): services may read through selectors, not the other way;
+- services take plain values: no ``request`` parameter, no request attributes (FILES, POST, GET, META, COOKIES,
+  a QueryDict's getlist).
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("evaluator", "problems", "leaderboard", "pkb_client")
+THIRD_PARTY_ALLOWED_IN_CLIENT = {"rich"}
+REQUEST_ATTRIBUTES = {"FILES", "POST", "GET", "META", "COOKIES", "getlist"}  # getlist: a QueryDict's
+
+
+def modules() -> list[Path]:
+    found = []
+    for package in PACKAGES:
+        found += [p for p in sorted((ROOT / package).rglob("*.py")) if "__pycache__" not in p.parts]
+    return found
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(tree: ast.AST, name: str, is_package: bool) -> list[tuple[int, str]]:
+    """(line, module) for every import in ``tree``; ``from a import b`` yields a.b (b may be a module) and a."""
+    package = name if is_package else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            out.append((node.lineno, base))
+            out += [(node.lineno, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"]
+    return out
+
+
+def _under(module: str, *prefixes: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def violations_of(rel: str, source: str) -> list[str]:
+    """The forbidden imports (and request-taking services) of one module, as 'file:line: why'."""
+    path = ROOT / rel
+    tree = ast.parse(source, filename=rel)
+    name = module_name(path)
+    found, seen = [], set()
+
+    def bad(line: int, why: str) -> None:
+        rule = why.split(" imports ")[0]
+        if (line, rule) not in seen:  # ``from a.b import c`` yields a.b and a.b.c: one report per statement and rule
+            seen.add((line, rule))
+            found.append(f"{rel}:{line}: {why}")
+
+    for line, target in imports(tree, name, path.name == "__init__.py"):
+        top = target.split(".")[0]
+        if rel.startswith("problems/") and top in ("evaluator", "leaderboard", "pkb_client", "django"):
+            bad(line, f"problems/ imports {target} (problems never import the judge, the site or Django)")
+        if rel.startswith("evaluator/") and top in ("leaderboard", "django"):
+            bad(line, f"evaluator/ imports {target} (the judge never imports the site or Django)")
+        if rel == "evaluator/schema.py" and top not in sys.stdlib_module_names and top != "__future__":
+            bad(line, f"evaluator/schema.py imports {target} (the contract is standard library only)")
+        if rel.startswith("leaderboard/") and top == "evaluator" and not _under(target, "evaluator.schema"):
+            if target != "evaluator":  # ``from evaluator import schema`` also yields the bare package
+                bad(line, f"the site imports {target} (it takes only evaluator.schema from the judge)")
+            elif not isinstance(_node_at(tree, line), ast.ImportFrom):
+                bad(line, "the site imports the evaluator package (it takes only evaluator.schema from the judge)")
+        if rel.startswith("pkb_client/") and top not in sys.stdlib_module_names and top != "__future__" \
+                and not _under(target, "pkb_client") and top not in THIRD_PARTY_ALLOWED_IN_CLIENT:
+            bad(line, f"pkb_client/ imports {target} (the client is standard library and talks HTTP only)")
+        if rel.startswith("leaderboard/") and path.name == "selectors.py" and target.split(".")[-1] == "services":
+            bad(line, f"a selector imports {target} (reads never import writes)")
+    if rel.startswith("leaderboard/") and path.name == "services.py":
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [a.arg for a in node.args.args + node.args.kwonlyargs + node.args.posonlyargs]
+                if "request" in names:
+                    bad(node.lineno, f"service {node.name}() takes a request (services take plain values)")
+            if isinstance(node, ast.Attribute) and node.attr in REQUEST_ATTRIBUTES:
+                bad(node.lineno, f"a service reads request.{node.attr} (services take plain values)")
+    return found
+
+
+def _node_at(tree: ast.AST, line: int):
+    return next((n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno == line), None)
+
+
+def test_every_import_follows_the_layers():
+    paths = modules()
+    assert len(paths) > 150, "the walk found too few modules"
+    found = []
+    for path in paths:
+        rel = path.relative_to(ROOT).as_posix()
+        found += violations_of(rel, path.read_text())
+    assert not found, "forbidden imports:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("rel, source, expected", [
+    ("problems/p99_x.py", "def f():\n    from evaluator.compare import compare\n", "problems/p99_x.py:2"),
+    ("problems/p99_x.py", "from leaderboard import models\n", "problems/p99_x.py:1"),
+    ("evaluator/x.py", "import django.conf\n", "evaluator/x.py:1"),
+    ("evaluator/x.py", "from leaderboard.client import send\n", "evaluator/x.py:1"),
+    ("evaluator/schema.py", "import torch\n", "evaluator/schema.py:1"),
+    ("leaderboard/x.py", "from evaluator.pairs import MAX_PAIRS\n", "leaderboard/x.py:1"),
+    ("leaderboard/x.py", "from evaluator import processes\n", "leaderboard/x.py:1"),
+    ("leaderboard/x.py", "import evaluator\n", "leaderboard/x.py:1"),
+    ("leaderboard/selectors.py", "from leaderboard.services import quota_usage\n", "leaderboard/selectors.py:1"),
+    ("leaderboard/feedback/selectors.py", "from . import services\n", "leaderboard/feedback/selectors.py:1"),
+    ("leaderboard/services.py", "def upload(request):\n    pass\n", "leaderboard/services.py:1"),
+    ("leaderboard/services.py", "def upload(files):\n    return files.FILES\n", "leaderboard/services.py:2"),
+    ("pkb_client/x.py", "import leaderboard.feedback.report\n", "pkb_client/x.py:1"),
+    ("pkb_client/x.py", "import requests\n", "pkb_client/x.py:1"),
+])
+def test_the_walk_names_file_and_line_of_a_forbidden_import(rel, source, expected):
+    found = violations_of(rel, source)
+    assert len(found) == 1 and found[0].startswith(expected + ":"), found
+
+
+@pytest.mark.parametrize("rel, source", [
+    ("leaderboard/x.py", "from evaluator import schema\nfrom evaluator.schema import VERDICTS\n"),
+    ("leaderboard/selectors.py", "from leaderboard.models import Submission\n"),
+    ("evaluator/cli.py", "from pkb_client import submit\nimport problems\n"),
+    ("pkb_client/x.py", "import json\nfrom rich.progress import Progress\nfrom pkb_client.submit import send\n"),
+])
+def test_the_walk_allows_what_the_layers_allow(rel, source):
+    assert violations_of(rel, source) == []
