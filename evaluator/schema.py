@@ -78,3 +78,6 @@ HOST_PACED_FLOOR = 0.50
 # shown on CPU leaderboards).
 ONE_PAIR_FLOOR = {"cuda": round(math.exp(PAIR_Z * PAIR_OFFSET_SD["cuda"]) - 1.0, 4), "cpu": HOST_PACED_FLOOR}
 MAX_PAIRS = 16  # the most timing pairs: Config.pairs and HardwareProfile.timing_pairs
+
+# Which backends the judge can build: the same test for the judge's static checks and the site's uploads.
+from evaluator.backends import SUPPORTED_BACKENDS, unsupported_backend  # noqa: E402,F401

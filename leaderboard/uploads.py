@@ -25,6 +25,8 @@ import unicodedata
 import zipfile
 import zlib
 
+from evaluator import schema
+
 # \Z, not $: "$" also matches before a trailing newline. ASCII: \d would take any script's digits.
 ATTEMPT_DIR = re.compile(r"^attempt_(\d+)\Z", re.ASCII)
 BACKEND = re.compile(r"^[a-z][a-z0-9]*\Z")
@@ -556,6 +558,10 @@ def _candidate(path: str, data: bytes, stems: dict[str, int], limits: Limits,
         return None
     if "\x00" in code:
         errors.append(UploadError(path, "not_utf8", "contains NUL bytes"))
+        return None
+    unsupported = schema.unsupported_backend(path, code)
+    if unsupported:  # it could only ever be a compile_error: refused now, naming the backend and the supported ones
+        errors.append(UploadError(path, "unsupported_backend", unsupported))
         return None
     return CandidateFile(path=path, problem_id=stems[stem], stem=stem, backend=backend, attempt=attempt, code=code,
                          sha256=hashlib.sha256(data).hexdigest(), size=len(data))

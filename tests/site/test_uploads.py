@@ -51,6 +51,15 @@ def test_unknown_problem_name_is_refused_with_a_hint():
     refused({"helper.py": GOOD_1}, "unknown_problem")
 
 
+def test_a_backend_the_judge_cannot_build_is_refused_naming_it_and_the_supported_ones():
+    source = b"import torch\nfrom utils.parallelkittens_runtime import pk_allreduce\n" + GOOD_1
+    error = refused({"1_allreduce_pk.py": source}, "unsupported_backend")
+    assert error.file == "1_allreduce_pk.py" and "line 2" in error.message
+    assert "ParallelKittens" in error.message and "Triton" in error.message and "CUDA" in error.message
+    # Mentioned in a comment only: it runs.
+    assert parse({"1_allreduce_cuda.py": b"# unlike parallelkittens_runtime, plain torch\n" + GOOD_1}).files
+
+
 def test_duplicate_problem_in_one_attempt_is_refused():
     error = refused({"1_allreduce_cuda.py": GOOD_1, "1_allreduce_triton.py": GOOD_1}, "duplicate")
     assert "1_allreduce" in error.message

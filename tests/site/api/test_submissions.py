@@ -72,6 +72,8 @@ BAD = [
      {"protocol": "best_of_k", "attempts": "1"}, "over_budget", "attempt_2/1_allreduce_torch.py"),
     ("bad layout", {"1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1}, {}, "bad_layout",
      "1_allreduce_torch.py"),
+    ("unsupported backend", {"1_allreduce_pk.py": b"from utils.parallelkittens_runtime import *\n" + GOOD_1},
+     {"backend": "pk"}, "unsupported_backend", "1_allreduce_pk.py"),
 ]
 
 
