@@ -5,7 +5,8 @@ with ``ast`` (lazy imports inside functions included). A failure names file:line
 - evaluator/ never imports the site or Django (the judge runs without them);
 - the site (leaderboard/) takes from the judge only ``evaluator.schema``, the torch-free contract; what else it needs
   of the judge it asks the judge's command line (leaderboard/runner.py, leaderboard/judge_commands.py);
-- evaluator/schema.py imports the standard library only;
+- evaluator/schema.py, and every judge module it imports (the contract's closure), import the standard library only:
+  the site loads it without torch;
 - pkb_client/ (the ``pkb`` command's site client) is standard library (rich, lazily) and talks HTTP only;
 - selectors (reads) never import services (writes): services may read through selectors, not the other way;
 - services take plain values: no ``request`` parameter, no request attributes (FILES, POST, GET, META, COOKIES,
@@ -22,6 +23,25 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("evaluator", "problems", "leaderboard", "pkb_client")
 THIRD_PARTY_ALLOWED_IN_CLIENT = {"rich"}
+CONTRACT_ROOT = "evaluator/schema.py"
+
+
+def contract_closure(read=lambda rel: (ROOT / rel).read_text()) -> set[str]:
+    """evaluator/schema.py and the judge modules it imports, transitively (the files the site loads of the judge)."""
+    closure, todo = set(), [CONTRACT_ROOT, "evaluator/__init__.py"]  # importing a module runs its package's too
+    while todo:
+        rel = todo.pop()
+        if rel in closure:
+            continue
+        closure.add(rel)
+        for _line, target in imports(ast.parse(read(rel)), module_name(ROOT / rel), rel.endswith("__init__.py")):
+            if target.split(".")[0] == "evaluator":
+                for candidate in (target.replace(".", "/") + ".py", target.replace(".", "/") + "/__init__.py"):
+                    if (ROOT / candidate).is_file():
+                        todo.append(candidate)
+    return closure
+
+
 REQUEST_ATTRIBUTES = {"FILES", "POST", "GET", "META", "COOKIES", "getlist"}  # getlist: a QueryDict's
 
 
@@ -55,6 +75,10 @@ def imports(tree: ast.AST, name: str, is_package: bool) -> list[tuple[int, str]]
     return out
 
 
+CONTRACT = contract_closure()
+CONTRACT_MODULES = tuple(module_name(ROOT / rel) for rel in CONTRACT)
+
+
 def _under(module: str, *prefixes: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
@@ -78,8 +102,10 @@ def violations_of(rel: str, source: str) -> list[str]:
             bad(line, f"problems/ imports {target} (problems never import the judge, the site or Django)")
         if rel.startswith("evaluator/") and top in ("leaderboard", "django"):
             bad(line, f"evaluator/ imports {target} (the judge never imports the site or Django)")
-        if rel == "evaluator/schema.py" and top not in sys.stdlib_module_names and top != "__future__":
-            bad(line, f"evaluator/schema.py imports {target} (the contract is standard library only)")
+        if rel in CONTRACT and top not in sys.stdlib_module_names and top != "__future__" \
+                and not _under(target, *CONTRACT_MODULES):
+            bad(line, f"{rel} imports {target} (the contract, evaluator/schema.py and what it imports, is standard "
+                      f"library only)")
         if rel.startswith("leaderboard/") and top == "evaluator" and not _under(target, "evaluator.schema"):
             if target != "evaluator":  # ``from evaluator import schema`` also yields the bare package
                 bad(line, f"the site imports {target} (it takes only evaluator.schema from the judge)")
@@ -136,6 +162,11 @@ def test_the_walk_names_file_and_line_of_a_forbidden_import(rel, source, expecte
     assert len(found) == 1 and found[0].startswith(expected + ":"), found
 
 
+def test_the_contract_is_what_the_site_loads_of_the_judge():
+    assert {"evaluator/__init__.py", "evaluator/schema.py"} <= CONTRACT
+    assert "evaluator/judge.py" not in CONTRACT and "evaluator/pairs.py" not in CONTRACT
+
+
 @pytest.mark.parametrize("rel, source", [
     ("leaderboard/x.py", "from evaluator import schema\nfrom evaluator.schema import VERDICTS\n"),
     ("leaderboard/selectors.py", "from leaderboard.models import Submission\n"),
@@ -144,3 +175,11 @@ def test_the_walk_names_file_and_line_of_a_forbidden_import(rel, source, expecte
 ])
 def test_the_walk_allows_what_the_layers_allow(rel, source):
     assert violations_of(rel, source) == []
+
+
+def test_the_site_loads_the_contract_without_torch():
+    import subprocess
+
+    code = "import sys, evaluator.schema; print(sorted(m for m in ('torch', 'django', 'numpy') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
