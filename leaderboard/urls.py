@@ -8,6 +8,8 @@ from leaderboard import converters, views
 register_converter(converters.IdConverter, "id")
 register_converter(converters.ProblemKeyConverter, "problem")
 handler400 = "leaderboard.views.bad_request"
+handler404 = "leaderboard.views.not_found"
+handler500 = "leaderboard.views.server_error"
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -18,8 +20,10 @@ urlpatterns = [
     path("submissions/<id:pk>/status.json", views.submission_status, name="submission-status"),
     path("submissions/<id:pk>/publish", views.submission_publish, name="submission-publish"),
     path("submissions/<id:pk>/rerun", views.submission_rerun, name="submission-rerun"),
+    path("candidates/<id:pk>/", views.candidate_page, name="candidate"),
     path("candidates/<id:pk>/code", views.candidate_code, name="candidate-code"),
     path("results/<id:pk>.json", views.result_detail, name="result"),
+    path("results/<id:pk>/", views.result_logs_page, name="result-logs-page"),
     path("results/<id:pk>/logs", views.result_logs, name="result-logs"),
     path("submit/", views.submit, name="submit"),
     path("account/", views.account, name="account"),
@@ -28,6 +32,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("", include("leaderboard.feedback.urls")),  # feedback loop and profile runs (issue 10)
     path("api/v1/", include("leaderboard.api.urls")),
     path("admin/", admin.site.urls),

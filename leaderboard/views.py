@@ -147,18 +147,43 @@ def result_detail(request, pk):
     return JsonResponse(document, json_dumps_params={"indent": 1})
 
 
-def result_logs(request, pk):
-    """The bounded stdout/stderr tails of every rank, as text: the owner's until the submission is published."""
-    result = selectors.result_for_viewer(pk, request.user)
-    if not result.job.submission.code_visible_to(request.user):
-        raise Http404("logs are visible to the owner until the submission is published")
-    parts = [f"result {result.pk}: {result.verdict} - {result.message}"]
+def candidate_page(request, pk):
+    """The code of one candidate inside the site's page (navigation, the submission it belongs to, a raw link)."""
+    candidate = selectors.candidate_for_viewer(pk, request.user)
+    return render(request, "leaderboard/code.html", {"candidate": candidate, "submission": candidate.submission})
+
+
+def _log_sections(result) -> list[tuple[str, str]]:
+    sections = []
     for log in result.logs:
         where = f"{log.get('role', '?')} rank {log.get('rank')}"
         for stream in ("stdout", "stderr"):
             text = (log.get(stream) or "").rstrip()
             if text:
-                parts.append(f"--- {where} {stream} ---\n{text}")
+                sections.append((f"{where} {stream}", text))
+    return sections
+
+
+def _logs_result(request, pk):
+    result = selectors.result_for_viewer(pk, request.user)
+    if not result.job.submission.code_visible_to(request.user):
+        raise Http404("logs are visible to the owner until the submission is published")
+    return result
+
+
+def result_logs_page(request, pk):
+    """A result's verdict and its ranks' log tails inside the site's page: the owner's until published."""
+    result = _logs_result(request, pk)
+    return render(request, "leaderboard/logs.html", {"result": result, "submission": result.job.submission,
+                                                      "candidate": result.job.candidate,
+                                                      "sections": _log_sections(result)})
+
+
+def result_logs(request, pk):
+    """The bounded stdout/stderr tails of every rank, as text: the owner's until the submission is published."""
+    result = _logs_result(request, pk)
+    parts = [f"result {result.pk}: {result.verdict} - {result.message}"]
+    parts += [f"--- {where} ---\n{text}" for where, text in _log_sections(result)]
     response = HttpResponse("\n\n".join(parts) + "\n", content_type="text/plain; charset=utf-8")
     response["X-Content-Type-Options"] = "nosniff"
     return response
@@ -244,6 +269,32 @@ def bad_request(request, exception=None):
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": message, "errors": errors}, status=status)
     return render(request, "leaderboard/bad_request.html", {"message": message, "errors": errors}, status=status)
+
+
+def not_found(request, exception=None):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return render(request, "404.html", {"path": request.path}, status=404)
+
+
+def server_error(request):
+    """handler500: no database, no context processors (whatever failed may fail again)."""
+    from django.template import loader
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Server error: the operator's log has the details."}, status=500)
+    try:
+        body = loader.get_template("500.html").render()
+    except Exception:  # the error page itself must not fail
+        body = "Server error: the operator's log has the details."
+    return HttpResponse(body, status=500)
+
+
+def favicon(request):
+    """Browsers that ask for /favicon.ico get the page's icon (its hashed name is known only once collected)."""
+    from django.templatetags.static import static
+
+    return redirect(static("favicon.svg"))
 
 
 # --- health -----------------------------------------------------------------------------------------------

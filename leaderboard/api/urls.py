@@ -1,10 +1,14 @@
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from leaderboard.api import views
 
 urlpatterns = [
+    path("", views.ApiRoot.as_view(), name="api-root"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Swagger UI from the site's own static files (drf-spectacular-sidecar), its set-up script a separate file
+    # (the split view), so the CSP's script-src 'self' holds.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("profiles/", views.ProfileList.as_view(), name="api-profiles"),
     path("problems/", views.ProblemList.as_view(), name="api-problems"),
     path("problems/<problem:key>/", views.ProblemDetail.as_view(), name="api-problem"),
