@@ -286,7 +286,7 @@ def _static_checks(source: Optional[str], cfg: Config, filename: str = "") -> Op
     return None
 
 
-PUBLIC_SEED_BIT = 1 << 62  # set in every published seed; never in a seed the judge draws (getrandbits(62))
+PUBLIC_SEED_BIT = schema.PUBLIC_SEED_BIT  # set in every published seed; never in a seed the judge draws
 
 
 def _seeds(cfg: Config) -> list[int]:

@@ -58,6 +58,13 @@ FLAG_UNRANKED_DEVICE = "unranked_device"
 FLAG_DTYPE_DIFFERS = "dtype_differs"
 # The candidate ran without every sandbox layer (a development host): nothing it did can be trusted to rank.
 FLAG_UNSANDBOXED = "unsandboxed"
+FLAGS = (FLAG_TIMING_CROSSCHECK, FLAG_FASTER_THAN_LIGHT, FLAG_UNRANKED_DEVICE, FLAG_DTYPE_DIFFERS, FLAG_UNSANDBOXED)
+# Flags that question only the timing: on an unranked (CPU) profile the correctness verdict stands beside them.
+TIMING_FLAGS = (FLAG_TIMING_CROSSCHECK, FLAG_FASTER_THAN_LIGHT, FLAG_UNRANKED_DEVICE)
+
+# Set in every published (public) trial seed, never in a seed the judge draws (getrandbits(62)): feedback runs'
+# seeds and ranking seeds are disjoint by construction (leaderboard/feedback/seeds.py).
+PUBLIC_SEED_BIT = 1 << 62
 
 # Timing limits the site shows and enforces (evaluator/pairs.py uses them; the site reads them from here).
 # Standard deviation of log(speedup) of one pair for identical code, GPU-paced calls on an H200: 0.0251 over the 167

@@ -10,12 +10,10 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluator.schema import MAX_PAIRS
+from evaluator.schema import CORRECT, INFRA_ERROR, MAX_PAIRS, VERDICTS
+from leaderboard.uploads import AGENTIC, BEST_OF_K, ONE_SHOT, PROTOCOLS  # noqa: F401 (the one protocol list)
 
-VERDICTS = ("correct", "incorrect", "compile_error", "runtime_error", "timeout", "policy_violation", "infra_error")
 VERDICT_CHOICES = [(v, v.replace("_", " ")) for v in VERDICTS]
-INFRA_ERROR = "infra_error"
-CORRECT = "correct"
 
 
 class Problem(models.Model):
@@ -136,11 +134,6 @@ class ApiToken(models.Model):
 
     def has_scope(self, scope: str) -> bool:
         return scope in self.scopes
-
-
-# The submission protocols (docs/site.md): uploads, filters, plots and the API's enum all read this one list.
-ONE_SHOT, BEST_OF_K, AGENTIC = "one_shot", "best_of_k", "agentic_feedback"
-PROTOCOLS = (ONE_SHOT, BEST_OF_K, AGENTIC)
 
 
 class Submission(models.Model):

@@ -16,7 +16,9 @@ from django.db.models import Count
 from django.http import Http404
 from django.utils import timezone
 
+from evaluator import schema
 from leaderboard.models import (
+    PROTOCOLS,
     INFRA_ERROR,
     ApiToken,
     Candidate,
@@ -33,7 +35,7 @@ from leaderboard.models import (
 from leaderboard.converters import ProblemKeyConverter
 from leaderboard.feedback import report
 
-PROTOCOL_ORDER = ["one_shot", "best_of_k", "agentic_feedback"]
+PROTOCOL_ORDER = list(PROTOCOLS)
 PROTOCOL_LABELS = dict(Submission.PROTOCOLS)
 SORTS = {
     "correct": ("-correct", "-faster", "-geomean_speedup", "submission_id"),
@@ -287,11 +289,11 @@ def submission_grid(submission: Submission) -> list[dict]:
 def _attempt_cell(candidate_id: int, attempt: int, job, results) -> dict:
     """One attempt: its job's status and the current run's final result (infra errors are retries, not verdicts)."""
     history = results.get((job[0], job[3]), []) if job else []
-    final = next((r for r in reversed(history) if r[3] != "infra_error"), None)
+    final = next((r for r in reversed(history) if r[3] != schema.INFRA_ERROR), None)
     return {"candidate_id": candidate_id, "attempt": attempt, "judged": job is not None,
             "status": final[3] if final else (job[2] if job else "not_judged"),
             "result_id": final[0] if final else None, "message": final[4] if final else "",
-            "flags": final[5] if final else [], "retries": sum(1 for r in history if r[3] == "infra_error"),
+            "flags": final[5] if final else [], "retries": sum(1 for r in history if r[3] == schema.INFRA_ERROR),
             # Timing pairs whose cross-check was suspect, left out of the speedup (evaluator/pairs.py, triage).
             "set_aside": len(final[6]) if final and isinstance(final[6], list) else 0,
             "timing_note": _timing_note(final),
@@ -303,7 +305,7 @@ def _timing_note(final) -> str:
     not called faster; or nothing."""
     if not final:
         return ""
-    if "timing_crosscheck" in (final[5] or []) and isinstance(final[7], dict):
+    if schema.FLAG_TIMING_CROSSCHECK in (final[5] or []) and isinstance(final[7], dict):
         return report.crosscheck_line(final[7], final[8] if isinstance(final[8], dict) else None)
     return report.withheld_line({"reference_blocks_spun_short": final[9] if isinstance(final[9], list) else None,
                                  "reference_spun_short_pairs": final[10] if isinstance(final[10], list) else None})

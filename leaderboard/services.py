@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from evaluator import schema
 from leaderboard import uploads
 from leaderboard.broker import send_job
 from leaderboard.models import (
@@ -614,7 +615,7 @@ def _score_fill(score: ProblemScore, submission: Submission, attempts: list[dict
     score.speedup_hi = result.speedup_hi if result else None
 
 
-TIMING_FLAGS = {"timing_crosscheck", "faster_than_light", "unranked_device"}
+TIMING_FLAGS = set(schema.TIMING_FLAGS)
 
 
 def _counts_correct(result: Result, ranked: bool) -> bool:
@@ -623,7 +624,7 @@ def _counts_correct(result: Result, ranked: bool) -> bool:
     (a development host without the whole sandbox: shown on every page, and ranked profiles never run that way)."""
     if result.verdict != CORRECT:
         return False
-    return not result.flags or (not ranked and set(result.flags) <= TIMING_FLAGS | {"unsandboxed"})
+    return not result.flags or (not ranked and set(result.flags) <= TIMING_FLAGS | {schema.FLAG_UNSANDBOXED})
 
 
 def _status(chosen: dict | None) -> str:

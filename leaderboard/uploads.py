@@ -588,7 +588,9 @@ def _check_duplicates(files: list[CandidateFile], errors: list[UploadError]) -> 
 
 # --- metadata -------------------------------------------------------------------------------------------------------
 
-PROTOCOLS = ("one_shot", "best_of_k", "agentic_feedback")
+# The submission protocols (docs/site.md): the one list that models' choices, filters, plots and the API read.
+ONE_SHOT, BEST_OF_K, AGENTIC = "one_shot", "best_of_k", "agentic_feedback"
+PROTOCOLS = (ONE_SHOT, BEST_OF_K, AGENTIC)
 SELECTIONS = ("first", "last", "best_measured", "self_selected")
 DEFAULT_SELECTION = {"one_shot": "first", "best_of_k": "best_measured", "agentic_feedback": "last"}
 PROTOCOL_ALIASES = {"one-shot": "one_shot", "oneshot": "one_shot", "best-of-k": "best_of_k",

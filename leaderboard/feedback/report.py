@@ -21,6 +21,8 @@ formula). Reference logs are never included.
 """
 from __future__ import annotations
 
+from evaluator import schema
+
 # The text renderers live with the client (standard library), so the site's run page and ``pkb feedback`` agree.
 from pkb_client.report import crosscheck_line, first_line, text, withheld_line  # noqa: F401
 
@@ -49,13 +51,13 @@ def build(document: dict, wall_ms: int, gpu_ms: int, seeds: list[int]) -> dict:
 def compile_log(document: dict) -> dict:
     ranks = [{k: log.get(k) for k in LOG_FIELDS} for log in document.get("logs") or []
              if isinstance(log, dict) and log.get("role") == "candidate"]
-    return {"message": document.get("message", "") if document.get("verdict") != "correct" else "", "ranks": ranks}
+    return {"message": document.get("message", "") if document.get("verdict") != schema.CORRECT else "", "ranks": ranks}
 
 
 def mismatch(document: dict) -> dict | None:
     """Where the first wrong trial went wrong, rank by rank, and by how much."""
     for trial in document.get("trials") or []:
-        if trial.get("verdict") == "correct":
+        if trial.get("verdict") == schema.CORRECT:
             continue
         ranks = [{k: r.get(k) for k in ("rank", "ok", "where", "max_abs_error", "max_rel_error",
                                          "first_mismatch_index", "message")} for r in trial.get("ranks") or []]
@@ -65,7 +67,7 @@ def mismatch(document: dict) -> dict | None:
             if key in trial:
                 out[key] = trial[key]
         return out
-    if document.get("verdict") == "incorrect":  # e.g. a timed call's kept output was wrong
+    if document.get("verdict") == schema.INCORRECT:  # e.g. a timed call's kept output was wrong
         return {"trial": None, "seed": None, "ranks": [], "failing_ranks": [], "message": document.get("message")}
     return None
 

@@ -1,6 +1,6 @@
 """Public seeds: the fixed, published trial seeds of feedback runs, and why they never mix with ranking seeds.
 
-Every public seed has bit 62 set (``evaluator.judge.PUBLIC_SEED_BIT``) and is derived from the problem id alone, so
+Every public seed has bit 62 set (``evaluator.schema.PUBLIC_SEED_BIT``) and is derived from the problem id alone, so
 anyone can recompute the list (``GET /api/v1/feedback/seeds/<problem>/``, ``pkb feedback seeds PROBLEM``) and
 reproduce a feedback run locally with ``pkb eval ... --seeds a,b,c``. The seeds of leaderboard jobs are drawn by the
 judge itself from the operating system's randomness (``random.SystemRandom().getrandbits(62)``): a secret, fresh per
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 
-PUBLIC_SEED_BIT = 1 << 62  # the same constant as evaluator.judge.PUBLIC_SEED_BIT (which imports torch)
+from evaluator.schema import PUBLIC_SEED_BIT
 COUNT = 8  # per problem: up to 7 trials and the re-check after timing
 NAMESPACE = "pkb-arena/feedback/public-seeds/v1"
 

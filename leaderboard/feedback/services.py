@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from evaluator import schema
 from leaderboard import costs
 from leaderboard.feedback import conf, report, seeds
 from leaderboard.feedback.models import FeedbackQuota, FeedbackRun, FeedbackSession, queue_for
@@ -265,8 +266,8 @@ def run_finish(run_id: int, worker: str, document: dict, trace_gz: bytes | None 
         if run is None or run.status != RUNNING or run.lease_owner != worker:
             log.warning("feedback run %s: result from %s dropped (lease not held)", run_id, worker)
             return None
-        if document.get("verdict") == "infra_error":
-            return _infra_failure(run, document.get("message", "infra_error"))
+        if document.get("verdict") == schema.INFRA_ERROR:
+            return _infra_failure(run, document.get("message", schema.INFRA_ERROR))
         wall_ms = max(0, round(float(document.get("wall_s") or 0.0) * 1000))
         gpu_ms = run.world_size * wall_ms if run.device == "cuda" else 0
         profile = document.get("profile") if isinstance(document.get("profile"), dict) else None
@@ -300,7 +301,7 @@ def run_refused(run_id: int, worker: str, message: str) -> FeedbackRun | None:
 
 
 def run_infra_error(run_id: int, worker: str, message: str) -> FeedbackRun | None:
-    return run_finish(run_id, worker, {"verdict": "infra_error", "message": message})
+    return run_finish(run_id, worker, {"verdict": schema.INFRA_ERROR, "message": message})
 
 
 def _infra_failure(run: FeedbackRun, message: str) -> FeedbackRun:

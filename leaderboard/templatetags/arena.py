@@ -1,9 +1,11 @@
 from django import template
 
+from evaluator import schema
+
 register = template.Library()
 
-GOOD = {"correct"}
-BAD = {"incorrect", "compile_error", "runtime_error", "timeout", "policy_violation"}
+GOOD = {schema.CORRECT}
+BAD = set(schema.CANDIDATE_FAULTS)
 
 
 @register.filter
