@@ -95,7 +95,7 @@ def harvest(entry_key: Optional[str], build_dir: str) -> bool:
 def report(build_dir: str) -> dict:
     """What the candidate's ranks said about their builds (informational: written by the candidate's processes)."""
     path = os.path.join(build_dir, LOG_NAME)
-    compiled, loaded, seconds = 0, 0, 0.0
+    compiled, loaded, failed, seconds = 0, 0, 0, 0.0
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as f:
@@ -105,14 +105,16 @@ def report(build_dir: str) -> dict:
     for line in data.splitlines():
         try:
             entry = json.loads(line)
+            if entry.get("failed"):
+                failed += 1
             if entry.get("compiled"):
                 compiled += 1
                 seconds += max(0.0, min(float(entry.get("seconds", 0.0)), 86400.0))
-            else:
+            elif not entry.get("failed"):
                 loaded += 1
         except (ValueError, TypeError, AttributeError):
             continue
-    return {"compiled": compiled, "loaded_built": loaded, "compile_s": round(seconds, 3)}
+    return {"compiled": compiled, "loaded_built": loaded, "failed": failed, "compile_s": round(seconds, 3)}
 
 
 def _has_build(build_dir: str) -> bool:

@@ -51,3 +51,14 @@ def test_the_cache_keeps_regular_files_only_and_within_bounds(tmp_path, monkeypa
     assert not (kept / "secret").exists() and not (tmp_path / "cache" / "k" / "builds.log").exists()
     monkeypatch.setattr(builds, "ENTRY_LIMIT_BYTES", 2)
     assert not builds.harvest("k2", str(build)) and not (tmp_path / "cache" / "k2").exists()
+
+
+def test_a_build_that_fails_is_compiled_once_and_every_rank_reports_its_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PKB_BUILD_CACHE", str(tmp_path / "cache"))
+    broken = CANDIDATE.parent / "broken_build.py"
+    result = judge.evaluate(1, str(broken), 2, "cpu", **OPTIONS)
+    assert result["verdict"] == schema.COMPILE_ERROR, result["message"]
+    assert "undeclared_offset" in result["message"]
+    # One rank compiled and failed; the other took the recorded failure instead of compiling the same error again.
+    assert result["build"]["compiled"] == 1 and result["build"]["failed"] == 2, result["build"]
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())  # nothing built, kept

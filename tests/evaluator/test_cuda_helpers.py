@@ -85,9 +85,14 @@ def test_a_build_failure_raises_build_error_with_the_log(monkeypatch, tmp_path):
     with pytest.raises(messages.BuildError) as info:
         compile_cuda_extension("k", cpp_source="x")
     assert str(info.value) == "Error building extension 'k'" and "expected ';'" in info.value.log
+    # The same sources again (another rank, or a retry in the process): the recorded failure, not a second build.
+    monkeypatch.setattr(cpp_extension, "load_inline", lambda **kw: pytest.fail("compiled the same error twice"))
+    with pytest.raises(messages.BuildError) as again:
+        compile_cuda_extension("k", cpp_source="x")
+    assert "expected ';'" in again.value.log
     monkeypatch.setattr(cpp_extension, "load_inline", lambda **kw: (_ for _ in ()).throw(RuntimeError("other")))
     with pytest.raises(RuntimeError, match="other") as other:
-        compile_cuda_extension("k", cpp_source="x")
+        compile_cuda_extension("k", cpp_source="y")
     assert not isinstance(other.value, messages.BuildError)  # not a build failure: left as it was
 
 

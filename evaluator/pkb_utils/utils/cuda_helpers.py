@@ -58,11 +58,11 @@ def _fingerprint(name: str, texts: Sequence[str], functions, options: dict) -> s
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def _log(name: str, compiled: bool, seconds: float) -> None:
+def _log(name: str, compiled: bool, seconds: float, failed: bool = False) -> None:
     path = os.environ.get("PKB_BUILD_LOG")
     if not path:
         return
-    line = json.dumps({"name": name, "compiled": compiled, "seconds": round(seconds, 3),
+    line = json.dumps({"name": name, "compiled": compiled, "failed": failed, "seconds": round(seconds, 3),
                        "rank": os.environ.get("RANK")})
     try:
         with open(path, "a") as f:
@@ -88,6 +88,36 @@ def _built(build_dir: str, fingerprint: str):
     return cpp_extension._import_module_from_library(module, build_dir, True)
 
 
+FAILED = ".pkb-build-failed.json"
+
+
+def _failed(build_dir: str, fingerprint: str) -> Optional[str]:
+    try:
+        with open(os.path.join(build_dir, FAILED)) as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict) and record.get("fingerprint") == fingerprint:
+        return str(record.get("error", ""))
+    return None
+
+
+def _record_failure(build_dir: str, fingerprint: str, name: str, exc: BaseException) -> None:
+    if isinstance(exc, subprocess.CalledProcessError):
+        log = "\n".join(x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
+                        for x in (exc.output, exc.stderr) if x)
+        error = f"Error building extension '{name}': {log}"
+    elif str(exc).startswith("Error building extension"):
+        error = str(exc)
+    else:
+        return  # not a build failure (the module's own import error, say): nothing to share
+    try:
+        with open(os.path.join(build_dir, FAILED), "w") as f:
+            json.dump({"fingerprint": fingerprint, "error": error[-200_000:]}, f)
+    except OSError:
+        pass
+
+
 def _build_once(name: str, build_dir: str, fingerprint: str, build):
     """Under the directory's lock: the module already built there, or ``build()`` and record it."""
     began = time.monotonic()
@@ -97,7 +127,16 @@ def _build_once(name: str, build_dir: str, fingerprint: str, build):
         if module is not None:
             _log(name, False, time.monotonic() - began)
             return module
-        module = build()
+        failed = _failed(build_dir, fingerprint)
+        if failed:  # another rank's build of the same sources failed: the same error, without compiling again
+            _log(name, False, time.monotonic() - began, failed=True)
+            raise RuntimeError(failed)
+        try:
+            module = build()
+        except (subprocess.CalledProcessError, RuntimeError) as exc:
+            _record_failure(build_dir, fingerprint, name, exc)
+            _log(name, True, time.monotonic() - began, failed=True)
+            raise
         if isinstance(getattr(module, "__file__", None), str) and module.__file__.endswith(".so"):
             with open(os.path.join(build_dir, MARKER), "w") as f:
                 json.dump({"fingerprint": fingerprint,
