@@ -1,7 +1,9 @@
 """Re-judge stored A/A runs (``judge_gpu.py aa --out``) and sensitivity runs (``sensitivity --out``) under the interval
 and cross-check rules in force now.
 
-    python benchmarks/aa_rules.py benchmarks/runs/run5/aa_*.json benchmarks/runs/run6/sensitivity_*.json
+    python benchmarks/aa_rules.py 'benchmarks/calibration/run5.json:aa_*.json' 'benchmarks/calibration/run6.json:sensitivity_*.json'
+
+It reads the compact calibration record (benchmarks/calibration_record.py) or a raw document just written.
 
 With several sensitivity files it also pools their counts and prints each rate's exact one-sided 95% lower bound;
 for A/A files, the spread of the stored speedups.
@@ -20,6 +22,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+from calibration_record import documents  # noqa: E402
 from evaluator import judge, pairs  # noqa: E402
 
 
@@ -138,8 +141,7 @@ def main(paths: list[str]) -> int:
     print(f"rules: one pair widened by {judge.PROCESS_NOISE_FLOOR['cuda']:.2%} (host-bound "
           f"{judge.HOST_BOUND_NOISE_FLOOR:.0%}); pairs: offset SD {pairs.PAIR_OFFSET_SD['cuda']}, z {pairs.PAIR_Z}")
     probes = []
-    for path in paths:
-        doc = json.loads(pathlib.Path(path).read_text())
+    for path, doc in documents(paths):
         if "rows" in doc:
             print(path, json.dumps(dict(summarise(doc["rows"]), spread=aa_spread(doc["rows"]))))
         else:

@@ -1,6 +1,8 @@
 """Re-judge the spun blocks' cross-check (judge._crosscheck) on stored GPU runs with the noise term in the code now.
 
-    python benchmarks/crosscheck_rules.py benchmarks/runs/run9/*.json
+    python benchmarks/crosscheck_rules.py benchmarks/calibration/run9.json
+
+It reads the compact calibration record (benchmarks/calibration_record.py) or a raw document just written.
 
 Every stored cross-check keeps each block's wall and reported median per call and the allowance then in force, so
 the reference's own spread (judge.crosscheck_noise_ms) can be tried on old runs without a GPU. The allowance here is
@@ -11,12 +13,12 @@ were. Prints, per
 file, how many honest cross-checks (A/A rows and every pair of them, sensitivity pairs, set-aside pairs) were suspect
 then and would be now, and how many judged results a one-pair run would flag (every try suspect).
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from calibration_record import documents  # noqa: E402
 from evaluator import judge  # noqa: E402
 
 
@@ -52,8 +54,7 @@ def results_of(doc: dict):
 
 def main(paths: list[str]) -> None:
     totals = {"checks": 0, "then": 0, "now": 0}
-    for path in paths:
-        doc = json.loads(Path(path).read_text())
+    for path, doc in documents(paths):
         checks = then = now = 0
         flagged_now, named = [], []
         for name, tries, spins in results_of(doc):

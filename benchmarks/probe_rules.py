@@ -1,17 +1,19 @@
 """Re-judge the probe check (judge._probe_check) on stored GPU runs with the rule in the code now.
 
-    python benchmarks/probe_rules.py benchmarks/runs/run8/call2_aa.json benchmarks/runs/run8/call*_sensitivity.json
+    python benchmarks/probe_rules.py benchmarks/calibration/run8.json:call2_aa.json 'benchmarks/calibration/run8.json:call*_sensitivity.json'
+
+It reads the compact calibration record (benchmarks/calibration_record.py) or a raw document just written.
 
 Every stored probe keeps each block's wall per call, its excess, its share and its call count, so a new allowance can
 be tried on old runs without a GPU. Prints, per file, how many honest probes (A/A rows, sensitivity pairs, set-aside
 pairs included) the rule would call suspect, which ones, and the pooled verdict of each multi-pair run.
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from calibration_record import documents  # noqa: E402
 from evaluator import judge, pairs  # noqa: E402
 
 
@@ -41,8 +43,8 @@ def probes_of(doc: dict):
 
 def main(paths: list[str]) -> None:
     total = suspect_total = 0
-    for path in paths:
-        runs = [(name, [rejudge(p) for p in probes]) for name, probes in probes_of(json.loads(Path(path).read_text()))]
+    for path, doc in documents(paths):
+        runs = [(name, [rejudge(p) for p in probes]) for name, probes in probes_of(doc)]
         suspect = [(name, p["excess_ms"], p["allowance_ms"]) for name, probes in runs for p in probes if p["suspect"]]
         count = sum(len(probes) for _, probes in runs)
         pooled = [(name, pairs.probe_pooled([{"crosscheck": {"probe": p}} for p in probes], "cuda"))
