@@ -22,7 +22,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from calibration_record import documents  # noqa: E402
+from benchmarks.calibration_record import documents  # noqa: E402
 from evaluator import judge, pairs  # noqa: E402
 
 

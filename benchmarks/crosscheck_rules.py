@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calibration_record import documents  # noqa: E402
+from benchmarks.calibration_record import documents  # noqa: E402
 from evaluator import judge  # noqa: E402
 
 

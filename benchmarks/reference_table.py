@@ -1,4 +1,4 @@
-"""The reference-time table of benchmarks/RESULTS.md from the JSON of one or more ``judge_gpu.py overhead`` runs.
+"""The reference-time table of docs/calibration.md from the JSON of one or more ``judge_gpu.py overhead`` runs.
 
     python3 benchmarks/reference_table.py RUN1/overhead.json RUN2/overhead.json ...
 
@@ -30,7 +30,7 @@ def cell(row: dict) -> str:
         return f"| {row['id']} | {name} | {row['verdict']} | |"
     mark = " **F**" if row["faster"] else ("" if row["contains_1"] else " *m*")
     low, high = row["ci"]
-    ref_ms = row.get("reference_ms", row.get("ref_ms"))  # run 3's files (RESULTS.md) name it ref_ms
+    ref_ms = row.get("reference_ms", row.get("ref_ms"))  # run 3's files (docs/calibration.md) name it ref_ms
     return f"| {row['id']} | {name} | {ref_ms:.4g} | {row['speedup']:.3f} [{low:.3f}, {high:.3f}]{mark} |"
 
 

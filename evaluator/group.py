@@ -166,7 +166,7 @@ class RankGroup:
         (it can neither watch the reference's files nor compete with it; daemons of its uid are stopped too). For
         any group it is also fairness: an idle group's background threads (NCCL's proxy and watchdog) share the
         CPU cores of the running one's ranks, and stopping only the candidate's slowed the candidate's host side
-        alone (A/A on an H200, benchmarks/RESULTS.md run 3)."""
+        alone (A/A on an H200; docs/calibration.md, history)."""
         if self.closed or self.held:
             return
         if self.sandbox is not None and self.sandbox.enabled:

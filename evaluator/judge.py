@@ -71,12 +71,12 @@ class Config:
     profile_dir: Optional[str] = None  # profile mode: torch profiler traces of both groups (evaluator/profiling.py)
     # Time in this many fresh process pairs and combine them (evaluator/pairs.py); 1: one pair, the 8.3% floor.
     pairs: int = 1
-    # An experiment (benchmarks/judge_gpu.py aa --replace-memory): each timing block's data placed anew in device memory
+    # A calibration switch (docs/calibration.md): each timing block's data placed anew in device memory
     # (rank_worker.REPLACE_PAD_BYTES). Off until a GPU run has shown what it does to the pairs' offsets.
     replace_memory: bool = False
-    # Pairs 2..K: the first pair's per-call estimate. Their single trial is each process's first call (cold: 1.8 ms
-    # for a 0.1 ms call in GPU run 6), and a cold estimate sets a judge's spin 18x too long, whose wall then varies
-    # with the GPU clock and read as a candidate's unexplained time (honest candidates flagged).
+    # Pairs 2..K: the first pair's per-call estimate. Their single trial is each process's first call, which is cold,
+    # and a cold estimate sets a judge's spin many times too long, whose wall then varies with the GPU clock and reads
+    # as a candidate's unexplained time (honest candidates flagged; docs/calibration.md).
     timing_estimate_ms: Optional[float] = None
     # The same for the reference's own call alone: what the judge's spin starts from (Pair._time), so that a
     # candidate's reported call time cannot lengthen it.
@@ -132,7 +132,7 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
     result.pop("_final", None)
     # A cross-check flag in the first pair is weighed with the other pairs' (pairs.triage); any other flag is final.
     # One pair (the default) whose cross-check was suspect is timed once more in fresh processes: honest candidates
-    # exceeded the allowance in 4 of 54 one-pair A/A runs of GPU run 8, and a flag keeps a result off the rankings.
+    # sometimes exceed the allowance (docs/calibration.md), and a flag keeps a result off the rankings.
     flags = set(result.get("flags") or [])
     if (result["verdict"] == schema.CORRECT and result.get("timing") and not flags - {schema.FLAG_TIMING_CROSSCHECK}
             and (cfg.pairs > 1 or schema.FLAG_TIMING_CROSSCHECK in flags)):
@@ -411,7 +411,7 @@ class Pair:
         self.held_command: Optional[dict] = None  # the trial whose outputs the reference's ranks hold
         # Where the judging phase's wall time goes, in seconds (``phases_s["judge_parts"]``): the two groups'
         # commands by kind, reading their output files, comparing. What the overhead benchmark needs to say which
-        # part of a slow problem to shorten (GPU run 9: 68 and 77 over 10 s, neither explained).
+        # part of a slow problem to shorten.
         self.spent: collections.Counter = collections.Counter()
 
     # Failures on the reference side are the platform's; on the candidate side they are the candidate's. While one
@@ -704,7 +704,7 @@ class Pair:
                                host_bound={side: statistics.median(v) for side, v in host_bound.items()},
                                spin_ms=statistics.median(spins_ms[1:] or spins_ms), spins_ms=spins_ms,
                                reference_spin_short=spin_short["ref"])
-        # The probe blocks guard "faster" (they cost ~15% of a judgement, GPU run 8): a pair whose spun blocks
+        # The probe blocks guard "faster" (they cost a noticeable share of a judgement): a pair whose spun blocks
         # cannot make the candidate faster skips them, unless a calibration run asks for them always. They do not
         # change the speedup, so the document above only takes their check (_add_probe).
         probing = cfg.probe_blocks > 0 and (cfg.probe_always or _could_be_faster(doc, cfg))
@@ -871,20 +871,18 @@ def _first_mismatch(record: dict) -> str:
 
 
 # Relative offset between two process groups running identical code, measured by A/A runs (see _timing_document).
-# CUDA: the one-sided bound on one pair's offset from the pairs' calibration, exp(2.65 x 0.030) - 1 = 8.3%. Measured
-# on an H200 (benchmarks/RESULTS.md): run 4's 167 GPU-paced A/A runs needed up to 5.9%; run 5's 51 fresh ones up to
-# 8.3% (problem 15, saved by its bootstrap width under the 7% floor then in force). A 5% difference cannot be told
-# from a change of process pair in one judged run: that takes several pairs (Config.pairs). CPU: see pairs.py.
+# CUDA: the one-sided bound on one pair's offset from the pairs' calibration, exp(2.65 x 0.030) - 1 = 8.3%
+# (docs/calibration.md, ONE_PAIR_FLOOR). A 5% difference cannot be told from a change of process pair in one judged
+# run: that takes several pairs (Config.pairs). CPU: see schema.py.
 PROCESS_NOISE_FLOOR = pairs.ONE_PAIR_FLOOR
 # A call is host-bound when its GPU work is already finished by the time the host returns from it (a host sync
 # inside, or launches slower than the GPU runs them): then the events time the host's pace, which differs between
-# processes far more than GPU work does (A/A on an H200, benchmarks/RESULTS.md run 3). Such timings get this wider
+# processes far more than GPU work does (docs/calibration.md, HOST_PACED_FLOOR). Such timings get this wider
 # floor, and say so; so does every CPU timing.
 HOST_BOUND_NOISE_FLOOR = pairs.HOST_PACED_FLOOR
 HOST_BOUND_SHARE = 0.2  # of a side's timed calls (median over blocks)
-# A reference block with at least this share of spun-short calls timed the reference's host (_timing_document). In
-# GPU run 10 the shares clustered (of 180 blocks of 1.3 us calls, 110 at <= 25%, 59 at >= 50%), and the blocks at
-# >= 50% had medians up to 12x the call's.
+# A reference block with at least this share of spun-short calls timed the reference's host (_timing_document): the
+# shares cluster low and high, and the high blocks' medians are far above the call's (docs/calibration.md).
 SPIN_SHORT_BLOCK_SHARE = 0.5
 
 
@@ -909,7 +907,7 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
     raw_low, raw_high = stats.bootstrap_speedup_ci(ref_blocks, cand_blocks)
     # Two process groups running identical code on the same GPU still differ by several percent, in either direction
     # and differently for each new pair (the same problem read 0.96x in one pass and 1.05x in the next): measured by
-    # A/A runs on an H200 (benchmarks/RESULTS.md). The bootstrap, within one pair, cannot see that offset, so the
+    # A/A runs on an H200 (docs/calibration.md). The bootstrap, within one pair, cannot see that offset, so the
     # interval is widened by it; "faster" must clear it too.
     host_bound = host_bound or {}
     is_host_bound = cfg.device == "cuda" and max(host_bound.values(), default=0.0) >= HOST_BOUND_SHARE
@@ -926,8 +924,8 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
     ranked = cfg.device == "cuda" and not flags
     # Reference blocks whose calls mostly began before the host had queued them (rank_worker.time, spin_short): the GPU
     # waited for the reference's host inside the timed window, so those blocks timed its launches, not its kernels,
-    # and the reference read slower than it is. GPU run 10: identical code read 5.3x "faster" [2.0, 7.6] on problem
-    # 67 (1.3 us calls), its reference's blocks at 64-98% such calls, 2.2-9.2 us against 1.2 us. The reference's share
+    # and the reference read slower than it is (identical code once read 5x "faster": docs/calibration.md,
+    # SPIN_SHORT_BLOCK_SHARE). The reference's share
     # is trusted (a candidate's is not read here: its own short spins only make it look slower), and it is tied to
     # no interval width, so "faster" is withheld outright.
     short_blocks = blocks_spun_short(reference_spin_short)
@@ -969,13 +967,10 @@ def _claimed_ms(blocks) -> float:
 # The probe check's allowance per call, the largest of: a floor, PROBE_RANGE_FACTOR times the spread of the
 # reference's own probe blocks (trusted: a candidate that varies its blocks cannot widen it), a per-block share
 # spread over the probe block's calls, and a share of the candidate's own cost per call. The judge's wall around a
-# block varies by milliseconds with the harness's own work (building the block's inputs, barriers), whatever the call:
-# in GPU run 8 the honest excess had an SD of 0.16 ms a call on problem 13 (24 pairs) but 0.45 ms over problems 1-55
-# (A/A, untrusted), up to 2.3 ms on problem 31, whose reference blocks spanned 5.2-7.8 ms a call. The floor: 3 x 0.17.
-# The range factor: with three blocks a side, the difference of the two medians has an SD of about 0.95 sigma and the
-# range of three about 1.7 sigma, so 1.7 x range is ~3 sigma; with it none of the 118 honest probes of run 8 is
-# suspect (in sample: the rule was chosen after them; benchmarks/probe_rules.py). Across K pairs the mean excess is
-# held to the median noise allowance / sqrt(K), at least 0.25 ms (pairs.probe_pooled).
+# block varies by milliseconds with the harness's own work (building the block's inputs, barriers), whatever the call.
+# The floor is 3 SD of the honest excess where it is quiet; 1.7 x the range of three blocks is ~3 sigma of the
+# difference of two medians (docs/calibration.md, PROBE_FLOOR_MS). Across K pairs the mean excess is held to the
+# median noise allowance / sqrt(K), at least 0.25 ms (pairs.probe_pooled).
 PROBE_FLOOR_MS = {"cuda": 0.51, "cpu": 9.0}
 PROBE_RANGE_FACTOR = 1.7
 PROBE_BLOCK_MS = {"cuda": 2.0, "cpu": 30.0}
@@ -1037,9 +1032,8 @@ def _probe_check(ref_blocks, cand_blocks, probe: dict, cfg: Config) -> dict:
 # its per-call walls (spin removed) over the blocks the check reads. Both sides run the same harness, so an honest
 # candidate's overhead differs from the reference's by about as much as the reference's differs from block to block.
 # With five blocks a side the difference of the two medians has an SD of about 0.8 sigma and the range of five is
-# about 2.3 sigma, so 1 x range is ~3 sigma. GPU run 9: without it, 2 of 162 honest one-pair A/A runs were flagged
-# although retimed (problems 11 and 35, 0.01-0.02 ms over a 0.13 ms allowance, twice each), where the reference's
-# own blocks spanned 0.17-0.29 ms a call (benchmarks/crosscheck_rules.py).
+# about 2.3 sigma, so 1 x range is ~3 sigma; without it honest A/A runs were flagged although retimed
+# (docs/calibration.md, CROSSCHECK_RANGE_FACTOR).
 CROSSCHECK_RANGE_FACTOR = 1.0
 
 
@@ -1064,7 +1058,7 @@ def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int
 
     ``spin_ms``: the GPU spin per call the judge asked both sides for (rank_worker.time). It is in both walls
     and cancels in the difference, but it must not grow the allowance: a ~1 ms spin once let 0.67 ms of side-stream
-    work per call pass (GPU red-team, run 5). The judge's own number is used, never what a rank reports.
+    work per call pass (docs/calibration.md). The judge's own number is used, never what a rank reports.
     ``spins_ms``: each block's spin per call, for the reference's own spread (crosscheck_noise_ms).
     """
     skip = 1 if len(ref_blocks) > 2 else 0  # the first block includes warm-up and compilation, as in _claimed_ms

@@ -5,9 +5,8 @@ A candidate's outputs reach the judge as files in the candidate's own ``out/`` d
 reference's outputs never leave its ranks: each reference rank holds its output on its device and compares the
 candidate's file with it there (``check_file``, run by the rank worker of role ``ref``, a trusted process). So no
 reference output is ever written where a file could be read, the comparison runs on the device, on every rank at
-once, and the judge process moves no tensor at all. GPU run 10: problem 77's 300 MB outputs, written, read and
-compared in one judge process, were 9 of its 14.4-15.1 s of overhead; run 11, with this: 10.2 s (run 12, with
-CRC-free saves and caches kept between timing blocks: 8.75 s; run 13, in a pass of all 85: 9.53 s).
+once, and the judge process moves no tensor at all: moving large outputs through the judge process was most of a
+large problem's overhead (docs/calibration.md, Throughput).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 One judged run times the reference and the candidate in one pair of process groups. Identical code in two pairs
 reads differently, by up to ~6% either way on an H200 at 0.01-0.3 ms references, and the bootstrap inside one pair
-cannot see it (benchmarks/RESULTS.md run 4). A single run must therefore widen its interval by a floor large enough
+cannot see it. A single run must therefore widen its interval by a floor large enough
 for any pair (8.3%), which hides a real 5% difference. Several pairs average that offset out: their speedups' geometric
 mean has a spread that shrinks as 1/sqrt(K), so the interval can be narrower without more false "faster" verdicts.
 
@@ -13,14 +13,10 @@ The interval's half-width (in log units) is the largest of
   calibration says gets a wider interval, not a false verdict.
 A pair in which either side was host-paced brings the host-bound floor back (those differ by up to ~50%).
 
-Measured on an H200 in run 5 (benchmarks/RESULTS.md, raw JSON in benchmarks/runs/run5): 33 eight-pair A/A runs
-gave 0 false "faster" (one interval missed 1.0 on the slow side); the 5% slower probe on problem 13 at 8192 (read
-0.949x) was detected in the 3 runs that fitted, and at 1024 (probes read 0.87x and 1.07x there) both in 10 of 10.
-Run 6, problem 13 at 4096 (reference 0.108 ms): the probes read 0.948-0.955x and 1.099-1.106x in all 46 runs, and
-every miss was a false cross-check flag in one pair, hence ``triage`` below (re-judged with it: 27 of 27 detected).
-Eight pairs cost 4.4x a one-pair judgement (median wall 12.4 s against 2.7 s per problem on the same 33 problems), so
-the default ``pairs`` is 1 (the single-pair rule in judge.py) and a profile that ranks 5% differences asks for more
-(HardwareProfile.timing_pairs).
+With eight pairs, A/A runs on an H200 gave no false "faster" and 5% differences were detected; a miss was a false
+cross-check flag in one pair, hence ``triage`` below. Eight pairs cost several times a one-pair judgement, so the
+default ``pairs`` is 1 (the single-pair rule in judge.py) and a profile that ranks 5% differences asks for more
+(HardwareProfile.timing_pairs). The numbers: docs/calibration.md, "Config.pairs".
 """
 from __future__ import annotations
 
@@ -30,9 +26,8 @@ from typing import Optional
 
 from evaluator.schema import HOST_PACED_FLOOR, MAX_PAIRS, ONE_PAIR_FLOOR, PAIR_OFFSET_SD, PAIR_Z  # noqa: F401
 
-# The cross-check (judge._crosscheck) is noisy per pair: in GPU run 6, 4 of 104 pairs of honest candidates exceeded
-# their allowance (never more than 2 of a run's 8); in run 7, 6 of 192 and, with both sides' spins made equal, 4 of 80
-# (unexplained time per pair then centred on 0, SD ~0.11 ms a call, against allowances of ~0.2 ms). With K pairs one
+# The cross-check (judge._crosscheck) is noisy per pair: a few honest pairs in a hundred exceed their allowance
+# (docs/calibration.md, MAX_SUSPECT_SHARE). With K pairs one
 # such pair would flag the whole result, so a suspect pair is set aside (its timing untrusted, not combined) and the
 # result is flagged only when more than this share of its pairs are suspect. Work hidden from the events in some pairs
 # then buys nothing (those pairs are not counted), and hidden in many it is flagged as with one pair.
@@ -57,9 +52,9 @@ def triage(timings: list[tuple[int, dict]], retimed: bool = False) -> tuple[bool
     return False, [(k, t) for k, t in timings if not crosscheck_suspect(t)], aside
 
 
-# The pooled probe check's least allowance per call (probe_pooled). Pairs of one judged run are not independent:
-# in GPU run 8 the mean excess of the eight honest runs of eight pairs spread with an SD of 0.077 ms (means -0.13 to
-# +0.13), where eight independent pairs would give ~0.05; 3 x 0.077, rounded up.
+# The pooled probe check's least allowance per call (probe_pooled). Pairs of one judged run are not independent, so
+# the mean excess of K honest pairs spreads more than 1/sqrt(K) says: 3 SD of that spread (docs/calibration.md,
+# PROBE_POOLED_FLOOR_MS).
 PROBE_POOLED_FLOOR_MS = {"cuda": 0.25, "cpu": 4.5}
 
 

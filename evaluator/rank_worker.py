@@ -72,7 +72,7 @@ _memory_reserved = torch.cuda.memory_reserved
 # device, so that a side never holds more than an eighth of it idle while the other runs, and a job of a few GB keeps
 # its cache from block to block: handing back and re-allocating ~10 GB inside each timing block (problem 1 at
 # 24576 x 32768) took milliseconds that varied from block to block, noise in the judge's wall clock in which the
-# probe check cannot see work hidden beside the spin (GPU runs 11 and 12).
+# probe check cannot see work hidden beside the spin (docs/calibration.md, RELEASE_CACHE_BYTES).
 RELEASE_CACHE_BYTES = 4 * 2**30
 RELEASE_CACHE_SHARE = 8
 
@@ -83,11 +83,8 @@ def release_threshold(total_bytes: int) -> int:
 
 
 # The spin ahead of each timed call lasts at least this many times the host's own time to enqueue one call (measured
-# on the untimed warm-up calls), so that the host is done queueing before the GPU reaches the start event.
-# The margin: in GPU run 10, calls of ~1.3 us (problems 27, 33-35, 67) with spins of 25-40 us (3 x a median host
-# time of ~5-7 us, plus 20) had whole blocks in which most calls began before the host had queued them (spin_short),
-# their medians up to 12x the call's; 100 us costs those calls nothing that matters (their blocks' walls are ~0.3 ms
-# a call). GPU run 11: none of those problems' 252 blocks had more than 10% of its calls spun short.
+# on the untimed warm-up calls), so that the host is done queueing before the GPU reaches the start event. The margin
+# covers the tiniest calls, whose host time the factor alone under-covers (docs/calibration.md, SPIN_HOST_FACTOR).
 SPIN_HOST_FACTOR = 3.0
 SPIN_MARGIN_US = 100.0
 SPIN_MAX_US = 5_000.0
@@ -371,9 +368,9 @@ class Worker:
                 # a warm-up call also waited for the launch queue to drain behind the block's input building) and
                 # after a call of the block (the first call after building the block's inputs is slower: allocator,
                 # caches). Blocks 1+ have one warm-up call, so only block 0's calls 1+ count and the wish is the same
-                # from block 1 on. Counting each block's first call grew the spins from block to block (GPU run 8: to
-                # 2.2 ms before each 0.015 ms call of problem 13; run 9, with the median: 1.9x from block 1 to 5)
-                # while the calls' medians stayed the same: judge time spent idle and room for work beside the spin.
+                # from block 1 on. Counting each block's first call grew the spins from block to block while the
+                # calls' medians stayed the same: judge time spent idle and room for work beside the spin
+                # (docs/calibration.md, "The host time per call").
                 synchronize(self.device_kind)
                 began = _perf_counter()
                 output = self.solution(*inputs)
@@ -385,9 +382,8 @@ class Worker:
                         wanted_us = spin_wish_us(self.host_us)
                         if cmd.get("spin_exact"):
                             # The judge sets one spin for both sides (from the ranks' ``spin_wanted_us``, see
-                            # judge.Pair._time), so it cancels in the judge's cross-check of wall clocks. A spin each
-                            # process ratcheted up from its own host times differed between the sides by ~0.9 ms a
-                            # call (median, GPU run 7).
+                            # judge.Pair._time), so it cancels in the judge's cross-check of wall clocks; spins each
+                            # process set for itself differed between the sides (docs/calibration.md, spin_exact).
                             spin_us = min(SPIN_MAX_US, float(cmd.get("spin_us", 0.0)))
                         else:
                             spin_us = max(cmd.get("spin_us", 0.0), wanted_us)
@@ -415,8 +411,8 @@ class Worker:
                         host_paced += 1
                     # A diagnostic, not a verdict: the spin ran out before the host had queued the whole call, so
                     # the GPU may have waited inside the window (a call with a long first kernel is still timed
-                    # right). Calls of 1-2 us whose block medians moved 10x with no host-paced call (GPU run 9) are
-                    # the question it answers: a spin shorter in time than asked, or slower GPU work.
+                    # right). It tells a spin shorter in time than asked from slower GPU work, where tiny calls'
+                    # block medians move with no host-paced call (docs/calibration.md, spin_short).
                     elif spin_us and _query(timer.begin):
                         spin_short += 1
                 synchronize(self.device_kind)

@@ -67,22 +67,19 @@ TIMING_FLAGS = (FLAG_TIMING_CROSSCHECK, FLAG_FASTER_THAN_LIGHT, FLAG_UNRANKED_DE
 PUBLIC_SEED_BIT = 1 << 62
 
 # Timing limits the site shows and enforces (evaluator/pairs.py uses them; the site reads them from here).
-# Standard deviation of log(speedup) of one pair for identical code, GPU-paced calls on an H200: 0.0251 over the 167
-# single-pair A/A runs of run 4; 0.0305 pooled within the 31 eight-pair A/A runs of run 5 (248 pairs, the 15 problems
-# whose pairs strayed most in run 4 among them; benchmarks/runs/run5). The larger, rounded. One value serves both
-# rules: judge.PROCESS_NOISE_FLOOR (one pair) is exp(PAIR_Z x this) - 1. On CPU (never ranked) no calibration
-# exists: the empirical interval alone.
+# Standard deviation of log(speedup) of one pair for identical code, GPU-paced calls, measured by A/A runs on an H200
+# (docs/calibration.md, PAIR_OFFSET_SD). One value serves both rules: judge.PROCESS_NOISE_FLOOR (one pair) is
+# exp(PAIR_Z x this) - 1. On CPU (never ranked) no calibration exists: the empirical interval alone.
 PAIR_OFFSET_SD = {"cuda": 0.030, "cpu": 0.0}
 # One-sided z for the calibrated part: ~0.4% false "faster" per judged run if offsets are normal with that SD, i.e.
 # about one in 255 A/A runs (87 problems x 3).
 PAIR_Z = 2.65
 # Host-paced timings (judge.HOST_BOUND_NOISE_FLOOR): the host's pace differs between processes far more than GPU work
-# does; host-paced A/A runs on an H200 read 0.51x-1.73x (benchmarks/RESULTS.md runs 3-5).
+# does (docs/calibration.md, HOST_PACED_FLOOR).
 HOST_PACED_FLOOR = 0.50
 # How far one pair's interval is widened for its pair's offset (judge.PROCESS_NOISE_FLOOR). CUDA: the one-sided bound
-# from the calibration above (8.3%). CPU: wall-clock timing is host-paced by nature, so the host-paced floor; 5% once
-# let a candidate that only calls the public reference read "faster" on a loaded 2-core CI host (never ranked, but
-# shown on CPU leaderboards).
+# from the calibration above (8.3%). CPU: wall-clock timing is host-paced by nature, so the host-paced floor
+# (docs/calibration.md, ONE_PAIR_FLOOR).
 ONE_PAIR_FLOOR = {"cuda": round(math.exp(PAIR_Z * PAIR_OFFSET_SD["cuda"]) - 1.0, 4), "cpu": HOST_PACED_FLOOR}
 MAX_PAIRS = 16  # the most timing pairs: Config.pairs and HardwareProfile.timing_pairs
 

@@ -1,7 +1,7 @@
 """Warm spares: rank groups started before the job that will use them, so back-to-back jobs do not wait for start-up.
 
 Starting a pair of groups (Python, torch, the CUDA context, the process group) is most of a job's wall time on a GPU
-(about 4 s of 5, benchmarks/RESULTS.md run 3), and none of it depends on the job. A :class:`WarmPool` keeps ``depth``
+(about 4 s of 5: docs/calibration.md, Throughput), and none of it depends on the job. A :class:`WarmPool` keeps ``depth``
 pairs started with the problem left open (``rank_worker --problem -``); the judge takes one, gives it the job's
 problem, candidate and shape in a ``load`` and judges as usual, and the pool starts a replacement at once.
 

@@ -180,7 +180,7 @@ PKB_REAPER_INTERVAL_SECONDS = env_int("PKB_REAPER_INTERVAL_SECONDS", 30, minimum
 PKB_HIDDEN_CHECKS = env_bool("PKB_HIDDEN_CHECKS", True)
 # Warm spares (evaluator/warm.py): with N > 0 each worker thread keeps one long-lived judge (evaluator.serve) whose
 # pool holds N pairs of rank groups started ahead of the jobs; every job still gets processes of its own. 0: a fresh
-# judge per job. Worth it on GPU hosts, where start-up is most of a job (benchmarks/RESULTS.md run 4).
+# judge per job. Worth it on GPU hosts, where start-up is most of a job (docs/calibration.md, Throughput).
 PKB_WARM_SPARES = env_int("PKB_WARM_SPARES", 0, minimum=0)
 # Where the worker keeps candidate files and judge output while a job runs (one locked directory per worker process:
 # leaderboard/workspace.py).

@@ -16,9 +16,8 @@ from problems.base import InputContext, Problem
 def make_inputs(ctx: InputContext):
     ctx.seed(ctx.rank)
     bound = max(1, 256 // ctx.world_size)
-    # Drawn in the run's dtype (the integers are exact in it): an int64 draw converted after moved 8x the bytes. At
-    # 24576 x 32768 (a 0.75 ms call) the judge's wall per call in the probe blocks fell from 6.0-6.9 ms to 3.6-4.2 ms
-    # with this (GPU runs 11 and 12): harness time whose noise hides work beside the spin (the probe check).
+    # Drawn in the run's dtype (the integers are exact in it): an int64 draw converted after moved 8x the bytes, harness
+    # time whose noise hides work beside the spin from the probe check (docs/calibration.md, RELEASE_CACHE_BYTES).
     values = torch.randint(-bound, bound + 1, (ctx.M, ctx.N), device=ctx.device, dtype=ctx.dtype)
     return (values,)
 

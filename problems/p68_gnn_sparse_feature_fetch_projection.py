@@ -15,8 +15,8 @@ Decisions (spec Pitfalls):
   hosts, so W is limited there only by GPU memory (the table plus the harness's clone of it).
 - Only the rows an id can address are drawn: (7q + r) mod shard < 7Q + W, so rows [0, min(shard, 7Q + W)) of each
   shard are standard normal and the rest are zeros. No correct output depends on the other rows, and drawing all
-  56.8 GB for every timed call (each call has a fresh input set) cost ~84 ms a call, most of 68's 17.9 s judge
-  overhead in GPU run 9; zeroing them costs a memset. The shapes, the ids and the access pattern are PKB's.
+  56.8 GB for every timed call (each call has a fresh input set) was most of 68's judge overhead (docs/calibration.md,
+  Throughput); zeroing them costs a memset. The shapes, the ids and the access pattern are PKB's.
 - The output is one bf16 rounding of a 256-term fp32 dot product (values of order 16), so the default
   atol = rtol = 1e-2 holds for any accumulation order; zeros or rows fetched from the local shard alone fail.
 """

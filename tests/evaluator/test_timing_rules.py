@@ -1,4 +1,4 @@
-"""Rules of the timing document and of pausing the idle side (both found by A/A runs on an H200, RESULTS.md run 3)."""
+"""Rules of the timing document and of pausing the idle side (both found by A/A runs on an H200, docs/calibration.md, history, run 3)."""
 import os
 import random
 import time
