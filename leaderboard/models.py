@@ -148,7 +148,8 @@ class Submission(models.Model):
         ("best_measured", "best of the k, measured by the platform"),
         ("self_selected", "the submitter's pick (attempt folders already filtered)"),
     ]
-    VISIBILITY = [("private", "private"), ("public", "public"), ("hidden", "hidden by staff")]
+    VISIBILITY = [("private", "private"), ("public", "public"), ("hidden", "hidden by staff"),
+                  ("withdrawn", "withdrawn by its owner")]
 
     submitter = models.ForeignKey(Submitter, on_delete=models.PROTECT, related_name="submissions")
     profile = models.ForeignKey(HardwareProfile, on_delete=models.PROTECT, related_name="submissions")
@@ -174,8 +175,12 @@ class Submission(models.Model):
     flag_reason = models.CharField(max_length=300, blank=True)
     notes = models.TextField(blank=True)
     archive_sha256 = models.CharField(max_length=64, blank=True)
+    # sha256 over the sorted (problem, attempt, file sha256) of its candidates: an identical re-upload is refused.
+    files_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     published_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True, help_text="withdrawn by its owner: off every "
+                                        "leaderboard and export, its results kept for the owner")
 
     class Meta:
         ordering = ["-created_at"]
@@ -273,7 +278,8 @@ class QuotaCharge(models.Model):
     """One evaluation charged to a submitter; refunded (not deleted) when the platform failed it."""
 
     submitter = models.ForeignKey(Submitter, on_delete=models.CASCADE, related_name="charges")
-    job = models.ForeignKey(EvaluationJob, on_delete=models.CASCADE, related_name="charges")
+    # SET_NULL: deleting an unpublished submission must not hand its evaluations back to the quota.
+    job = models.ForeignKey(EvaluationJob, null=True, blank=True, on_delete=models.SET_NULL, related_name="charges")
     run = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(default=timezone.now)
     refunded_at = models.DateTimeField(null=True, blank=True)

@@ -4,6 +4,7 @@ Views, the API, the admin, the actors and the management commands stay thin and 
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import secrets
@@ -238,10 +239,13 @@ def upload_members(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
     return files
 
 
-def submission_create(submitter: Submitter, fields: dict, files: list[tuple[str, bytes]]) -> Submission:
+def submission_create(submitter: Submitter, fields: dict, files: list[tuple[str, bytes]],
+                      allow_duplicate: bool = False) -> Submission:
     """Validate an upload completely, then store it, charge the quota and queue its jobs in one transaction.
 
-    Raises uploads.UploadRejected (nothing stored) or QuotaExceeded (nothing stored).
+    Raises uploads.UploadRejected (nothing stored) or QuotaExceeded (nothing stored). Files identical to an earlier
+    submission of the same submitter on the same profile are refused (rule "duplicate", naming it): re-run that one.
+    allow_duplicate: the demo's --force and test set-ups that need several copies.
     """
     members = upload_members(files)
     stems = dict(Problem.objects.values_list("stem", "id"))
@@ -252,16 +256,37 @@ def submission_create(submitter: Submitter, fields: dict, files: list[tuple[str,
     implemented = set(Problem.objects.filter(implemented=True).values_list("id", flat=True))
     judged = [f for f in parsed.files if f.problem_id in implemented]
     feedback_for = _feedback_target(submitter, fields.get("feedback_for"))
+    digest = files_digest(parsed.files)
     with transaction.atomic():
-        quota_reserve(submitter, len(judged))
+        quota_reserve(submitter, len(judged))  # locks the submitter's row: two identical uploads serialise here
+        if not allow_duplicate:
+            _duplicate_check(submitter, profile, digest)
         submission = Submission.objects.create(submitter=submitter, profile=profile, archive_sha256=parsed.sha256,
-                                               feedback_for=feedback_for, **clean)
+                                               files_sha256=digest, feedback_for=feedback_for, **clean)
         _candidates_and_jobs(submission, parsed.files, implemented)
         scores_refresh(submission)
         entry_refresh(submission)
     log.info("submission %s by %s: %d files, %d jobs on %s", submission.pk, submitter, len(parsed.files),
              len(judged), profile.slug)
     return submission
+
+
+def files_digest(files) -> str:
+    """One hash of an upload's candidates, whatever their order or the archive around them: sha256 over the sorted
+    (problem, attempt, file sha256) lines."""
+    lines = sorted(f"{f.problem_id}:{f.attempt}:{f.sha256}" for f in files)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _duplicate_check(submitter: Submitter, profile: HardwareProfile, digest: str) -> None:
+    earlier = (Submission.objects.filter(submitter=submitter, profile=profile, files_sha256=digest)
+               .order_by("pk").values_list("pk", flat=True).first())
+    if earlier is not None:
+        raise uploads.UploadRejected([uploads.UploadError(
+            "(upload)", "duplicate",
+            f"these files are identical to your submission #{earlier} on {profile.slug} "
+            f"(/submissions/{earlier}/): re-run that one instead of uploading them again",
+            url=f"/submissions/{earlier}/")])
 
 
 def _feedback_target(submitter: Submitter, value) -> Submission | None:
@@ -325,9 +350,41 @@ def submission_publish(submission: Submission, user) -> None:
     if submission.visibility == "hidden":
         raise NotAllowed("hidden by staff")
     with transaction.atomic():
-        Submission.objects.filter(pk=submission.pk).update(visibility="public", published_at=timezone.now())
+        Submission.objects.filter(pk=submission.pk).update(visibility="public", published_at=timezone.now(),
+                                                           withdrawn_at=None)
         submission.refresh_from_db()
         _listing_refresh(submission)
+
+
+def submission_withdraw(submission: Submission, user) -> None:
+    """The owner takes a published submission off every leaderboard and export; its page, results, code and logs
+    stay visible to the owner (and staff). Publishing it again lists it again."""
+    if not (submission.is_owner(user) or user.is_staff):
+        raise NotAllowed("only the owner withdraws a submission")
+    if submission.visibility != "public":
+        raise NotAllowed("only a published submission can be withdrawn"
+                         + ("; an unpublished one can be deleted" if submission.visibility == "private" else ""))
+    with transaction.atomic():
+        Submission.objects.filter(pk=submission.pk).update(visibility="withdrawn", withdrawn_at=timezone.now())
+        submission.refresh_from_db()
+        _listing_refresh(submission)
+
+
+def submission_delete(submission: Submission, user) -> int:
+    """The owner deletes a submission that was never published, once none of its evaluations is queued or running
+    (a worker may hold one). Its evaluations stay charged to the quota. Returns the deleted submission's id."""
+    if not (submission.is_owner(user) or user.is_staff):
+        raise NotAllowed("only the owner deletes a submission")
+    if submission.visibility != "private" or submission.published_at is not None:
+        raise NotAllowed("a submission that was published cannot be deleted: withdraw it instead")
+    pk = submission.pk
+    with transaction.atomic():
+        Submitter.objects.select_for_update().filter(pk=submission.submitter_id).first()
+        if EvaluationJob.objects.filter(submission_id=pk, status__in=(QUEUED, RUNNING)).exists():
+            raise NotAllowed("some of its evaluations are queued or running: delete it once they finish")
+        Submission.objects.filter(pk=pk).delete()
+    log.info("submission %s deleted by %s", pk, user)
+    return pk
 
 
 def submission_set_visibility(submission: Submission, visibility: str) -> None:

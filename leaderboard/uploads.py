@@ -39,12 +39,16 @@ class UploadError:
     file: str
     rule: str
     message: str
+    url: str = ""  # a page the message refers to (the earlier submission of a duplicate upload)
 
     def __str__(self) -> str:
         return f"{self.file}: {self.message} [{self.rule}]" if self.file else f"{self.message} [{self.rule}]"
 
     def as_dict(self) -> dict:
-        return {"file": self.file, "rule": self.rule, "message": self.message}
+        out = {"file": self.file, "rule": self.rule, "message": self.message}
+        if self.url:
+            out["url"] = self.url
+        return out
 
 
 class UploadRejected(Exception):

@@ -103,16 +103,56 @@ def submission_status(request, pk):
     return JsonResponse(selectors.submission_status(submission))
 
 
+def _confirmed(request, submission, what: str) -> bool:
+    """Publishing, withdrawing and deleting ask for a ticked box in the same form (no script: the CSP)."""
+    if request.POST.get("confirm") == "yes":
+        return True
+    messages.error(request, f"Not {what}: tick the box that confirms it.")
+    return False
+
+
 @require_POST
 @login_required
 def submission_publish(request, pk):
     submission = selectors.submission_get(pk, request.user)
+    if not _confirmed(request, submission, "published"):
+        return redirect(submission)
     try:
         services.submission_publish(submission, request.user)
     except services.NotAllowed as exc:
         raise PermissionDenied(str(exc))
     messages.success(request, "Published: the submission is listed and its code is public.")
     return redirect(submission)
+
+
+@require_POST
+@login_required
+def submission_withdraw(request, pk):
+    submission = selectors.submission_get(pk, request.user)
+    if not _confirmed(request, submission, "withdrawn"):
+        return redirect(submission)
+    try:
+        services.submission_withdraw(submission, request.user)
+    except services.NotAllowed as exc:
+        raise PermissionDenied(str(exc))
+    messages.success(request, "Withdrawn: the submission is off every leaderboard and export; its results stay "
+                              "visible to you.")
+    return redirect(submission)
+
+
+@require_POST
+@login_required
+def submission_delete(request, pk):
+    submission = selectors.submission_get(pk, request.user)
+    if not _confirmed(request, submission, "deleted"):
+        return redirect(submission)
+    try:
+        services.submission_delete(submission, request.user)
+    except services.NotAllowed as exc:
+        messages.error(request, f"Not deleted: {exc}.")
+        return redirect(submission)
+    messages.success(request, f"Submission #{pk} deleted.")
+    return redirect("account")
 
 
 @require_POST

@@ -17,6 +17,7 @@ urlpatterns = [
     path("submissions/<id:pk>/", views.SubmissionDetail.as_view(), name="api-submission"),
     path("submissions/<id:pk>/status/", views.SubmissionStatus.as_view(), name="api-submission-status"),
     path("submissions/<id:pk>/publish/", views.SubmissionPublish.as_view(), name="api-submission-publish"),
+    path("submissions/<id:pk>/withdraw/", views.SubmissionWithdraw.as_view(), name="api-submission-withdraw"),
     path("submissions/<id:pk>/rerun/", views.SubmissionRerun.as_view(), name="api-submission-rerun"),
     path("me/", views.Me.as_view(), name="api-me"),
 ]

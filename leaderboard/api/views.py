@@ -37,6 +37,7 @@ class ApiRoot(APIView):
             "submissions": url("api-submissions"), "submission": url("api-submissions") + "{id}/",
             "submission_status": url("api-submissions") + "{id}/status/",
             "submission_publish": url("api-submissions") + "{id}/publish/",
+            "submission_withdraw": url("api-submissions") + "{id}/withdraw/",
             "submission_rerun": url("api-submissions") + "{id}/rerun/",
             "me": url("api-me"),
         })
@@ -131,7 +132,18 @@ class SubmissionList(APIView):
 
 
 class SubmissionDetail(APIView):
-    permission_classes = [AllowAny]
+    def get_permissions(self):
+        return [scoped("submit")()] if self.request.method == "DELETE" else [AllowAny()]
+
+    @extend_schema(request=None, responses={204: None, 403: s.RefusedSerializer})
+    def delete(self, request, pk):
+        """Delete an unpublished submission of yours (none of its evaluations queued or running)."""
+        submission = selectors.submission_get(pk, request.user)
+        try:
+            services.submission_delete(submission, request.user)
+        except services.NotAllowed as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=s.SubmissionSerializer)
     def get(self, request, pk):
@@ -158,6 +170,20 @@ class SubmissionPublish(APIView):
         submission = selectors.submission_get(pk, request.user)
         try:
             services.submission_publish(submission, request.user)
+        except services.NotAllowed as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        return Response(s.SubmissionSerializer(submission).data)
+
+
+class SubmissionWithdraw(APIView):
+    permission_classes = [scoped("submit")]
+
+    @extend_schema(request=None, responses=s.SubmissionSerializer)
+    def post(self, request, pk):
+        """Take a published submission of yours off every leaderboard and export (its results stay yours)."""
+        submission = selectors.submission_get(pk, request.user)
+        try:
+            services.submission_withdraw(submission, request.user)
         except services.NotAllowed as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
         return Response(s.SubmissionSerializer(submission).data)

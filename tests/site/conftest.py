@@ -92,9 +92,12 @@ def submit(cpu):
     """submit(user, files={path: bytes}, **metadata) -> Submission, through the real service."""
     from leaderboard import services
 
-    def make(user, files=None, **changes):
+    def make(user, files=None, allow_duplicate=True, **changes):
+        # Set-ups build several submissions from the same files; the refusal of identical re-uploads is tested with
+        # allow_duplicate=False (tests/site/services/test_owner_control.py).
         files = files if files is not None else {"1_allreduce_torch.py": GOOD_1}
-        return services.submission_create(user.submitter, meta(**changes), list(files.items()))
+        return services.submission_create(user.submitter, meta(**changes), list(files.items()),
+                                          allow_duplicate=allow_duplicate)
 
     return make
 

@@ -48,7 +48,7 @@ class Command(BaseCommand):
         for folder, fields in DEMOS:
             try:
                 submission = services.submission_create(submitter, {**fields, "profile": options["profile"]},
-                                                        read_dir(DEMO_DIR / folder))
+                                                        read_dir(DEMO_DIR / folder), allow_duplicate=options["force"])
             except Exception as exc:
                 raise CommandError(f"demo {folder}: {exc}") from exc
             services.submission_publish(submission, user)

@@ -169,7 +169,12 @@ def test_publish_and_rerun_buttons(client, owner, outsider, submit, finish):
     client.force_login(outsider)
     assert client.post(f"/submissions/{submission.pk}/publish").status_code == 404
     client.force_login(owner)
-    assert client.post(f"/submissions/{submission.pk}/publish").status_code == 302
+    assert client.post(f"/submissions/{submission.pk}/publish").status_code == 302  # no confirmation ticked
+    submission.refresh_from_db()
+    assert submission.visibility == "private"
+    assert client.post(f"/submissions/{submission.pk}/publish", {"confirm": "yes"}).status_code == 302
+    submission.refresh_from_db()
+    assert submission.visibility == "public"
     assert client.post(f"/submissions/{submission.pk}/rerun").status_code == 302
     submission.jobs.get().status == "queued"
     client.force_login(outsider)
