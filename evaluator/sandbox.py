@@ -43,7 +43,7 @@ from evaluator import bwrap, processes
 REPO_ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 PKB_UTILS = str(pathlib.Path(__file__).resolve().parent / "pkb_utils")
 
-# Never let NCCL, symmetric memory or NVSHMEM use NVLink multicast (see DEVELOPERS.md and the device notes).
+# Never let NCCL, symmetric memory or NVSHMEM use NVLink multicast (docs/architecture.md; the lent GPU hosts forbid it).
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 # Host variables a rank may inherit: toolchain and device plumbing only.
