@@ -7,7 +7,8 @@ from a git worktree of REV ("before"), once from this working tree ("after"), ea
 published submission (so the home page draws its plot and loads plotly.js). Then loads the home page in Debian's
 Chromium (/usr/bin/chromium) RUNS times with a cold cache and once more warm (same browser context), and prints the
 bytes the browser received (transfer sizes: compressed where the server compressed), the largest file's, and the
-load-event time (median of the cold runs, and the warm one). Loopback network: real deployments add latency per byte.
+load-event time (median of the cold runs, and the warm one). On loopback bytes cost almost nothing; --mbps N has
+Chromium emulate an N Mbit/s link with 20 ms latency (DevTools network conditions), closer to a lab's browser.
 """
 from __future__ import annotations
 
@@ -72,7 +73,16 @@ MEASURE = """() => {
 }"""
 
 
-def measure(url: str, runs: int) -> dict:
+def _throttle(context, page, mbps: float) -> None:
+    if mbps:
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 20,
+                                                       "downloadThroughput": mbps * 125_000,
+                                                       "uploadThroughput": mbps * 125_000})
+
+
+def measure(url: str, runs: int, mbps: float = 0.0) -> dict:
     from playwright.sync_api import sync_playwright
 
     cold = []
@@ -81,6 +91,7 @@ def measure(url: str, runs: int) -> dict:
         for i in range(runs + 1):  # the first load warms the server (collected files, compiled templates)
             context = browser.new_context()
             page = context.new_page()
+            _throttle(context, page, mbps)
             page.goto(f"{url}/")
             page.wait_for_selector("#pareto .main-svg", timeout=60_000)
             page.wait_for_load_state("load")
@@ -103,6 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", default="46a78a4", help="git revision of the 'before' column")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--mbps", type=float, default=0.0, help="emulated link speed (0: loopback as is)")
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -116,13 +128,14 @@ def main() -> None:
                 data.mkdir()
                 proc, url = start(tree, data)
                 try:
-                    results[name] = measure(url, args.runs)
+                    results[name] = measure(url, args.runs, args.mbps)
                 finally:
                     proc.terminate()
                     proc.wait(timeout=30)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
-    print(f"home page, {args.runs} cold loads each (median), then one warm reload; before = {args.before}")
+    link = f"{args.mbps:g} Mbit/s + 20 ms emulated" if args.mbps else "loopback"
+    print(f"home page, {args.runs} cold loads each (median), then one warm reload; before = {args.before}; {link}")
     print(f"{'':8} {'received':>12} {'decoded':>12} {'largest file (sent / decoded)':>44} {'cold load':>10} "
           f"{'warm load':>10} {'warm recv':>10}")
     for name, r in results.items():
