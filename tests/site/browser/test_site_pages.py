@@ -30,3 +30,57 @@ def test_swagger_ui_draws_the_api_under_the_csp(site, page):  # noqa: F811
     icon = page.evaluate("document.querySelector('link[rel=icon]').href")
     assert page.request.get(icon).status == 200
     page.screenshot(path=str(OUTPUT / "site-404.png"))
+
+
+def test_owner_confirms_publish_withdraws_and_is_sent_to_the_earlier_upload(site, page, tmp_path):  # noqa: F811
+    import io
+    import zipfile
+    from pathlib import Path
+
+    from tests.site.conftest import GOOD_1
+
+    url, _ = site
+    page.goto(f"{url}/accounts/signup/")
+    page.fill("#id_username", "owner-26")
+    page.fill("#id_password1", "a-long-pass-phrase-9")
+    page.fill("#id_password2", "a-long-pass-phrase-9")
+    page.click("form.stack button")
+    page.wait_for_url(f"{url}/account/")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("1_allreduce_torch.py", GOOD_1)
+    path = Path(tmp_path) / "run.zip"
+    path.write_bytes(buffer.getvalue())
+
+    def upload():
+        page.goto(f"{url}/submit/")
+        page.set_input_files("#id_archive", str(path))
+        page.fill("#id_model", "owner-model")
+        page.select_option("#id_protocol", "one_shot")
+        page.fill("#id_attempts", "1")
+        page.select_option("#id_profile", "cpu-gloo")
+        page.click("#submit-form button[type=submit]")
+
+    upload()
+    page.wait_for_url(f"{url}/submissions/*/")
+    first = page.url
+    # Publish without ticking the box: the browser does not send the form (the box is required).
+    page.click("#publish-form button")
+    assert page.url == first and "private" in page.inner_text("dl.facts")
+    page.check("#publish-form input[name=confirm]")
+    page.click("#publish-form button")
+    page.wait_for_load_state("load")
+    assert "Published" in page.inner_text(".messages")
+    page.check("#withdraw-form input[name=confirm]")
+    page.click("#withdraw-form button")
+    page.wait_for_load_state("load")
+    assert "Withdrawn" in page.inner_text(".messages") and "withdrawn by its owner" in page.inner_text("dl.facts")
+    page.screenshot(path=str(OUTPUT / "site-withdrawn.png"), full_page=True)
+    # The same files again: refused, with a link to the first upload.
+    upload()
+    page.wait_for_selector("#upload-errors")
+    assert "identical" in page.inner_text("#upload-errors")
+    page.screenshot(path=str(OUTPUT / "site-duplicate-refused.png"), full_page=True)
+    page.click("#upload-errors a")
+    page.wait_for_load_state("load")
+    assert page.url == first
