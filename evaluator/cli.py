@@ -6,6 +6,7 @@
     pkb selfcheck [--problems 1-29] --device cpu --world-size W [--json OUT]
     pkb submit DIR --model ... --protocol ... --attempts k --profile ... [--wait] [--json]   (the site's upload client)
     pkb publish ID [--yes]                                                 (list a submission on the leaderboard)
+    pkb withdraw ID [--yes]                                                (take it off the leaderboards again)
     pkb feedback open | PROBLEM FILE --session S | show S | link S SUBMISSION   (the agentic feedback loop)
     pkb sandbox-check [--json]     what a candidate sandbox on this host would be (the site's worker asks before jobs)
     pkb sweep DIR [--json]         kill what a killed judge left running under its temporary DIR (the site's worker)
@@ -220,6 +221,12 @@ def _publish(argv: list[str]) -> int:
     return submit.publish_main(argv)
 
 
+def _withdraw(argv: list[str]) -> int:
+    from pkb_client import submit
+
+    return submit.withdraw_main(argv)
+
+
 def _feedback(argv: list[str]) -> int:
     from pkb_client import feedback
 
@@ -290,12 +297,14 @@ def build_parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("publish", help="list one of your submissions on the site's leaderboard (asks first)",
                    add_help=False)
+    sub.add_parser("withdraw", help="take one of your published submissions off the leaderboards (asks first)",
+                   add_help=False)
     sub.add_parser("feedback", help="feedback sessions and runs on a pkb-arena site (agentic protocol; "
                                     "pkb feedback --help lists its subcommands)", add_help=False)
     return parser
 
 
-SITE_COMMANDS = {"submit": _submit, "publish": _publish, "feedback": _feedback}
+SITE_COMMANDS = {"submit": _submit, "publish": _publish, "withdraw": _withdraw, "feedback": _feedback}
 SIGPIPE_STATUS = 128 + 13
 
 

@@ -189,6 +189,13 @@ def test_publish_asks_then_lists_it(live_server, token, tmp_path):
     assert submission.visibility == "public"
     again = pkb("publish", str(submission.pk), "--yes", token=token, url=live_server.url)
     assert again.returncode == 0 and "already public" in again.stdout
+    # And off the leaderboards again: asks too, then withdraws.
+    assert pkb("withdraw", str(submission.pk), token=token, url=live_server.url, stdin="").returncode == 2
+    withdrawn = pkb("withdraw", str(submission.pk), "--yes", token=token, url=live_server.url)
+    assert withdrawn.returncode == 0 and f"withdrawn: submission #{submission.pk}" in withdrawn.stdout, \
+        withdrawn.stderr
+    submission.refresh_from_db()
+    assert submission.visibility == "withdrawn"
 
 
 def test_publish_someone_elses_submission_is_refused(live_server, token, outsider, tmp_path):
