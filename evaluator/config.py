@@ -1,0 +1,75 @@
+"""The judge's request: ``Config`` (what one evaluation is asked to do) and ``BadRequest`` (it cannot start)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from evaluator import pairs, sandbox
+
+
+class BadRequest(ValueError):
+    """The evaluation cannot start: unknown problem, missing file, world size not allowed... (CLI exit status 2)."""
+
+
+_sandbox_required_by_default = sandbox.required_by_default  # (inside Config, ``sandbox`` names a field)
+
+
+@dataclasses.dataclass
+class Config:
+    world_size: int
+    device: str = "cpu"
+    trials: int = 5
+    seed: Optional[int] = None
+    M: int = 1024
+    N: int = 1024
+    dtype: str = "bfloat16"
+    reduced: bool = False
+    timing: bool = True
+    multicast_allowed: bool = False
+    timeout_s: Optional[float] = None  # per command; default: the problem's own budget
+    startup_timeout_s: float = 600.0
+    timing_budget_ms: Optional[float] = None  # per side; default 2000 on GPU, 600 on CPU
+    max_attempts: int = 2  # infrastructure failures are retried, never scored
+    # Hidden checks the candidate cannot predict (docs/threat-model.md, "hard-coded W or shapes"): one more trial at
+    # a shape (M', N') the judge draws, and a correctness-only run at another world size.
+    hidden_shape: bool = False
+    hidden_world_size: Optional[int] = None
+    # False: candidate ranks run without uid/network isolation and are not paused (debugging, red-team tests).
+    # PKB_SANDBOX=0 in the judge's environment switches it off for a whole deployment.
+    sandbox: bool = dataclasses.field(default_factory=sandbox.enabled_by_default)
+    # Fail closed: with every sandbox layer or not at all (an infra_error naming what is missing). Every ranked
+    # profile's jobs ask for it; PKB_SANDBOX=required asks for it for a whole deployment.
+    sandbox_required: bool = dataclasses.field(default_factory=_sandbox_required_by_default)
+    light_ceilings: Optional[dict] = None  # peak rates for the speed-of-light floor; default: the GPU's, none on CPU
+    # Explicit, published trial seeds (feedback runs): each carries PUBLIC_SEED_BIT, which the judge's own secret
+    # draws never do, so public and hidden seeds cannot mix. ``trials`` + 1 of them (the last re-checks after timing).
+    seeds: Optional[list] = None
+    profile_dir: Optional[str] = None  # profile mode: torch profiler traces of both groups (evaluator/profiling.py)
+    # Time in this many fresh process pairs and combine them (evaluator/pairs.py); 1: one pair, the 8.3% floor.
+    pairs: int = 1
+    # A calibration switch (docs/calibration.md): each timing block's data placed anew in device memory
+    # (rank_worker.REPLACE_PAD_BYTES). Off until a GPU run has shown what it does to the pairs' offsets.
+    replace_memory: bool = False
+    # Pairs 2..K: the first pair's per-call estimate. Their single trial is each process's first call, which is cold,
+    # and a cold estimate sets a judge's spin many times too long, whose wall then varies with the GPU clock and reads
+    # as a candidate's unexplained time (honest candidates flagged; docs/calibration.md).
+    timing_estimate_ms: Optional[float] = None
+    # The same for the reference's own call alone: what the judge's spin starts from (Pair._time), so that a
+    # candidate's reported call time cannot lengthen it.
+    timing_reference_estimate_ms: Optional[float] = None
+    # Timing blocks with no spin, after the spun ones (Pair._time, _probe_check); None: three on CUDA (their
+    # median is read), none on CPU, where no block spins.
+    probe: Optional[int] = None
+    # Probe blocks in every pair, also where the candidate cannot be faster (calibration runs: benchmarks/judge_gpu.py).
+    probe_always: bool = False
+
+    @property
+    def blocks(self) -> int:
+        return 6 if self.device == "cuda" else 4
+
+    @property
+    def probe_blocks(self) -> int:
+        return self.probe if self.probe is not None else (3 if self.device == "cuda" else 0)
+
+    def budget_ms(self) -> float:
+        return self.timing_budget_ms or (2000.0 if self.device == "cuda" else 600.0)
