@@ -1,7 +1,7 @@
 """Reading or reusing expected outputs: stale memory, gc scans, the reference's files, the reference module, other
 ranks' results. See docs/threat-model.md, section A."""
 from evaluator import schema
-from tests.redteam.harness import TIMED, assert_never_correct_and_faster, logs, run, separate_uid
+from tests.redteam.harness import TIMED, assert_never_correct_and_faster, logs, notes, run, separate_uid
 
 
 def test_honest_control_passes():
@@ -26,7 +26,10 @@ def test_reference_output_files_cannot_be_snooped():
     assert result["verdict"] == schema.INCORRECT, result["message"]
     text = logs(result)
     assert "STOLE" not in text
-    if separate_uid(result):
+    if notes(result).get("complete"):
+        # Inside the filesystem view the reference's directory is not there at all.
+        assert "No such file or directory" in text, text[-2000:]
+    elif separate_uid(result):
         assert "Permission denied" in text  # the reference's directory is root-only
 
 
