@@ -111,33 +111,38 @@ def _confirmed(request, submission, what: str) -> bool:
     return False
 
 
+# Confirmed visibility changes of an owner's submission: the service that makes it, and what the page then says.
+_VISIBILITY = {
+    "published": (lambda s, user: services.submission_publish(s, user),
+                  "Published: the submission is listed and its code is public."),
+    "withdrawn": (lambda s, user: services.submission_withdraw(s, user),
+                  "Withdrawn: the submission is off every leaderboard and export; its results stay visible to you."),
+}
+
+
+def _change_visibility(request, pk, what: str):
+    submission = selectors.submission_get(pk, request.user)
+    if not _confirmed(request, submission, what):
+        return redirect(submission)
+    change, done = _VISIBILITY[what]
+    try:
+        change(submission, request.user)
+    except services.NotAllowed as exc:
+        raise PermissionDenied(str(exc))
+    messages.success(request, done)
+    return redirect(submission)
+
+
 @require_POST
 @login_required
 def submission_publish(request, pk):
-    submission = selectors.submission_get(pk, request.user)
-    if not _confirmed(request, submission, "published"):
-        return redirect(submission)
-    try:
-        services.submission_publish(submission, request.user)
-    except services.NotAllowed as exc:
-        raise PermissionDenied(str(exc))
-    messages.success(request, "Published: the submission is listed and its code is public.")
-    return redirect(submission)
+    return _change_visibility(request, pk, "published")
 
 
 @require_POST
 @login_required
 def submission_withdraw(request, pk):
-    submission = selectors.submission_get(pk, request.user)
-    if not _confirmed(request, submission, "withdrawn"):
-        return redirect(submission)
-    try:
-        services.submission_withdraw(submission, request.user)
-    except services.NotAllowed as exc:
-        raise PermissionDenied(str(exc))
-    messages.success(request, "Withdrawn: the submission is off every leaderboard and export; its results stay "
-                              "visible to you.")
-    return redirect(submission)
+    return _change_visibility(request, pk, "withdrawn")
 
 
 @require_POST

@@ -162,31 +162,29 @@ class SubmissionStatus(APIView):
         return Response(selectors.submission_status(selectors.submission_get(pk, request.user)))
 
 
-class SubmissionPublish(APIView):
+class _VisibilityChange(APIView):
+    """A POST that changes the visibility of one of your submissions with ``change`` (a service)."""
     permission_classes = [scoped("submit")]
+    change = None
 
     @extend_schema(request=None, responses=s.SubmissionSerializer)
     def post(self, request, pk):
         submission = selectors.submission_get(pk, request.user)
         try:
-            services.submission_publish(submission, request.user)
+            self.change(submission, request.user)
         except services.NotAllowed as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
         return Response(s.SubmissionSerializer(submission).data)
 
 
-class SubmissionWithdraw(APIView):
-    permission_classes = [scoped("submit")]
+class SubmissionPublish(_VisibilityChange):
+    """List a submission of yours on the leaderboard (its code and logs become public)."""
+    change = staticmethod(lambda submission, user: services.submission_publish(submission, user))
 
-    @extend_schema(request=None, responses=s.SubmissionSerializer)
-    def post(self, request, pk):
-        """Take a published submission of yours off every leaderboard and export (its results stay yours)."""
-        submission = selectors.submission_get(pk, request.user)
-        try:
-            services.submission_withdraw(submission, request.user)
-        except services.NotAllowed as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
-        return Response(s.SubmissionSerializer(submission).data)
+
+class SubmissionWithdraw(_VisibilityChange):
+    """Take a published submission of yours off every leaderboard and export (its results stay yours)."""
+    change = staticmethod(lambda submission, user: services.submission_withdraw(submission, user))
 
 
 class SubmissionRerun(APIView):

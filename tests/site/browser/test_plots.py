@@ -4,15 +4,11 @@ thousands), read from what Plotly drew (the SVG markers, the axes' ranges in gd.
 plotting area), not only from the JSON the page carries. Screenshots go to test-output/plots-*.png."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 import urllib.request
 
 import pytest
 
-from tests.site.browser.test_upload_flow import OUTPUT, ROOT, free_port, manage, page  # noqa: F401 - fixture
+from tests.site.browser.test_upload_flow import OUTPUT, embedded_site, manage, page  # noqa: F401 - fixture
 
 PRELUDE = """
 import random
@@ -42,37 +38,11 @@ def scores(subs, problem, status, speedup=None):
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The embedded server on a fresh SQLite database, and a way to add rows to it (manage.py shell)."""
-    tmp = tmp_path_factory.mktemp("plots")
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-    env.update(DATABASE_URL=f"sqlite:///{tmp}/site.sqlite3", PKB_DATA_DIR=str(tmp), DJANGO_SECRET_KEY="browser-test",
-               DJANGO_SETTINGS_MODULE="leaderboard.settings", PYTHONPATH=str(ROOT))
-    manage(env, "migrate", "--noinput")
-    manage(env, "load_problems")
-    port = free_port()
-    log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "manage.py", "runserver_with_worker", f"127.0.0.1:{port}"], cwd=ROOT,
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180  # collectstatic runs first (gzip of plotly.js)
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/healthz", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("the embedded server did not start:\n" + (tmp / "server.log").read_text())
+    with embedded_site(tmp_path_factory.mktemp("plots")) as (url, env):
+        def seed(code: str) -> None:
+            manage(env, "shell", "-c", PRELUDE + code)
 
-    def seed(code: str) -> None:
-        manage(env, "shell", "-c", PRELUDE + code)
-
-    yield url, seed
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        yield url, seed
 
 
 DRAWN = """(id) => {

@@ -3,6 +3,7 @@ an in-process worker, the real judge): sign up, upload a submission, watch it fi
 on the leaderboard. Screenshots go to test-output/."""
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import socket
@@ -35,16 +36,17 @@ def manage(env, *args, **kwargs):
                           text=True, timeout=300, **kwargs)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("embedded")
+@contextlib.contextmanager
+def embedded_site(tmp: Path, setup: str = ""):
+    """``manage.py runserver_with_worker`` on a fresh SQLite database in ``tmp`` (problems loaded, then the
+    ``setup`` code run in ``manage.py shell``): yields (url, env), and stops the server after."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     env.update(DATABASE_URL=f"sqlite:///{tmp}/site.sqlite3", PKB_DATA_DIR=str(tmp), DJANGO_SECRET_KEY="browser-test",
                DJANGO_SETTINGS_MODULE="leaderboard.settings", PYTHONPATH=str(ROOT))
     manage(env, "migrate", "--noinput")
     manage(env, "load_problems")
-    manage(env, "shell", "-c", "from leaderboard.models import HardwareProfile as H; "
-                               "H.objects.filter(slug='cpu-gloo').update(trials=1)")
+    if setup:
+        manage(env, "shell", "-c", setup)
     port = free_port()
     log = open(tmp / "server.log", "wb")
     proc = subprocess.Popen([sys.executable, "manage.py", "runserver_with_worker", f"127.0.0.1:{port}"], cwd=ROOT,
@@ -60,12 +62,21 @@ def server(tmp_path_factory):
     else:
         proc.kill()
         pytest.fail("the embedded server did not start:\n" + (tmp / "server.log").read_text())
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        yield url, env
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    setup = "from leaderboard.models import HardwareProfile as H; H.objects.filter(slug='cpu-gloo').update(trials=1)"
+    with embedded_site(tmp_path_factory.mktemp("embedded"), setup) as (url, _env):
+        yield url
 
 
 @pytest.fixture
