@@ -91,15 +91,17 @@ def command(argv: list[str], uid: int, rank_dir: str, writable: Iterable[str], r
     for path in MASKED:
         if os.path.exists(path):
             args += ["--ro-bind", "/dev/null", path]
+    args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
+    for device in gpu_devices():
+        args += ["--dev-bind", device, device]
+    # The group's /tmp before anything that may live under the host's /tmp (a checkout or a venv there, a job's
+    # directory): mounted later, those land on top of it instead of being hidden by it.
+    args += ["--bind", shm_dir, "/dev/shm", "--bind", tmp_dir, "/tmp", "--bind", tmp_dir, "/var/tmp"]
     for path in runtime_dirs():
         args += ["--ro-bind", path, path]
     for part in REPO_PARTS:
         path = os.path.join(REPO_ROOT, part)
         args += ["--ro-bind", path, path]
-    args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
-    for device in gpu_devices():
-        args += ["--dev-bind", device, device]
-    args += ["--bind", shm_dir, "/dev/shm", "--bind", tmp_dir, "/tmp", "--bind", tmp_dir, "/var/tmp"]
     for path in readable:
         args += ["--ro-bind", path, path]
     for path in list(writable) + [rank_dir]:
