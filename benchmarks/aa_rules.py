@@ -9,7 +9,7 @@ With several sensitivity files it also pools their counts and prints each rate's
 for A/A files, the spread of the stored speedups.
 
 A rule chosen from some runs is tested on others: this reads the raw numbers each run kept (one pair's bootstrap
-interval, or every pair's speedup and interval) and applies today's ``judge.noise_floor`` and ``pairs.interval`` to
+interval, or every pair's speedup and interval) and applies today's ``timing_rules.noise_floor`` and ``pairs.interval`` to
 them, so a change of constant shows at once what it does to every recorded A/A run. Nothing here times anything.
 """
 from __future__ import annotations
@@ -23,26 +23,27 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from benchmarks.calibration_record import documents  # noqa: E402
-from evaluator import judge, pairs  # noqa: E402
+from evaluator.timing import calibration, pairs  # noqa: E402
+from evaluator.timing import rules as timing_rules  # noqa: E402
 
 
 def _reference_spun_short(row: dict) -> bool:
-    """Whether a stored row's reference had a block that timed its host (judge._timing_document withholds "faster"
+    """Whether a stored row's reference had a block that timed its host (timing_rules._timing_document withholds "faster"
     then); rows stored before GPU run 10 kept no per-block shares and count as not."""
-    return bool(judge.blocks_spun_short((row.get("spin_short_per_block") or {}).get("reference")))
+    return bool(timing_rules.blocks_spun_short((row.get("spin_short_per_block") or {}).get("reference")))
 
 
 def rejudge(row: dict, device: str = "cuda") -> dict:
     """Today's interval for one stored A/A row; ``None`` when the row kept no timing."""
     each = row.get("pairs")
     if each and len(each) > 1:
-        mean, low, high, _, _ = pairs.interval(each, device, judge.HOST_BOUND_NOISE_FLOOR)
+        mean, low, high, _, _ = pairs.interval(each, device, calibration.HOST_BOUND_NOISE_FLOOR)
         return {"pairs": len(each), "speedup": math.exp(mean), "low": low, "high": high,
                 "host_bound": any(p.get("host_bound") for p in each), "withheld": _reference_spun_short(row)}
     raw = row.get("bootstrap_ci")
     if not raw or row.get("speedup") is None:
         return None
-    low, high = pairs.widen(raw[0], raw[1], judge.noise_floor(device, bool(row.get("host_bound"))))
+    low, high = pairs.widen(raw[0], raw[1], timing_rules.noise_floor(device, bool(row.get("host_bound"))))
     return {"pairs": 1, "speedup": row["speedup"], "low": low, "high": high, "host_bound": bool(row.get("host_bound")),
             "withheld": _reference_spun_short(row)}
 
@@ -138,8 +139,8 @@ def aa_spread(rows: list[dict]) -> dict:
 
 
 def main(paths: list[str]) -> int:
-    print(f"rules: one pair widened by {judge.PROCESS_NOISE_FLOOR['cuda']:.2%} (host-bound "
-          f"{judge.HOST_BOUND_NOISE_FLOOR:.0%}); pairs: offset SD {pairs.PAIR_OFFSET_SD['cuda']}, z {pairs.PAIR_Z}")
+    print(f"rules: one pair widened by {calibration.PROCESS_NOISE_FLOOR['cuda']:.2%} (host-bound "
+          f"{calibration.HOST_BOUND_NOISE_FLOOR:.0%}); pairs: offset SD {pairs.PAIR_OFFSET_SD['cuda']}, z {pairs.PAIR_Z}")
     probes = []
     for path, doc in documents(paths):
         if "rows" in doc:

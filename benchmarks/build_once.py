@@ -1,7 +1,7 @@
 """Compile once, measured: the same C++-extension candidate (compiled lazily in solution(), the usual pattern) judged
 twice at W ranks on this machine, through the real judge. Prints each judgement's wall, the compile seconds the
 ranks reported, how many ranks compiled and how many loaded a build; the second judgement starts from the judge's
-build cache. Before evaluator/builds.py every rank compiled in a directory of its own, every job again.
+build cache. Before evaluator/process/builds.py every rank compiled in a directory of its own, every job again.
 
     python benchmarks/build_once.py [-W 2] [--device cpu] [--candidate PATH] [--problem 1]
 """

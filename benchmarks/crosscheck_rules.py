@@ -1,11 +1,11 @@
-"""Re-judge the spun blocks' cross-check (judge._crosscheck) on stored GPU runs with the noise term in the code now.
+"""Re-judge the spun blocks' cross-check (timing_rules._crosscheck) on stored GPU runs with the noise term in the code now.
 
     python benchmarks/crosscheck_rules.py benchmarks/calibration/run9.json
 
 It reads the compact calibration record (benchmarks/calibration_record.py) or a raw document just written.
 
 Every stored cross-check keeps each block's wall and reported median per call and the allowance then in force, so
-the reference's own spread (judge.crosscheck_noise_ms) can be tried on old runs without a GPU. The allowance here is
+the reference's own spread (timing_rules.crosscheck_noise_ms) can be tried on old runs without a GPU. The allowance here is
 the larger of the stored one and that noise term. Each block's spin is taken out of the walls where the run stored
 it (``blocks_spin_ms`` from GPU run 9's code on; before that a row's ``spin_us_per_block``, where the row had one
 try); other tries of older runs, whose spins ratcheted from block to block (GPU run 8), read as noisier than they
@@ -19,14 +19,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.calibration_record import documents  # noqa: E402
-from evaluator import judge  # noqa: E402
+from evaluator.timing import rules as timing_rules  # noqa: E402
 
 
 def rejudge(check: dict, spins_us=None) -> dict:
     skip = 1 if len(check["blocks_ms"]["reference"]["wall"]) > 2 else 0
     walls = check["blocks_ms"]["reference"]["wall"]
     spins = check.get("blocks_spin_ms") or ([s / 1e3 for s in spins_us] if spins_us else None)
-    noise = judge.crosscheck_noise_ms(walls[skip:], spins[skip:] if spins else None)
+    noise = timing_rules.crosscheck_noise_ms(walls[skip:], spins[skip:] if spins else None)
     allowance = max(check["allowance_ms"], noise)
     return dict(check, noise_ms=round(noise, 4), allowance_ms=round(allowance, 4),
                 suspect=check["unexplained_ms"] > allowance)

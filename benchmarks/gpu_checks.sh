@@ -23,7 +23,7 @@ for step in $STEPS; do
     env) run env sh -c "nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; $PY -V; \
 $PY -c 'import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)'; uname -r; \
 ldd \${PKB_BWRAP:-\$(command -v bwrap)} | grep -c 'not found'; \
-$PY -c 'from evaluator import sandbox; import json; print(json.dumps(sandbox.host_support()))'" ;;
+$PY -c 'from evaluator.process import sandbox; import json; print(json.dumps(sandbox.host_support()))'" ;;
     sandbox) run sandbox $PY -m evaluator eval 1 benchmarks/candidates/p01_allreduce_triton.py -W 1 --device cuda \
         --require-sandbox --json "$OUT/p01_triton_sandboxed.json" ;;
     escape) run escape $PY -m pytest -q -p no:django -p no:cacheprovider tests/redteam/test_host_escape.py \

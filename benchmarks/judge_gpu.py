@@ -8,7 +8,7 @@
     python3 benchmarks/judge_gpu.py backends  --device cuda -W 1
 
 Every number is measured in the same run that prints it. ``--out DIR`` writes the raw JSON as well. ``--warm D``
-judges with a pool of D warm spares (evaluator/warm.py: groups started before their job; every job still in fresh
+judges with a pool of D warm spares (evaluator/process/warm.py: groups started before their job; every job still in fresh
 processes); without it every job starts cold.
 """
 from __future__ import annotations
@@ -26,9 +26,11 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import problems  # noqa: E402
-from evaluator import judge, schema, selfcheck, warm  # noqa: E402
+from evaluator import judge, schema  # noqa: E402
+from evaluator.judge import evaluation, selfcheck  # noqa: E402
+from evaluator.process import warm  # noqa: E402
 from evaluator.cli import _parse_ids  # noqa: E402
-from evaluator.group import RankGroup  # noqa: E402
+from evaluator.process.group import RankGroup  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -38,7 +40,7 @@ def relaunch_per_trial(pid: int, W: int, device: str, trials: int, M: int, N: in
     one trial and one timing block), as harnesses that start torchrun per trial do. Returns wall seconds."""
     cfg = judge.Config(world_size=W, device=device, M=M, N=N)
     prob = problems.get(pid)
-    seeds = judge._seeds(cfg)
+    seeds = evaluation._seeds(cfg)
     began = time.monotonic()
     for t in range(trials):
         for role in ("ref", "cand"):
@@ -67,9 +69,9 @@ def _checks(row: dict) -> str:
         text += f" set aside {len(row['set_aside'])}"
     short = row.get("spin_short_per_block") or {}
     most = max((x for side in short.values() for x in side), default=0.0)
-    if most:  # calls whose spin ran out before the host had queued them (rank_worker.time)
+    if most:  # calls whose spin ran out before the host had queued them (evaluator/rank/timed.py)
         text += f" spin short up to {most:.0%} of a block's calls"
-    if row.get("faster_withheld"):  # ... in a reference block, for half its calls or more (judge._timing_document)
+    if row.get("faster_withheld"):  # ... in a reference block, for half its calls or more (timing_rules._timing_document)
         text += " FASTER WITHHELD (reference blocks timed its host)"
     return text
 
@@ -376,7 +378,7 @@ def main() -> int:
     parser.add_argument("--warm", type=int, default=0,
                         help="overhead, aa, sensitivity: depth of the warm-spare pool (0: cold)")
     parser.add_argument("--pairs", type=int, default=1,
-                        help="aa, sensitivity: time each judged run in K fresh process pairs (evaluator/pairs.py)")
+                        help="aa, sensitivity: time each judged run in K fresh process pairs (evaluator/timing/pairs.py)")
     parser.add_argument("--replace-memory", action="store_true",
                         help="aa: place each timing block's data anew in device memory (Config.replace_memory)")
     parser.add_argument("--untrusted", action="store_true",

@@ -1,4 +1,4 @@
-"""Re-judge the probe check (judge._probe_check) on stored GPU runs with the rule in the code now.
+"""Re-judge the probe check (timing_rules._probe_check) on stored GPU runs with the rule in the code now.
 
     python benchmarks/probe_rules.py benchmarks/calibration/run8.json:call2_aa.json 'benchmarks/calibration/run8.json:call*_sensitivity.json'
 
@@ -14,7 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.calibration_record import documents  # noqa: E402
-from evaluator import judge, pairs  # noqa: E402
+from evaluator.timing import calibration, pairs  # noqa: E402
+from evaluator.timing import rules as timing_rules  # noqa: E402
 
 
 def rejudge(probe: dict) -> dict:
@@ -23,8 +24,8 @@ def rejudge(probe: dict) -> dict:
     share = probe.get("share_ms")
     if share is None:
         harness = max(0.0, probe["reference_wall_per_call_ms"] - probe["reference_reported_ms"])
-        share = judge.PROBE_SHARE * max(0.0, probe["candidate_wall_per_call_ms"] - harness)
-    noise = judge.probe_noise_ms(ref_walls, probe["calls"], "cuda")
+        share = calibration.PROBE_SHARE * max(0.0, probe["candidate_wall_per_call_ms"] - harness)
+    noise = timing_rules.probe_noise_ms(ref_walls, probe["calls"], "cuda")
     allowance = max(noise, share)
     return dict(probe, noise_ms=round(noise, 4), share_ms=round(share, 4), allowance_ms=round(allowance, 4),
                 suspect=probe["excess_ms"] > allowance)

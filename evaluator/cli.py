@@ -71,7 +71,7 @@ def _eval(args) -> int:
     print(f"trials: {args.trials} correctness + 1 re-check after timing (--trials {args.trials}; a site's profile "
           f"sets its own count, which pkb submit prints)")
     if result.get("profile"):
-        from evaluator import profiling
+        from evaluator.rank import profiling
 
         profile = result["profile"]
         print(profiling.render(profile["summary"]) if "summary" in profile else profile.get("error", ""))
@@ -172,7 +172,7 @@ def _parse_ids(text: str | None) -> list[int]:
 
 
 def _selfcheck(args) -> int:
-    from evaluator import selfcheck
+    from evaluator.judge import selfcheck
 
     try:
         ids = _parse_ids(args.problems)
@@ -190,9 +190,9 @@ def _selfcheck(args) -> int:
 
 
 def _sandbox_check(args) -> int:
-    """The host's sandbox support (evaluator/sandbox.py, host_support); the site's worker reads it through this
+    """The host's sandbox support (evaluator/process/sandbox.py, host_support); the site's worker reads it through this
     command, as it reads a judgement through ``eval``, so the site imports nothing of the judge but its schema."""
-    from evaluator import sandbox
+    from evaluator.process import sandbox
 
     support = sandbox.host_support()
     print(json.dumps(support) if args.json else support["summary"])
@@ -200,8 +200,8 @@ def _sandbox_check(args) -> int:
 
 
 def _sweep(args) -> int:
-    """Kill what a judge killed before its own clean-up left under DIR (evaluator/processes.py, sweep_orphans)."""
-    from evaluator import processes
+    """Kill what a judge killed before its own clean-up left under DIR (evaluator/process/processes.py, sweep_orphans)."""
+    from evaluator.process import processes
 
     report = processes.sweep_orphans(args.directory)
     print(json.dumps(report) if args.json else f"killed {report['killed_outliving']} processes, "
@@ -273,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a correctness-only run at another world size W2 allowed by the problem (ranked site runs "
                           "pick one the candidate cannot predict)")
     pev.add_argument("--pairs", type=int, default=1,
-                     help="time in K fresh process pairs and combine them (evaluator/pairs.py); default 1")
+                     help="time in K fresh process pairs and combine them (evaluator/timing/pairs.py); default 1")
     pev.add_argument("--profile", metavar="DIR", default=None,
                      help="also record a torch profiler trace per rank: DIR/trace.json (merged), DIR/summary.json")
     pev.set_defaults(func=_eval)

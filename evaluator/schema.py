@@ -66,7 +66,7 @@ TIMING_FLAGS = (FLAG_TIMING_CROSSCHECK, FLAG_FASTER_THAN_LIGHT, FLAG_UNRANKED_DE
 # seeds and ranking seeds are disjoint by construction (leaderboard/feedback/seeds.py).
 PUBLIC_SEED_BIT = 1 << 62
 
-# Timing limits the site shows and enforces (evaluator/pairs.py uses them; the site reads them from here).
+# Timing limits the site shows and enforces (evaluator/timing/pairs.py uses them; the site reads them from here).
 # Standard deviation of log(speedup) of one pair for identical code, GPU-paced calls, measured by A/A runs on an H200
 # (docs/calibration.md, PAIR_OFFSET_SD). One value serves both rules: judge.PROCESS_NOISE_FLOOR (one pair) is
 # exp(PAIR_Z x this) - 1. On CPU (never ranked) no calibration exists: the empirical interval alone.

@@ -1,6 +1,6 @@
 """A long-lived judge for one worker: ``python -m evaluator.serve --world-size W --device D --warm N --reply-fd FD``.
 
-It holds a WarmPool (evaluator/warm.py) and runs, one after another, the ``pkb eval`` commands it reads on stdin as
+It holds a WarmPool (evaluator/process/warm.py) and runs, one after another, the ``pkb eval`` commands it reads on stdin as
 JSON lines ``{"id": ..., "argv": ["eval", ...], "log": PATH}``: exactly what ``python -m evaluator.cli`` would do with
 that argv (the result goes where its ``--json`` says), except that the job's rank groups come from the pool. What the
 command prints goes to ``log``; when it is done, ``{"id": ..., "status": EXIT_STATUS}`` is written to the reply fd.
@@ -17,7 +17,8 @@ import os
 import sys
 import traceback
 
-from evaluator import cli, warm
+from evaluator import cli
+from evaluator.process import warm
 
 
 def serve(requests, reply, pool) -> None:

@@ -164,7 +164,7 @@ def test_the_walk_names_file_and_line_of_a_forbidden_import(rel, source, expecte
 
 def test_the_contract_is_what_the_site_loads_of_the_judge():
     assert {"evaluator/__init__.py", "evaluator/schema.py"} <= CONTRACT
-    assert "evaluator/judge.py" not in CONTRACT and "evaluator/pairs.py" not in CONTRACT
+    assert "evaluator/judge/evaluation.py" not in CONTRACT and "evaluator/timing/pairs.py" not in CONTRACT
 
 
 @pytest.mark.parametrize("rel, source", [

@@ -14,6 +14,6 @@ def rank_workers(marker: str = "") -> int:
                 cmdline = f.read()
         except OSError:
             continue
-        if b"evaluator.rank_worker" in cmdline and marker.encode() in cmdline:
+        if b"evaluator.rank.worker" in cmdline and marker.encode() in cmdline:
             count += 1
     return count

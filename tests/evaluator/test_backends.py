@@ -1,6 +1,6 @@
 """evaluator.policy.unsupported_backend: a ParallelKittens kernel is recognised (an import of its runtime, or the
 ThunderKittens header in an inline source) and told apart from one that only mentions it in a comment."""
-from evaluator import policy
+from evaluator.judge import policy
 
 
 def test_parallelkittens_imports_and_headers_are_named_with_the_supported_backends():

@@ -1,11 +1,12 @@
-"""Compile once (evaluator/builds.py): the ranks of a job share one build, and a later job of the same file compiles
+"""Compile once (evaluator/process/builds.py): the ranks of a job share one build, and a later job of the same file compiles
 nothing. Real judge, real C++ extension (the CPU path of compile_cuda_extension), W = 2 on gloo."""
 import pathlib
 import shutil
 
 import pytest
 
-from evaluator import builds, judge, schema
+from evaluator import judge, schema
+from evaluator.process import builds
 
 CANDIDATE = pathlib.Path(__file__).parent / "compat" / "candidates" / "lazy_cpp_extension.py"
 OPTIONS = dict(M=64, N=32, trials=2, seed=5, timing=False, timeout_s=500)

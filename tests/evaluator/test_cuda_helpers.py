@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.utils import cpp_extension
 
-from evaluator import messages
+from evaluator.rank import messages
 from evaluator.pkb_utils.utils import cuda_helpers
 from evaluator.pkb_utils.utils.cuda_helpers import compile_cuda_extension
 

@@ -1,4 +1,4 @@
-"""evaluator/gloo_compat.py: every collective form the problems' pages list, on 2- and 3-rank gloo worlds, gives
+"""evaluator/rank/gloo_compat.py: every collective form the problems' pages list, on 2- and 3-rank gloo worlds, gives
 NCCL's result; and a candidate for problem 2 written in NCCL's stacked form is correct on CPU through the real judge."""
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from evaluator import gloo_compat, judge, schema
+from evaluator import judge, schema
+from evaluator.rank import gloo_compat
 from tests.evaluator.test_judge_e2e import CANDIDATES
 
 M, N = 4, 3

@@ -28,7 +28,7 @@ def test_reference_a_a_on_gpu():
 
 
 def test_placement_experiment_and_pairs_on_gpu():
-    # Each block's data placed anew (rank_worker._new_placement: cache handed back, a random pad held) in two pairs.
+    # Each block's data placed anew (evaluator/rank/worker.py, _new_placement: cache handed back, a random pad held) in two pairs.
     result = judge.evaluate(13, "reference", 1, "cuda", seed=6, pairs=2, replace_memory=True)
     assert result["verdict"] == schema.CORRECT, result["message"]
     assert result["timing"]["pairs"]["count"] == 2 and not result["timing"]["faster"]
@@ -42,10 +42,10 @@ def test_gpu_backends_are_correct(name, problem):
 
 
 def test_compare_on_the_gpu_gives_the_hosts_verdicts():
-    """Reference ranks compare on their device (evaluator/outputs.py): the same verdicts, error sizes and first bad
+    """Reference ranks compare on their device (evaluator/rank/outputs.py): the same verdicts, error sizes and first bad
     index as on the host, for the cases the host tests pin down."""
     from evaluator.compare import compare
-    from evaluator.outputs import copy_plain
+    from evaluator.rank.outputs import copy_plain
 
     g = torch.Generator().manual_seed(5)
     base = torch.randn(3000, 700, generator=g)
@@ -80,7 +80,7 @@ def test_p77_fused_gpu_attention_matches_fp32_math(tmp_path):
 
     import problems
     from evaluator.compare import compare
-    from evaluator.outputs import copy_plain
+    from evaluator.rank.outputs import copy_plain
     from problems.base import InputContext
 
     prob = problems.get(77)

@@ -1,4 +1,4 @@
-"""evaluator/messages.py: a candidate's failure is told by its root cause (exception, then the candidate's innermost
+"""evaluator/rank/messages.py: a candidate's failure is told by its root cause (exception, then the candidate's innermost
 frame), without the judge's frames or the server's paths; build failures are compile errors with the first error."""
 import importlib.util
 import subprocess
@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from evaluator import messages
+from evaluator.rank import messages
 
 SOURCE = textwrap.dedent('''\
     import torch
@@ -47,7 +47,7 @@ def test_exception_first_then_the_candidates_innermost_frame(tmp_path):
     first, second = text.splitlines()[:2]
     assert first.startswith("RuntimeError: inconsistent tensor size")
     assert second == "  at kernel.py, line 5, in helper: return torch.ones(3) @ torch.ones(4)"
-    assert str(tmp_path) not in text and "rank_worker" not in text and "Traceback" not in text
+    assert str(tmp_path) not in text and "rank/worker" not in text and "Traceback" not in text
     assert messages.kind_of(exc) == messages.RUNTIME_ERROR
 
 

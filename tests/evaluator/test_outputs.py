@@ -1,4 +1,4 @@
-"""Output files between processes (evaluator/outputs.py): what a reference rank accepts from a candidate's file, and
+"""Output files between processes (evaluator/rank/outputs.py): what a reference rank accepts from a candidate's file, and
 the copy that takes a kept output out of the candidate's reach."""
 import os
 import types
@@ -6,7 +6,7 @@ import types
 import pytest
 import torch
 
-from evaluator import outputs
+from evaluator.rank import outputs
 
 PLAIN = types.SimpleNamespace(compare=None, slack=None, atol=1e-2, rtol=1e-2)
 

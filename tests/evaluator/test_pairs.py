@@ -1,4 +1,4 @@
-"""Timing in several process pairs (evaluator/pairs.py): the combination rule, and the judge running it."""
+"""Timing in several process pairs (evaluator/timing/pairs.py): the combination rule, and the judge running it."""
 import json
 import math
 import os
@@ -8,10 +8,13 @@ import pytest
 import torch
 
 import problems
-from evaluator import cli, judge, pairs, schema
-from evaluator import timing as timing_rules
+from evaluator import cli, judge, schema
+from evaluator.judge import replies
+from evaluator.rank import timed
+from evaluator.timing import calibration, pairs
+from evaluator.timing import rules as timing_rules
 
-HOST_FLOOR = judge.HOST_BOUND_NOISE_FLOOR
+HOST_FLOOR = calibration.HOST_BOUND_NOISE_FLOOR
 
 
 def timing(speedup: float, half: float = 0.001, host_bound: bool = False) -> dict:
@@ -138,7 +141,7 @@ def test_stored_runs_are_rejudged_with_the_rules_the_judge_uses():
     again = aa_rules.rejudge({"pairs": [{k: t[k] for k in ("speedup", "bootstrap_ci", "host_bound")} for t in each]})
     assert [round(again["low"], 4), round(again["high"], 4)] == doc["speedup_ci"]
     one = aa_rules.rejudge({"speedup": 1.05, "bootstrap_ci": [1.04, 1.06], "host_bound": False})
-    floor = judge.PROCESS_NOISE_FLOOR["cuda"]
+    floor = calibration.PROCESS_NOISE_FLOOR["cuda"]
     assert one["low"] == pytest.approx(1.04 / (1 + floor)) and one["high"] == pytest.approx(1.06 * (1 + floor))
     summary = aa_rules.summarise([{"speedup": 1.12, "bootstrap_ci": [1.11, 1.13], "host_bound": False}])
     assert summary["false_faster"] == 1 and summary["missing_1"] == 1  # a 12% A/A offset clears the floor
@@ -164,7 +167,7 @@ def test_a_few_suspect_pairs_are_set_aside_and_many_flag_the_result():
 
 def _crosscheck_suspect_in(monkeypatch, suspect_calls: set):
     """The judge's cross-check, made suspect on the given calls (1-based, one call per pair)."""
-    real, calls = judge._crosscheck, []
+    real, calls = timing_rules._crosscheck, []
 
     def patched(*args, **kwargs):
         calls.append(1)
@@ -297,7 +300,7 @@ def test_a_kept_output_is_copied_on_the_device_as_it_would_be_to_the_host():
     # a named tuple becomes a plain tuple in both, a tensor subclass is refused by both.
     from collections import namedtuple
 
-    from evaluator import outputs
+    from evaluator.rank import outputs
 
     Pair = namedtuple("Pair", "out aux")
     output = Pair(torch.arange(4.0), {"n": [torch.ones(2), 3]})
@@ -344,7 +347,7 @@ def test_every_timing_block_is_followed_by_a_kept_command_on_each_side_even_with
 
 
 def test_a_rank_hands_its_cache_back_above_an_eighth_of_the_device_and_only_between_blocks(monkeypatch):
-    from evaluator import rank_worker
+    from evaluator.rank import worker as rank_worker
 
     freed = []
     monkeypatch.setattr(rank_worker, "_empty_cache", lambda: freed.append(1))
@@ -360,6 +363,7 @@ def test_a_rank_hands_its_cache_back_above_an_eighth_of_the_device_and_only_betw
     # The timing block itself never frees (that was in its wall): only ``kept``, ``trial`` and ``check`` do.
     source = rank_worker.Worker.time.__code__.co_names
     assert "_release_cache" not in source
+    assert not {"_release_cache", "_empty_cache"} & set(timed.time_block.__code__.co_names)  # the timed loop itself
 
 
 def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_most_double_it(monkeypatch):
@@ -394,7 +398,7 @@ def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_mo
     # The short-spin diagnostic, per block and side: no call on a CPU spins, so none ran out.
     short = result["timing"]["spin_short_per_block"]
     assert short == {"reference": [0.0] * len(blocks), "candidate": [0.0] * len(blocks)}
-    modest = judge.CANDIDATE_SPIN_SHARE * 300.0 - 100.0
+    modest = calibration.CANDIDATE_SPIN_SHARE * 300.0 - 100.0
     wishes.update({("cand", 0): modest, ("cand", 2): 0.0})
     sent.clear()
     result = judge.evaluate(1, "reference", 1, "cpu", **SMALL)
@@ -403,35 +407,35 @@ def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_mo
 
 
 def test_a_ranks_spin_wish_is_capped_and_only_numbers_count():
-    from evaluator import rank_worker
+    from evaluator.rank import worker as rank_worker
 
-    assert judge._spin_wanted([{"spin_wanted_us": 1e12}]) == rank_worker.SPIN_MAX_US
-    assert judge._spin_wanted([{"spin_wanted_us": "9"}, {"spin_wanted_us": float("inf")}, {}]) == 0.0
-    assert judge._spin_wanted([{"spin_wanted_us": 40}, {"spin_wanted_us": 90.5}]) == 90.5
+    assert replies._spin_wanted([{"spin_wanted_us": 1e12}]) == calibration.SPIN_MAX_US
+    assert replies._spin_wanted([{"spin_wanted_us": "9"}, {"spin_wanted_us": float("inf")}, {}]) == 0.0
+    assert replies._spin_wanted([{"spin_wanted_us": 40}, {"spin_wanted_us": 90.5}]) == 90.5
 
 
 def test_a_ranks_reported_share_is_shown_only_when_it_is_one():
-    assert [judge._share(x) for x in (0.25, 1, 0.0)] == [0.25, 1.0, 0.0]
-    assert [judge._share(x) for x in (1.5, -0.1, "0.5", None, True, float("nan"))] == [0.0] * 6
+    assert [replies._share(x) for x in (0.25, 1, 0.0)] == [0.25, 1.0, 0.0]
+    assert [replies._share(x) for x in (1.5, -0.1, "0.5", None, True, float("nan"))] == [0.0] * 6
 
 
 def test_a_ranks_spin_wish_follows_its_typical_host_time_not_its_slowest_call():
-    from evaluator import rank_worker
+    from evaluator.rank import worker as rank_worker
 
-    margin, factor = rank_worker.SPIN_MARGIN_US, rank_worker.SPIN_HOST_FACTOR
-    assert rank_worker.spin_wish_us([]) == margin
+    margin, factor = calibration.SPIN_MARGIN_US, calibration.SPIN_HOST_FACTOR
+    assert timed.spin_wish_us([]) == margin
     block0 = [50.0, 55.0, 60.0, 52.0]
     # A few slow warm-up calls (GPU run 8: a running maximum tripled the spins) move the wish little.
     later = block0 + [900.0, 700.0]
-    assert rank_worker.spin_wish_us(block0) == factor * 53.5 + margin
-    assert rank_worker.spin_wish_us(later) == factor * 57.5 + margin
-    assert rank_worker.spin_wish_us([1e9]) == rank_worker.SPIN_MAX_US
+    assert timed.spin_wish_us(block0) == factor * 53.5 + margin
+    assert timed.spin_wish_us(later) == factor * 57.5 + margin
+    assert timed.spin_wish_us([1e9]) == calibration.SPIN_MAX_US
 
 
 def test_a_reference_rank_holding_an_output_for_a_check_keeps_nothing_else_on_the_device(monkeypatch):
     # The candidate's trial runs next: it must get the whole device but the held output (problem 68 at W = 1 holds a
     # 57 GB table per rank; kept in the reference's cache, a candidate that copies the table ran out of memory).
-    from evaluator import rank_worker
+    from evaluator.rank import worker as rank_worker
 
     events = []
     monkeypatch.setattr(rank_worker, "_empty_cache", lambda: events.append("freed"))

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from evaluator import stats
+from evaluator.timing import stats
 
 
 def _blocks(rng, level, blocks=6, per_block=40, drift=0.02, noise=0.05):

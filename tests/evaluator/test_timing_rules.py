@@ -6,7 +6,10 @@ import time
 import pytest
 
 from evaluator import judge, schema
-from evaluator.group import RankGroup, close_all
+from evaluator.judge import replies
+from evaluator.process.group import RankGroup, close_all
+from evaluator.timing import calibration
+from evaluator.timing import rules as timing_rules
 
 
 def _blocks(center: float, n_blocks: int = 6, n: int = 50, seed: int = 1) -> list[list[float]]:
@@ -17,13 +20,13 @@ def _blocks(center: float, n_blocks: int = 6, n: int = 50, seed: int = 1) -> lis
 def _document(ref_ms: float, cand_ms: float, host_bound: dict, reference_spin_short=None) -> dict:
     cfg = judge.Config(world_size=1, device="cuda")
     walls = {"ref": [ref_ms + 0.01] * 6, "cand": [cand_ms + 0.01] * 6}
-    return judge._timing_document(_blocks(ref_ms), _blocks(cand_ms, seed=2), walls, cfg, calls=51,
+    return timing_rules._timing_document(_blocks(ref_ms), _blocks(cand_ms, seed=2), walls, cfg, calls=51,
                                   host_bound=host_bound, reference_spin_short=reference_spin_short)
 
 
 def test_gpu_paced_timings_use_the_process_floor():
     doc = _document(1.10, 1.0, {"ref": 0.0, "cand": 0.05})
-    assert doc["host_bound"] is False and doc["process_noise_floor"] == judge.PROCESS_NOISE_FLOOR["cuda"]
+    assert doc["host_bound"] is False and doc["process_noise_floor"] == calibration.PROCESS_NOISE_FLOOR["cuda"]
     assert doc["faster"] is True  # 10% clears the 8.3% floor plus a tight bootstrap interval
     assert _document(1.05, 1.0, {"ref": 0.0, "cand": 0.0})["faster"] is False  # 5%: within a process pair's offset
 
@@ -31,7 +34,7 @@ def test_gpu_paced_timings_use_the_process_floor():
 def test_host_paced_timings_get_the_wide_floor_on_either_side():
     for shares in ({"ref": 0.0, "cand": 0.6}, {"ref": 0.25, "cand": 0.0}):
         doc = _document(1.10, 1.0, shares)
-        assert doc["host_bound"] is True and doc["process_noise_floor"] == judge.HOST_BOUND_NOISE_FLOOR
+        assert doc["host_bound"] is True and doc["process_noise_floor"] == calibration.HOST_BOUND_NOISE_FLOOR
         assert doc["faster"] is False and doc["speedup_ci"][0] < 1.0 < doc["speedup_ci"][1]
     assert _document(1.70, 1.0, {"ref": 0.0, "cand": 0.6})["faster"] is True
 
@@ -45,7 +48,7 @@ def test_reference_blocks_that_timed_its_host_withhold_faster():
         assert doc["faster"] is False and doc["speedup_ci"][0] > 1.0  # the interval is as measured; the claim is not
         assert doc["reference_blocks_spun_short"] == [b for b, x in enumerate(shares) if x >= 0.5]
     # What benchmarks/judge_gpu.py counts in its A/A summaries.
-    from evaluator import selfcheck
+    from evaluator.judge import selfcheck
     assert selfcheck.aa_summary({"verdict": "correct", "timing": doc})["faster_withheld"] is True
     assert selfcheck.aa_summary({"verdict": "correct", "timing": clean})["faster_withheld"] is False
     # A slower verdict is not withheld: short spins only ever make a side look slower.
@@ -54,14 +57,14 @@ def test_reference_blocks_that_timed_its_host_withhold_faster():
 
 
 def test_a_malformed_host_bound_share_is_the_candidates_fault_not_the_platforms():
-    assert judge._host_share([{"host_bound": 0.25}, {"host_bound": 0.5}], "cand") == 0.5
-    assert judge._host_share([{"host_bound": 7}, {}], "cand") == 1.0  # clamped: it only widens its own interval
+    assert replies._host_share([{"host_bound": 0.25}, {"host_bound": 0.5}], "cand") == 0.5
+    assert replies._host_share([{"host_bound": 7}, {}], "cand") == 1.0  # clamped: it only widens its own interval
     for bad in ("0.9", float("nan"), [1], True):
-        with pytest.raises(judge._Stop) as stop:
-            judge._host_share([{"host_bound": bad}], "cand")
+        with pytest.raises(replies._Stop) as stop:
+            replies._host_share([{"host_bound": bad}], "cand")
         assert stop.value.verdict == schema.RUNTIME_ERROR  # a ValueError here used to become a retried infra_error
-    with pytest.raises(judge._Stop) as stop:
-        judge._host_share([{"host_bound": "x"}], "ref")
+    with pytest.raises(replies._Stop) as stop:
+        replies._host_share([{"host_bound": "x"}], "ref")
     assert stop.value.verdict == schema.INFRA_ERROR
 
 

@@ -1,4 +1,4 @@
-"""Warm spares (evaluator/warm.py): groups started before their job judge exactly as cold ones, on a CPU gloo world."""
+"""Warm spares (evaluator/process/warm.py): groups started before their job judge exactly as cold ones, on a CPU gloo world."""
 import os
 import pathlib
 import signal
@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from evaluator import judge, schema, warm
+from evaluator import judge, schema
+from evaluator.process import warm
 
 CANDIDATES = pathlib.Path(__file__).parent / "candidates"
 SMALL = dict(M=64, N=32, trials=2, seed=5, timing_budget_ms=40)

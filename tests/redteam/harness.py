@@ -16,7 +16,8 @@ import uuid
 
 import pytest
 
-from evaluator import judge, sandbox, schema
+from evaluator import judge, schema
+from evaluator.process import sandbox
 
 HERE = pathlib.Path(__file__).parent
 CANDIDATES = HERE / "candidates"

@@ -8,7 +8,9 @@ import sys
 import threading
 import time
 
-from evaluator import policy, sandbox, schema
+from evaluator import schema
+from evaluator.judge import policy
+from evaluator.process import sandbox
 from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, own_network, processes_with,
                                    requires_root, run, separate_uid, token)
 

@@ -2,7 +2,10 @@
 import pytest
 
 import problems
-from evaluator import judge, pairs, physics, schema
+from evaluator import judge, schema
+from evaluator.judge import evaluation
+from evaluator.timing import calibration, pairs, physics
+from evaluator.timing import rules as timing_rules
 from tests.redteam.harness import TIMED, run
 
 
@@ -11,7 +14,7 @@ def _doc(cand_samples, cand_wall, device="cuda", **cfg):
     ref = [[1.0] * 20 for _ in range(6)]
     cand = [list(cand_samples) for _ in range(6)]
     walls = {"ref": [1.2] * 6, "cand": [cand_wall] * 6}
-    return judge._timing_document(ref, cand, walls, config, problems.get(1), {"gpus": ["NVIDIA H200"]}, calls=21)
+    return timing_rules._timing_document(ref, cand, walls, config, problems.get(1), {"gpus": ["NVIDIA H200"]}, calls=21)
 
 
 def test_consistent_fast_candidate_is_faster_and_ranked():
@@ -53,7 +56,7 @@ def test_flagged_result_end_to_end_never_ranks():
 
 def test_never_rank_guard_applies_to_any_flag():
     result = {"flags": [schema.FLAG_UNRANKED_DEVICE], "timing": {"faster": True, "ranked": True}}
-    judge._never_rank_flagged(result)
+    evaluation._never_rank_flagged(result)
     assert result["timing"] == {"faster": False, "ranked": False}
 
 
@@ -65,10 +68,10 @@ def test_the_judges_spin_does_not_widen_the_allowance():
     ref = [[0.005] * 20 for _ in range(6)]
     cand = [[0.009] * 20 for _ in range(6)]
     walls = {"ref": [2.397] * 6, "cand": [3.065] * 6}
-    doc = judge._timing_document(ref, cand, walls, config, calls=21, spin_ms=1.0)
+    doc = timing_rules._timing_document(ref, cand, walls, config, calls=21, spin_ms=1.0)
     assert doc["crosscheck"]["allowance_ms"] < 0.6 and schema.FLAG_TIMING_CROSSCHECK in doc["_flags"]
     assert doc["faster"] is False and doc["ranked"] is False
-    honest = judge._timing_document(ref, ref, {"ref": [2.397] * 6, "cand": [2.45] * 6}, config, calls=21,
+    honest = timing_rules._timing_document(ref, ref, {"ref": [2.397] * 6, "cand": [2.45] * 6}, config, calls=21,
                                     spin_ms=1.0)
     assert honest["_flags"] == []
 
@@ -79,19 +82,19 @@ def test_the_references_own_block_spread_widens_the_cross_check_and_the_candidat
     config = judge.Config(world_size=1, device="cuda")
     ref = [[0.0013] * 100 for _ in range(6)]
     steady = {"ref": [0.69, 0.41, 0.41, 0.41, 0.41, 0.41], "cand": [0.63, 0.56, 0.56, 0.56, 0.56, 0.56]}
-    doc = judge._timing_document(ref, ref, steady, config, calls=101, spin_ms=0.05)
+    doc = timing_rules._timing_document(ref, ref, steady, config, calls=101, spin_ms=0.05)
     assert doc["crosscheck"]["noise_ms"] == 0.0 and schema.FLAG_TIMING_CROSSCHECK in doc["_flags"]
     spread = dict(steady, ref=[0.69, 0.44, 0.39, 0.40, 0.41, 0.56])
-    doc = judge._timing_document(ref, ref, spread, config, calls=101, spin_ms=0.05)
-    assert doc["crosscheck"]["noise_ms"] == pytest.approx(judge.CROSSCHECK_RANGE_FACTOR * 0.17)
+    doc = timing_rules._timing_document(ref, ref, spread, config, calls=101, spin_ms=0.05)
+    assert doc["crosscheck"]["noise_ms"] == pytest.approx(calibration.CROSSCHECK_RANGE_FACTOR * 0.17)
     assert doc["_flags"] == []
     # The candidate's spread is not evidence: it is the side under test.
     wild = dict(steady, cand=[0.63, 0.3, 0.9, 0.56, 0.56, 0.56])
-    assert schema.FLAG_TIMING_CROSSCHECK in judge._timing_document(ref, ref, wild, config, calls=101,
+    assert schema.FLAG_TIMING_CROSSCHECK in timing_rules._timing_document(ref, ref, wild, config, calls=101,
                                                                    spin_ms=0.05)["_flags"]
     # A spin the judge changed between blocks (the same on both sides) is not spread: it is taken out.
     spun = dict(steady, ref=[0.69, 0.41, 0.41, 0.61, 0.61, 0.61], cand=[0.63, 0.56, 0.56, 0.76, 0.76, 0.76])
-    doc = judge._timing_document(ref, ref, spun, config, calls=101, spin_ms=0.25,
+    doc = timing_rules._timing_document(ref, ref, spun, config, calls=101, spin_ms=0.25,
                                  spins_ms=[0.05, 0.05, 0.05, 0.25, 0.25, 0.25])
     assert doc["crosscheck"]["noise_ms"] == pytest.approx(0.0, abs=1e-9)
     assert schema.FLAG_TIMING_CROSSCHECK in doc["_flags"]
@@ -104,7 +107,7 @@ def test_the_crosscheck_keeps_each_blocks_wall_and_reported_median():
     ref = [[0.1, 0.2, 0.3]] * 3
     cand = [[0.4, 0.5, 0.6]] * 3
     walls = {"ref": [1.0, 1.1, 1.2], "cand": [2.0, 2.1, 2.2]}
-    blocks = judge._timing_document(ref, cand, walls, config, calls=4)["crosscheck"]["blocks_ms"]
+    blocks = timing_rules._timing_document(ref, cand, walls, config, calls=4)["crosscheck"]["blocks_ms"]
     assert blocks == {"reference": {"wall": [1.0, 1.1, 1.2], "reported": [0.2, 0.2, 0.2]},
                       "candidate": {"wall": [2.0, 2.1, 2.2], "reported": [0.5, 0.5, 0.5]}}
 
@@ -120,7 +123,7 @@ def _probe_doc(cand_claim, cand_probe_wall, cand_probe_reported, ref_claim=0.108
              "walls": {"ref": [ref_probe_wall, ref_probe_wall + ref_spread, ref_probe_wall],
                        "cand": [cand_probe_wall - 0.3, cand_probe_wall, 9.9]},
              "calls": calls}
-    return judge._timing_document(ref, cand, walls, config, calls=13, spin_ms=1.9, probe=probe)
+    return timing_rules._timing_document(ref, cand, walls, config, calls=13, spin_ms=1.9, probe=probe)
 
 
 def test_work_beside_the_spin_shows_in_the_probe_blocks_wall():
@@ -140,7 +143,7 @@ def test_one_pair_allows_the_measured_noise_of_its_probe_wall():
     # 0.1 ms hidden in a 0.108 ms call is within one pair's noise (the floor, GPU run 8): not flagged alone.
     doc = _probe_doc(cand_claim=0.008, cand_probe_wall=0.55, cand_probe_reported=0.008)
     probe = doc["crosscheck"]["probe"]
-    assert probe["allowance_ms"] == pytest.approx(judge.PROBE_FLOOR_MS["cuda"])
+    assert probe["allowance_ms"] == pytest.approx(calibration.PROBE_FLOOR_MS["cuda"])
     assert probe["suspect"] is False
 
 
@@ -149,7 +152,7 @@ def test_the_references_spread_widens_the_allowance_and_the_candidates_does_not(
     # excess read 2.3 ms. The reference's spread is the judge's noise estimate; the candidate's own blocks (one of
     # them at 9.9 ms here) could be made to vary at will, and change nothing.
     spread = _probe_doc(0.108, 0.55 + 2.3, 0.11, ref_spread=2.7)["crosscheck"]["probe"]
-    assert spread["allowance_ms"] == pytest.approx(judge.PROBE_RANGE_FACTOR * 2.7) and spread["suspect"] is False
+    assert spread["allowance_ms"] == pytest.approx(calibration.PROBE_RANGE_FACTOR * 2.7) and spread["suspect"] is False
     assert _probe_doc(0.108, 0.55 + 2.3, 0.11)["crosscheck"]["probe"]["suspect"] is True
 
 
@@ -176,7 +179,7 @@ def test_pairs_pool_their_probe_excess():
     def pair(excess):
         return {"crosscheck": {"probe": {"excess_ms": excess, "noise_ms": 0.51, "share_ms": 0.03}}}
     hidden = pairs.probe_pooled([pair(0.3)] * 8)
-    assert hidden["suspect"] is True and hidden["allowance_ms"] == pairs.PROBE_POOLED_FLOOR_MS["cuda"]
+    assert hidden["suspect"] is True and hidden["allowance_ms"] == calibration.PROBE_POOLED_FLOOR_MS["cuda"]
     # The honest runs of GPU run 8 with the largest mean excess either way (5% slower and 10% faster, call 2).
     for excesses in ((0.02, 0.39, 0.21, -0.02, 0.15, 0.14, -0.09, 0.25), (-0.22, -0.03, -0.16, -0.23, 0.15, -0.17)):
         assert pairs.probe_pooled([pair(x) for x in excesses])["suspect"] is False
@@ -218,12 +221,12 @@ def test_a_candidate_that_cannot_be_faster_skips_the_probe_blocks():
 
 def test_the_probe_guards_every_pair_that_could_be_faster():
     one, eight = judge.Config(world_size=1, device="cuda"), judge.Config(world_size=1, device="cuda", pairs=8)
-    assert judge._could_be_faster({"speedup": 1.2, "speedup_ci": [1.05, 1.3]}, one)
-    assert not judge._could_be_faster({"speedup": 1.05, "speedup_ci": [0.97, 1.13]}, one)
+    assert timing_rules._could_be_faster({"speedup": 1.2, "speedup_ci": [1.05, 1.3]}, one)
+    assert not timing_rules._could_be_faster({"speedup": 1.05, "speedup_ci": [0.97, 1.13]}, one)
     # With 8 pairs the combined interval is narrower than any pair's: any pair above 1.0 is probed.
-    assert judge._could_be_faster({"speedup": 1.01, "speedup_ci": [0.93, 1.09]}, eight)
-    assert not judge._could_be_faster({"speedup": 0.99, "speedup_ci": [0.91, 1.07]}, eight)
-    assert not judge._could_be_faster({"speedup": None, "speedup_ci": [0, 0]}, one)
+    assert timing_rules._could_be_faster({"speedup": 1.01, "speedup_ci": [0.93, 1.09]}, eight)
+    assert not timing_rules._could_be_faster({"speedup": 0.99, "speedup_ci": [0.91, 1.07]}, eight)
+    assert not timing_rules._could_be_faster({"speedup": None, "speedup_ci": [0, 0]}, one)
 
 
 def test_stored_cross_checks_are_rejudged_as_the_judge_judges_them():
@@ -235,7 +238,7 @@ def test_stored_cross_checks_are_rejudged_as_the_judge_judges_them():
     walls = {"ref": [0.69, 0.44, 0.39, 0.40, 0.41, 0.56], "cand": [0.63, 0.56, 0.56, 0.56, 0.56, 0.56]}
     spins = [0.05, 0.05, 0.06, 0.06, 0.05, 0.05]
     for cand_walls in (walls["cand"], [0.63, 0.66, 0.66, 0.66, 0.66, 0.66]):
-        doc = judge._timing_document(ref, ref, dict(walls, cand=cand_walls), config, calls=101, spin_ms=0.05,
+        doc = timing_rules._timing_document(ref, ref, dict(walls, cand=cand_walls), config, calls=101, spin_ms=0.05,
                                      spins_ms=spins)
         check = doc["crosscheck"]
         again = crosscheck_rules.rejudge(check)

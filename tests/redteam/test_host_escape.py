@@ -11,7 +11,8 @@ import sys
 import threading
 import time
 
-from evaluator import sandbox, schema
+from evaluator import schema
+from evaluator.process import sandbox
 from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, processes_with, requires_root, run,
                                    sandbox_reason, token)
 

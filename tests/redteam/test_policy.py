@@ -1,7 +1,8 @@
 """NVLink multicast is refused on hosts whose profile forbids it, statically and with the offending line."""
 import pathlib
 
-from evaluator import judge, policy, schema
+from evaluator import judge, schema
+from evaluator.judge import policy
 
 CANDIDATES = pathlib.Path(__file__).parent / "candidates"
 

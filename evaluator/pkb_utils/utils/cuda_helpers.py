@@ -5,14 +5,14 @@ Defaults as ParallelKernelBench's helper is described (issue 28): ``-O3`` always
 the environment already gives one. The same file therefore builds with the same flags, and computes the same numbers,
 here and there.
 
-Ranks of one job share one build directory (``TORCH_EXTENSIONS_DIR``, set by the judge: evaluator/builds.py) and
+Ranks of one job share one build directory (``TORCH_EXTENSIONS_DIR``, set by the judge: evaluator/process/builds.py) and
 take turns under a lock there: the first compiles and records the build's fingerprint (sources, flags, torch, CUDA,
 arch list), the others find it and import the module it built. A later job of the same file starts with that
 directory restored from the judge's cache and compiles nothing. Each call appends one line to ``PKB_BUILD_LOG``
 (compiled or loaded, seconds) for the judge's report.
 
 A build that fails raises ``BuildError`` (a RuntimeError) carrying the compiler's output, which the judge reports as
-``compile_error`` with the first error line and the log's tail (evaluator/messages.py).
+``compile_error`` with the first error line and the log's tail (evaluator/rank/messages.py).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import time
 from typing import Iterable, Optional, Sequence
 
 try:  # inside the judge's ranks; standalone (a kernel author's machine) the same class is defined here
-    from evaluator.messages import BuildError
+    from evaluator.rank.messages import BuildError
 except ImportError:  # pragma: no cover - exercised only outside the repository
     class BuildError(RuntimeError):
         def __init__(self, message: str, log: str = ""):

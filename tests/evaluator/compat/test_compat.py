@@ -54,7 +54,7 @@ def test_broken_build_is_a_compile_error_with_the_first_error_line():
     assert lines[1].startswith("  first error: ") and "undeclared_offset" in lines[1] and "error:" in lines[1]
     assert "at broken_build.py, line 22, in solution" in result["message"]
     assert "build log (last" in result["message"] and "ninja: build stopped" in result["message"]
-    assert "rank_worker" not in result["message"] and "/tmp/" not in result["message"]
+    assert "rank/worker" not in result["message"] and "/tmp/" not in result["message"]
 
 
 def test_exception_inside_solution_leads_with_the_root_cause():
@@ -65,7 +65,7 @@ def test_exception_inside_solution_leads_with_the_root_cause():
     assert result["message"].splitlines()[1] == (
         "  at raises_inside.py, line 8, in _check: raise ValueError(f\"expected (batch, seq, hidden) activations, "
         "got a {tensor.dim()}-d tensor\")")
-    assert "Traceback" not in result["message"] and "rank_worker" not in result["message"]
+    assert "Traceback" not in result["message"] and "rank/worker" not in result["message"]
     # The full traceback stays in the rank's log, for the owner.
     assert any("Traceback" in (log.get("stderr") or "") for log in result["logs"])
     # pkb eval's summary carries the same message on its verdict line.

@@ -19,7 +19,7 @@ def kill_reference():
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if b"evaluator.rank_worker" in argv and b"ref" in argv and REF_OUT in argv:
+        if b"evaluator.rank.worker" in argv and b"ref" in argv and REF_OUT in argv:
             try:
                 os.kill(int(pid), signal.SIGKILL)
                 print(f"kills_reference: KILLED reference rank pid {pid}", file=sys.stderr)

@@ -15,7 +15,7 @@ A pair in which either side was host-paced brings the host-bound floor back (tho
 
 With eight pairs, A/A runs on an H200 gave no false "faster" and 5% differences were detected; a miss was a false
 cross-check flag in one pair, hence ``triage`` below. Eight pairs cost several times a one-pair judgement, so the
-default ``pairs`` is 1 (the single-pair rule in judge.py) and a profile that ranks 5% differences asks for more
+default ``pairs`` is 1 (the single-pair rule in evaluator/timing/rules.py) and a profile that ranks 5% differences asks for more
 (HardwareProfile.timing_pairs). The numbers: docs/calibration.md, "Config.pairs".
 """
 from __future__ import annotations
@@ -25,13 +25,7 @@ import statistics
 from typing import Optional
 
 from evaluator.schema import HOST_PACED_FLOOR, MAX_PAIRS, ONE_PAIR_FLOOR, PAIR_OFFSET_SD, PAIR_Z  # noqa: F401
-
-# The cross-check (judge._crosscheck) is noisy per pair: a few honest pairs in a hundred exceed their allowance
-# (docs/calibration.md, MAX_SUSPECT_SHARE). With K pairs one
-# such pair would flag the whole result, so a suspect pair is set aside (its timing untrusted, not combined) and the
-# result is flagged only when more than this share of its pairs are suspect. Work hidden from the events in some pairs
-# then buys nothing (those pairs are not counted), and hidden in many it is flagged as with one pair.
-MAX_SUSPECT_SHARE = 0.25
+from evaluator.timing.calibration import MAX_SUSPECT_SHARE, PROBE_POOLED_FLOOR_MS
 
 
 def crosscheck_suspect(timing: dict) -> bool:
@@ -40,7 +34,7 @@ def crosscheck_suspect(timing: dict) -> bool:
 
 def triage(timings: list[tuple[int, dict]], retimed: bool = False) -> tuple[bool, list[tuple[int, dict]], list[dict]]:
     """(flagged, pairs to combine, pairs set aside) from (pair number, timing) of every pair that ran. ``retimed``:
-    a one-pair judgement whose suspect pair was timed once more (judge._more_pairs), flagged only if every try was
+    a one-pair judgement whose suspect pair was timed once more (evaluation._more_pairs), flagged only if every try was
     suspect; the try that was not is the timing."""
     suspect = [(k, t) for k, t in timings if crosscheck_suspect(t)]
     if (len(suspect) == len(timings)) if retimed else (len(suspect) > MAX_SUSPECT_SHARE * len(timings)):
@@ -52,14 +46,8 @@ def triage(timings: list[tuple[int, dict]], retimed: bool = False) -> tuple[bool
     return False, [(k, t) for k, t in timings if not crosscheck_suspect(t)], aside
 
 
-# The pooled probe check's least allowance per call (probe_pooled). Pairs of one judged run are not independent, so
-# the mean excess of K honest pairs spreads more than 1/sqrt(K) says: 3 SD of that spread (docs/calibration.md,
-# PROBE_POOLED_FLOOR_MS).
-PROBE_POOLED_FLOOR_MS = {"cuda": 0.25, "cpu": 4.5}
-
-
 def probe_pooled(timings: list[dict], device: str = "cuda") -> Optional[dict]:
-    """The probe check (judge._probe_check) over K pairs: the mean excess of every pair that ran (set-aside ones too:
+    """The probe check (rules._probe_check) over K pairs: the mean excess of every pair that ran (set-aside ones too:
     hiding work in some pairs must not lower the mean), held to the median of the pairs' noise allowances / sqrt(K)
     but at least PROBE_POOLED_FLOOR_MS, or to the median of their shares of the call when that is larger. None when
     no pair had probe blocks."""
@@ -103,7 +91,7 @@ def interval(timings: list[dict], device: str, host_bound_floor: float) -> tuple
 
 def combine(timings: list[dict], device: str, host_bound_floor: float, dropped: Optional[list] = None,
             set_aside: Optional[list] = None) -> dict:
-    """One timing document from K >= 2 single-pair documents (judge._timing_document's, in pair order)."""
+    """One timing document from K >= 2 single-pair documents (rules._timing_document's, in pair order)."""
     K = len(timings)
     if K < 2:
         raise ValueError("combining needs at least two pairs")
@@ -115,8 +103,8 @@ def combine(timings: list[dict], device: str, host_bound_floor: float, dropped: 
         reference_ms=round(statistics.median(t["reference_ms"] for t in timings), 6),
         candidate_ms=round(statistics.median(t["candidate_ms"] for t in timings), 6),
         speedup=round(math.exp(mean), 4), speedup_ci=[round(low, 4), round(high, 4)],
-        # A flag in any pair is the judge's to apply (judge._never_rank_flagged); a pair whose reference blocks
-        # timed its host (judge._timing_document) withholds "faster" here as it does alone.
+        # A flag in any pair is the judge's to apply (evaluation._never_rank_flagged); a pair whose reference blocks
+        # timed its host (rules._timing_document) withholds "faster" here as it does alone.
         faster=bool(low > 1.0) and not any(t.get("reference_blocks_spun_short") for t in timings),
         reference_blocks_spun_short=[],  # per pair, in ``reference_spun_short_pairs`` and ``pairs.each``
         reference_spun_short_pairs=[k for k, t in enumerate(timings, 1) if t.get("reference_blocks_spun_short")],

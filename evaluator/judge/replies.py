@@ -6,7 +6,7 @@ import math
 from typing import Optional
 
 from evaluator import schema
-from evaluator.rank_worker import SPIN_MAX_US
+from evaluator.timing.calibration import SPIN_MAX_US
 
 
 class _Stop(Exception):

@@ -1,11 +1,11 @@
-"""The program one rank runs: ``python -m evaluator.rank_worker --role ref|cand ...``.
+"""The program one rank runs: ``python -m evaluator.rank.worker --role ref|cand ...``: its command loop.
 
 The judge starts W of these per role (reference ranks and candidate ranks are separate process groups, never the same
 processes) and drives them with JSON commands on stdin; replies go back as JSON lines on the file descriptor given by
 --reply-fd. Commands: ``trial`` (build inputs from a seed, run ``solution``; a candidate's ranks save their outputs as
 tensor files in --out, a reference's ranks, asked to ``hold``, keep theirs on their device), ``check`` (reference
-ranks only: compare the candidate's file for the held trial with the held output, see evaluator/outputs.py), ``time``
-(one timing block), ``kept`` (write the output a timing block kept), ``load`` (switch problem: trusted references in
+ranks only: compare the candidate's file for the held trial with the held output, see evaluator/rank/outputs.py), ``time``
+(one timing block: evaluator/rank/timed.py), ``kept`` (write the output a timing block kept), ``load`` (switch problem: trusted references in
 self-checks; or the job's problem and candidate, once, in a warm spare started with ``--problem -`` before the job was
 known), ``exit``.
 
@@ -19,9 +19,7 @@ import datetime
 import importlib.util
 import json
 import os
-import statistics
 import sys
-import time
 import traceback
 from typing import Optional
 
@@ -29,9 +27,14 @@ import torch
 import torch.distributed as dist
 
 import problems
-from evaluator import messages, nulls, outputs
-from evaluator.warm import DEFERRED
-from problems.base import InputContext, derive_seed
+from evaluator import nulls
+from evaluator.process.warm import DEFERRED
+from evaluator.rank import messages, outputs, timed
+from evaluator.rank.clocks import (
+    _all_reduce, _barrier, _empty_cache, _memory_reserved, _perf_counter, randbelow, synchronize,
+)
+from evaluator.timing.calibration import RELEASE_CACHE_BYTES, RELEASE_CACHE_SHARE
+from problems.base import InputContext
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -50,61 +53,19 @@ def _shape_of(cmd: dict) -> dict:
         shape["reduced"] = bool(cmd["reduced"])
     return shape
 
-# The harness's clocks and synchronisation, bound before the candidate's module is imported, so that patching
-# time.perf_counter, torch.cuda.Event, torch.cuda.synchronize or torch.distributed in the candidate's module does not
-# change what the harness calls. (A candidate can still patch these names here: nothing in this process is trusted;
-# the judge cross-checks every block against its own clock.)
-_perf_counter = time.perf_counter
-_CudaEvent = torch.cuda.Event
-_elapsed_time = torch.cuda.Event.elapsed_time
-_record = torch.cuda.Event.record
-_cuda_synchronize = torch.cuda.synchronize
-_barrier = dist.barrier
-_all_reduce = dist.all_reduce
-_urandom = os.urandom
-_cuda_sleep = torch.cuda._sleep
-_query = torch.cuda.Event.query
-_empty_cache = torch.cuda.empty_cache
-_memory_reserved = torch.cuda.memory_reserved
-
-# Above this much cached device memory a rank hands its cache back after a command: the other role's ranks share the
-# GPU and may need it (problem 68's table is 57 GB per input set at W = 1). The larger of a floor and a share of the
-# device, so that a side never holds more than an eighth of it idle while the other runs, and a job of a few GB keeps
-# its cache from block to block: handing back and re-allocating ~10 GB inside each timing block (problem 1 at
-# 24576 x 32768) took milliseconds that varied from block to block, noise in the judge's wall clock in which the
-# probe check cannot see work hidden beside the spin (docs/calibration.md, RELEASE_CACHE_BYTES).
-RELEASE_CACHE_BYTES = 4 * 2**30
-RELEASE_CACHE_SHARE = 8
-
-
+# Above RELEASE_CACHE_BYTES of cached device memory (or a share of the device, whichever is larger) a rank hands its
+# cache back after a command: the other role's ranks share the GPU and may need it (evaluator/timing/calibration.py).
 def release_threshold(total_bytes: int) -> int:
     """The cached bytes above which a rank on a device of ``total_bytes`` hands its cache back (see above)."""
     return max(RELEASE_CACHE_BYTES, total_bytes // RELEASE_CACHE_SHARE)
 
 
-# The spin ahead of each timed call lasts at least this many times the host's own time to enqueue one call (measured
-# on the untimed warm-up calls), so that the host is done queueing before the GPU reaches the start event. The margin
-# covers the tiniest calls, whose host time the factor alone under-covers (docs/calibration.md, SPIN_HOST_FACTOR).
-SPIN_HOST_FACTOR = 3.0
-SPIN_MARGIN_US = 100.0
-SPIN_MAX_US = 5_000.0
-
-
-def spin_wish_us(host_us: list[float]) -> float:
-    """The spin a rank asks for ahead of each timed call: a margin over its host time to enqueue one call, the median
-    of the warm-up calls measured (see time()), so that one slow call (allocator growth, a garbage collection) moves
-    it little."""
-    typical = statistics.median(host_us) if host_us else 0.0
-    return min(SPIN_MAX_US, SPIN_HOST_FACTOR * typical + SPIN_MARGIN_US)
-
-
-# ``replace_memory`` blocks (an experiment, off unless the judge asks): the cache is handed back and up to this many
-# bytes, a random amount, are held before the block's inputs are built, so each block's data lands elsewhere in device
-# memory. Run 5 found each process with a speed factor of its own (~2% SD, reference and candidate processes alike);
-# if placement is the cause, blocks placed anew show it inside one pair, where the bootstrap can see it.
+# ``replace_memory`` blocks (an experiment, off unless the judge asks: Config.replace_memory): the cache is handed back
+# and up to this many bytes, a random amount, are held before the block's inputs are built, so each block's data lands
+# elsewhere in device memory. A/A runs found each process with a speed factor of its own (~2% SD, reference and
+# candidate processes alike); if placement is the cause, blocks placed anew show it inside one pair, where the
+# bootstrap can see it.
 REPLACE_PAD_BYTES = 256 * 2**20
-# Bytes of distinct input sets kept at once in one timing block (per rank); beyond that, sets are rebuilt after use.
-POOL_BYTES = {"cuda": 8 * 2**30, "cpu": 256 * 2**20}
 
 
 class Reply:
@@ -118,7 +79,7 @@ class Reply:
 
 def _failure(exc: BaseException, candidate: Optional[str], role: str, loading: bool = False) -> dict:
     """The ``kind`` and ``error`` of a failure reply. A candidate's: the root cause in its author's terms
-    (evaluator/messages.py), the full traceback going to this rank's stderr, the owner's log. A reference's is the
+    (evaluator/rank/messages.py), the full traceback going to this rank's stderr, the owner's log. A reference's is the
     platform's own failure: the traceback as it is."""
     traceback.print_exc(file=sys.stderr)
     sys.stderr.flush()
@@ -145,22 +106,6 @@ def resolve_solution(problem, candidate: str):
     if candidate.startswith("null:"):
         return nulls.make(candidate[5:], problem)
     return load_candidate(candidate)
-
-
-def synchronize(device: str) -> None:
-    if device == "cuda":
-        for index in range(torch.cuda.device_count()):
-            _cuda_synchronize(index)
-
-
-def timing_set_seed(block_seed: int, index: int) -> int:
-    """The seed of the ``index``-th input set of a timing block: every call in a block gets its own inputs."""
-    return derive_seed(block_seed, "timing-set", index) & ((1 << 62) - 1)
-
-
-def _randbelow(n: int) -> int:
-    """Uniform in [0, n) from the OS (not from torch or random, whose state the candidate could read or set)."""
-    return int.from_bytes(_urandom(8), "little") % n
 
 
 def _driver_version():
@@ -243,14 +188,14 @@ class Worker:
                 self.device = torch.device("cpu")
                 dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
                                         timeout=datetime.timedelta(seconds=self.args.dist_timeout))
-                from evaluator import gloo_compat  # NCCL's collective forms that gloo lacks (the CPU profile)
+                from evaluator.rank import gloo_compat  # NCCL's collective forms that gloo lacks (the CPU profile)
                 gloo_compat.install()
         except Exception as exc:  # noqa: BLE001 - the harness failed to start, not the candidate
             self.reply(ok=False, kind="infra_error", error=f"process group init failed: {exc}")
             return False
         self.env = environment(backend) if self.rank == 0 else None
         self.reply(ok=True, event="initialized")  # before any candidate code runs (see group.RankGroup._accept)
-        if self.args.problem == DEFERRED:  # a warm spare (evaluator/warm.py): the job arrives with the first load
+        if self.args.problem == DEFERRED:  # a warm spare (evaluator/process/warm.py): the job arrives with the first load
             self.reply(ok=True, event="ready", env=self.env)
             return True
         return self.load(self.args.problem, self.args.candidate, first=True)
@@ -334,118 +279,36 @@ class Worker:
             _empty_cache()
 
     def time(self, cmd: dict) -> None:
-        """One timing block: ``warmup`` untimed calls then ``iters`` timed ones, each call on its own input set.
-
-        Input sets are built from the block's seed (fresh per block, chosen by the judge), so no two calls in a job see
-        the same inputs: a cache keyed by pointer, id or content never hits. As many sets as fit in POOL_BYTES are
-        built up front; beyond that each set is rebuilt right after its use, for a call that comes later. On CUDA
-        the L2 cache is flushed before each timed call. After each timed call, and only then, the worker decides
-        (from the OS's randomness) whether to keep a copy of that output (reservoir sampling: one timed call per
-        block, uniformly); the judge checks it against the reference on the same inputs.
-        """
-        seed, trial = cmd["seed"], cmd["trial"]
-        warmup, iters = cmd["warmup"], cmd["iters"]
+        """One timing block (evaluator/rank/timed.py, ``time_block``): ``warmup`` untimed calls then ``iters`` timed
+        ones, each call on its own input set, built from the block's seed; the samples are the slowest rank's."""
+        seed, trial, warmup, iters = cmd["seed"], cmd["trial"], cmd["warmup"], cmd["iters"]
         calls = warmup + iters
         pad = self._new_placement() if cmd.get("replace_memory") else None  # noqa: F841 - held for the block
-        build = lambda k: list(self.problem.make_inputs(self.context(timing_set_seed(seed, k), trial)))  # noqa: E731
-        first = build(0)
-        # One set alone when a set is huge (then each is rebuilt right after its call); two or more otherwise.
-        slots = max(1, min(calls, POOL_BYTES[self.device_kind] // max(1, outputs.nbytes(first))))
-        pool = [first] + [build(k) for k in range(1, min(slots, calls))]
-        del first  # the pool holds it: with one slot it must go when its call is done
-        flush = self._l2_flush_buffer()
-        timer = _EventTimer() if self.device_kind == "cuda" else _WallTimer()
+        sets = timed.InputSets(
+            lambda k: list(self.problem.make_inputs(self.context(timed.timing_set_seed(seed, k), trial))),
+            calls, timed.POOL_BYTES[self.device_kind])
         keep = "tag" in cmd
-        kept, kept_call = None, None
-        samples = []
-        host_paced = 0  # timed calls whose pace the host set (see below)
-        spin_short = 0  # timed calls whose start event the GPU had passed before the host was done queueing the call
-        spin_us, spin_cycles, wanted_us = 0.0, 0, 0.0
-        for i in range(calls):
-            inputs = pool[i % slots]
-            if i < warmup:
-                # The host time to enqueue a call, as a timed call meets it: with the device idle (without this sync
-                # a warm-up call also waited for the launch queue to drain behind the block's input building) and
-                # after a call of the block (the first call after building the block's inputs is slower: allocator,
-                # caches). Blocks 1+ have one warm-up call, so only block 0's calls 1+ count and the wish is the same
-                # from block 1 on. Counting each block's first call grew the spins from block to block while the
-                # calls' medians stayed the same: judge time spent idle and room for work beside the spin
-                # (docs/calibration.md, "The host time per call").
-                synchronize(self.device_kind)
-                began = _perf_counter()
-                output = self.solution(*inputs)
-                if i > 0:
-                    self.host_us.append((_perf_counter() - began) * 1e6)
-                if i == warmup - 1:
-                    synchronize(self.device_kind)
-                    if self.device_kind == "cuda":
-                        wanted_us = spin_wish_us(self.host_us)
-                        if cmd.get("spin_exact"):
-                            # The judge sets one spin for both sides (from the ranks' ``spin_wanted_us``, see
-                            # judge.Pair._time), so it cancels in the judge's cross-check of wall clocks; spins each
-                            # process set for itself differed between the sides (docs/calibration.md, spin_exact).
-                            spin_us = min(SPIN_MAX_US, float(cmd.get("spin_us", 0.0)))
-                        else:
-                            spin_us = max(cmd.get("spin_us", 0.0), wanted_us)
-                        spin_cycles = int(spin_us * _cycles_per_us())
-            else:
-                if flush is not None:
-                    flush.zero_()
-                _barrier()
-                synchronize(self.device_kind)
-                if spin_cycles:
-                    # A blocking kernel ahead of the start event (as NVBench does): while the GPU spins, the host
-                    # queues the call, so the events time the device work rather than this process's launch latency,
-                    # which differs between processes and would make identical code look faster or slower than itself.
-                    _cuda_sleep(spin_cycles)
-                timer.start()
-                began = _perf_counter()
-                output = self.solution(*inputs)
-                timer.stop()
-                if self.device_kind == "cuda":
-                    # Host-paced: the GPU had already finished when the host returned (launches slower than the GPU
-                    # runs them), or the host returned only after the spin was over (it waited on the GPU: a sync
-                    # inside the call). Either way the events also measure this process's host speed.
-                    waited_us = (_perf_counter() - began) * 1e6
-                    if _query(timer.end) or (spin_us and waited_us > spin_us):
-                        host_paced += 1
-                    # A diagnostic, not a verdict: the spin ran out before the host had queued the whole call, so
-                    # the GPU may have waited inside the window (a call with a long first kernel is still timed
-                    # right). It tells a spin shorter in time than asked from slower GPU work, where tiny calls'
-                    # block medians move with no host-paced call (docs/calibration.md, spin_short).
-                    elif spin_us and _query(timer.begin):
-                        spin_short += 1
-                synchronize(self.device_kind)
-                samples.append(timer.elapsed_ms())
-                try:
-                    outputs.check_plain(output)  # every timed output is of plain types; one is also kept
-                    if keep and _randbelow(i - warmup + 1) == 0:
-                        # Copied at once (a later call may reuse the buffer, a thread may finish it late), but on the
-                        # device: a host copy here, of a size the dice decide, would vary this block's wall time.
-                        kept, kept_call = outputs.snapshot(output), i
-                        synchronize(self.device_kind)
-                except TypeError as exc:
-                    self.reply(ok=False, kind="incorrect", error=f"timed call {i}: {exc}", seq=cmd["seq"])
-                    return
-            del output
-            inputs = None  # with one slot, the set just used must be gone before the next is built
-            if i + slots < calls:  # rebuild this slot for a later call (outside any timed window)
-                pool[i % slots] = None
-                pool[i % slots] = build(i + slots)
-        del pool
+        try:
+            block = timed.time_block(self.solution, sets, warmup, iters, self.device_kind, self._l2_flush_buffer(),
+                                     cmd.get("spin_us", 0.0), bool(cmd.get("spin_exact")), keep, self.host_us)
+        except timed.BadOutput as exc:
+            self.reply(ok=False, kind="incorrect", error=str(exc), seq=cmd["seq"])
+            return
+        slots = sets.slots
+        del sets
         # The cache is handed back (if large) by the ``kept`` command that follows every block, off the judge's clock.
         # The slowest rank defines the iteration: collectives finish together, compute may not.
-        per_rank = torch.tensor(samples, dtype=torch.float64, device=self.device)
+        per_rank = torch.tensor(block.samples, dtype=torch.float64, device=self.device)
         _all_reduce(per_rank, op=dist.ReduceOp.MAX)
         extra = {}
-        self._kept = kept  # written by the next command, ``kept``: outside the judge's clock around this block
+        self._kept = block.kept  # written by the next command, ``kept``: outside the judge's clock around this block
         if keep:
-            extra = {"kept_call": kept_call, "kept_seed": timing_set_seed(seed, kept_call)}
+            extra = {"kept_call": block.kept_call, "kept_seed": timed.timing_set_seed(seed, block.kept_call)}
         # Every call had an input set of its own (``sets``); ``slots`` of them were alive at once.
         self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), sets=calls, slots=min(slots, calls),
-                   calls=calls, host_bound=round(host_paced / max(1, iters), 3),
-                   spin_short=round(spin_short / max(1, iters), 3), spin_us=round(spin_us, 1),
-                   spin_wanted_us=round(wanted_us, 1), **extra)
+                   calls=calls, host_bound=round(block.host_paced / max(1, iters), 3),
+                   spin_short=round(block.spin_short / max(1, iters), 3), spin_us=round(block.spin_us, 1),
+                   spin_wanted_us=round(block.wanted_us, 1), **extra)
 
     def save_kept(self, cmd: dict) -> None:
         """Write the output the last timing block kept (to ``tag``; no tag: drop it), then hand a large cache back. A
@@ -464,7 +327,7 @@ class Worker:
         if self.device_kind != "cuda":
             return None
         _empty_cache()
-        return torch.empty(_randbelow(REPLACE_PAD_BYTES // 2**20 + 1) * 2**20, dtype=torch.uint8, device=self.device)
+        return torch.empty(randbelow(REPLACE_PAD_BYTES // 2**20 + 1) * 2**20, dtype=torch.uint8, device=self.device)
 
     def _l2_flush_buffer(self):
         if self.device_kind != "cuda":
@@ -491,8 +354,8 @@ class Worker:
                     self.check(cmd)
                 elif op == "load":
                     self.load(cmd["problem"], cmd["candidate"], shape=_shape_of(cmd))
-                elif op == "profile":  # profile mode (evaluator/profiling.py): a torch profiler trace of a few calls
-                    from evaluator import profiling
+                elif op == "profile":  # profile mode (evaluator/rank/profiling.py): a torch profiler trace of a few calls
+                    from evaluator.rank import profiling
                     profiling.rank_profile(self, cmd, _barrier, synchronize)
             except BaseException as exc:  # noqa: BLE001 - a candidate exception on this rank
                 self.reply(ok=False, seq=cmd.get("seq"), **_failure(exc, self.candidate, self.args.role))
@@ -515,47 +378,6 @@ def pin_to_cores(rank: int, world_size: int) -> None:
         os.sched_setaffinity(0, cpus[start:start + per_rank])
     except OSError:
         pass
-
-
-_CYCLES_PER_US: list[float] = []
-
-
-def _cycles_per_us() -> float:
-    """The GPU clock as seen by torch.cuda._sleep, measured once per process, after ~1 ms of spinning: a clock
-    still rising when measured reads low, and every spin then lasts less time than the judge asked for."""
-    if not _CYCLES_PER_US:
-        torch.cuda._sleep(2_000_000)
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        torch.cuda._sleep(4_000_000)
-        end.record()
-        torch.cuda.synchronize()
-        _CYCLES_PER_US.append(4_000_000 / max(1.0, begin.elapsed_time(end) * 1e3))
-    return _CYCLES_PER_US[0]
-
-
-class _EventTimer:
-    def start(self):
-        self.begin = _CudaEvent(enable_timing=True)
-        self.end = _CudaEvent(enable_timing=True)
-        _record(self.begin)
-
-    def stop(self):
-        _record(self.end)
-
-    def elapsed_ms(self) -> float:
-        return _elapsed_time(self.begin, self.end)
-
-
-class _WallTimer:
-    def start(self):
-        self.begin = _perf_counter()
-
-    def stop(self):
-        self.finish = _perf_counter()
-
-    def elapsed_ms(self) -> float:
-        return (self.finish - self.begin) * 1e3
 
 
 def parse_args(argv=None):

@@ -3,7 +3,7 @@
 Protocol (one job): start the reference ranks and the candidate ranks as two separate process groups; for each of
 ``trials`` fresh seeds, run the reference (its ranks hold their outputs on their devices), run the candidate (its
 ranks write theirs to files), and have each reference rank compare the candidate's file with what it holds
-(evaluator/outputs.py); then time both sides in alternating blocks (reference block, candidate block, ...), each block
+(evaluator/rank/outputs.py); then time both sides in alternating blocks (reference block, candidate block, ...), each block
 on freshly built inputs with rotating clones of the timed argument; then one more trial on a new seed to re-check the
 candidate's outputs after the timed loop. The candidate never sees expected outputs: they never leave the reference's
 processes, which are stopped whenever the candidate's ranks run.
@@ -22,31 +22,20 @@ from typing import Optional
 import torch
 
 import problems
-from evaluator import pairs, policy, sandbox, schema, warm
-from evaluator.calibration import HOST_BOUND_NOISE_FLOOR
-from evaluator.config import BadRequest, Config
-from evaluator.group import RankGroup, close_all
-from evaluator.pair import Pair
+from evaluator import schema
+from evaluator.judge import policy
+from evaluator.judge.config import BadRequest, Config
+from evaluator.judge.pair import Pair
+from evaluator.process import sandbox, warm
+from evaluator.process.group import RankGroup, close_all
+from evaluator.timing import pairs
+from evaluator.timing.calibration import HOST_BOUND_NOISE_FLOOR
 from problems.base import derive_seed
-
-# The judge's parts, importable from here as before (evaluate's callers, tests, benchmarks): the request (config.py),
-# the calibrated constants (calibration.py), the timing rules (timing.py), the replies' checks (replies.py), the pair.
-from evaluator.calibration import (  # noqa: E402,F401
-    CANDIDATE_SPIN_SHARE, CROSSCHECK_RANGE_FACTOR, HOST_BOUND_SHARE, MAX_ITERS, PROBE_BLOCK_MS, PROBE_CALLS_FACTOR,
-    PROBE_FLOOR_MS, PROBE_RANGE_FACTOR, PROBE_SHARE, PROCESS_NOISE_FLOOR, SPIN_SHORT_BLOCK_SHARE,
-)
-from evaluator.replies import (  # noqa: E402,F401
-    _call_ms, _host_share, _is_number, _reported, _samples, _share, _spin_wanted, _Stop,
-)
-from evaluator.timing import (  # noqa: E402,F401
-    _add_probe, _claimed_ms, _could_be_faster, _crosscheck, _probe_check, _timing_document, blocks_spun_short,
-    crosscheck_noise_ms, noise_floor, probe_noise_ms,
-)
 
 
 def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool=None, **options) -> dict:
     """Judge ``candidate`` (a path, or "reference" for an A/A run) on ``problem`` (id or stem); see evaluator.schema.
-    ``pool``: an evaluator.warm.WarmPool whose started groups the first attempt uses (a retry starts cold)."""
+    ``pool``: an evaluator.process.warm.WarmPool whose started groups the first attempt uses (a retry starts cold)."""
     cfg = Config(world_size=world_size, device=device, **options)
     prob = _resolve(problem, cfg)
     source, digest = _read_candidate(candidate)
@@ -69,7 +58,7 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
         if result["verdict"] != schema.INFRA_ERROR or result.get("_final"):
             break
     result.pop("_final", None)
-    # A cross-check flag in the first pair is weighed with the other pairs' (pairs.triage); any other flag is final.
+    # A cross-check flag in the first pair is weighed with the other pairs' (timing/pairs.py, triage); any other flag is final.
     # One pair (the default) whose cross-check was suspect is timed once more in fresh processes: honest candidates
     # sometimes exceed the allowance (docs/calibration.md), and a flag keeps a result off the rankings.
     flags = set(result.get("flags") or [])
@@ -104,10 +93,10 @@ def _never_rank_flagged(result: dict) -> None:
 
 def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, pool, count: int) -> None:
     """Time pairs 2..count, each in fresh groups with one trial of its own (correctness is checked in every pair),
-    and combine the timings (evaluator/pairs.py). A pair the platform fails is dropped and said so; any other failure
+    and combine the timings (evaluator/timing/pairs.py). A pair the platform fails is dropped and said so; any other failure
     in a pair is the verdict, as in the first one. With ``cfg.pairs`` = 1 this is the retiming of a suspect pair:
     the result is flagged only if the second pair is suspect too, and otherwise takes the second pair's timing."""
-    # ``pairs`` stays K: every pair times its 1/K share (Judge._time).
+    # ``pairs`` stays K: every pair times its 1/K share (evaluator/judge/schedule.py).
     one = dataclasses.replace(cfg, trials=1, hidden_shape=False, hidden_world_size=None, profile_dir=None,
                               timing_estimate_ms=result["timing"].get("estimate_ms"),
                               timing_reference_estimate_ms=result["timing"].get("reference_estimate_ms"))
@@ -267,7 +256,7 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
         if outcome is None:
             outcome = pair.judge(seeds)
             if cfg.profile_dir and outcome.get("verdict") in (schema.CORRECT, schema.INCORRECT):
-                from evaluator import profiling
+                from evaluator.rank import profiling
                 outcome["profile"] = profiling.record(pair, seeds[0], cfg.profile_dir)
         result.update(outcome)
         result["environment"] = dict(pair.environment, warm_start=spare is not None)

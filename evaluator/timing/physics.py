@@ -14,14 +14,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-import torch
-
 # NVIDIA H200 SXM peaks: NVLink 4 is 18 links x 25 GB/s = 450 GB/s per direction; dense bf16 tensor cores about
 # 790 TFLOP/s (989 with sparsity, which no problem here uses); HBM3e about 4.8 TB/s (4.3 TB/s measured copy rate).
 H200 = {"name": "H200", "link_bytes_per_s": 450e9, "flops_per_s": 790e12, "hbm_bytes_per_s": 4.3e12}
 
 DEFAULTS = {"M": 1024, "N": 1024, "W": 8, "dtype": "bfloat16"}
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+_DTYPES = ("bfloat16", "float16", "float32")  # the dtypes a problem's estimate is asked at; any other: bfloat16
 
 
 def ceilings_for(device: str, gpu_names: Optional[list] = None) -> Optional[dict]:
@@ -38,8 +36,10 @@ def floor(problem, M: int, N: int, W: int, dtype: str, ceilings: Optional[dict])
     """The least time one call can take, in ms, with how it was derived; ``applies`` False (and why) if none."""
     if not ceilings:
         return {"applies": False, "reason": "no peak rates for this device (CPU timings are never ranked)"}
+    import torch  # the problem's estimate takes a torch dtype; the rules themselves stay torch-free
+
     try:
-        light = problem.light(M, N, W, DTYPES.get(dtype, torch.bfloat16))
+        light = problem.light(M, N, W, getattr(torch, dtype) if dtype in _DTYPES else torch.bfloat16)
     except Exception as exc:  # noqa: BLE001 - a broken estimate must not fail a job
         return {"applies": False, "reason": f"speed-of-light estimate failed: {type(exc).__name__}: {exc}"}
     at_defaults = (M, N, W, dtype) == (DEFAULTS["M"], DEFAULTS["N"], DEFAULTS["W"], DEFAULTS["dtype"])

@@ -5,12 +5,18 @@ from __future__ import annotations
 import statistics
 from typing import Optional
 
-from evaluator import pairs, physics, schema, stats
-from evaluator.calibration import (
-    CROSSCHECK_RANGE_FACTOR, HOST_BOUND_NOISE_FLOOR, HOST_BOUND_SHARE, PROBE_BLOCK_MS, PROBE_FLOOR_MS, PROBE_RANGE_FACTOR,
-    PROBE_SHARE, PROCESS_NOISE_FLOOR, SPIN_SHORT_BLOCK_SHARE,
+from typing import TYPE_CHECKING
+
+from evaluator import schema
+from evaluator.timing import pairs, physics, stats
+from evaluator.timing.calibration import (
+    CROSSCHECK_BLOCK_MS, CROSSCHECK_FLOOR_MS, CROSSCHECK_RANGE_FACTOR, CROSSCHECK_SHARE, HOST_BOUND_NOISE_FLOOR,
+    HOST_BOUND_SHARE, PROBE_BLOCK_MS, PROBE_FLOOR_MS, PROBE_RANGE_FACTOR, PROBE_SHARE, PROCESS_NOISE_FLOOR,
+    SPIN_SHORT_BLOCK_SHARE,
 )
-from evaluator.config import Config
+
+if TYPE_CHECKING:  # the rules read a Config's fields only; importing it would load the judge's process plumbing
+    from evaluator.judge.config import Config
 
 
 def blocks_spun_short(shares: Optional[list[float]]) -> list[int]:
@@ -49,7 +55,7 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
         if light["violated"]:
             flags.append(schema.FLAG_FASTER_THAN_LIGHT)
     ranked = cfg.device == "cuda" and not flags
-    # Reference blocks whose calls mostly began before the host had queued them (rank_worker.time, spin_short): the GPU
+    # Reference blocks whose calls mostly began before the host had queued them (evaluator/rank/timed.py, spin_short): the GPU
     # waited for the reference's host inside the timed window, so those blocks timed its launches, not its kernels,
     # and the reference read slower than it is (identical code once read 5x "faster": docs/calibration.md,
     # SPIN_SHORT_BLOCK_SHARE). The reference's share
@@ -161,7 +167,7 @@ def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int
     clocks or events), and its timing is flagged and never ranked. The reported time is the block's median, the
     statistic the speedup is made of: work piled into a few calls raises the mean but not the median, and is caught.
 
-    ``spin_ms``: the GPU spin per call the judge asked both sides for (rank_worker.time). It is in both walls
+    ``spin_ms``: the GPU spin per call the judge asked both sides for (evaluator/rank/timed.py). It is in both walls
     and cancels in the difference, but it must not grow the allowance: a ~1 ms spin once let 0.67 ms of side-stream
     work per call pass (docs/calibration.md). The judge's own number is used, never what a rank reports.
     ``spins_ms``: each block's spin per call, for the reference's own spread (crosscheck_noise_ms).
@@ -176,10 +182,9 @@ def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int
     # Allowance: a per-call floor, a per-block one spread over the block's calls (start-up of the block, building
     # its inputs, replies: noisy on a loaded CPU host), a quarter of the candidate's own per-call wall time less the
     # judge's spin, and the reference's own spread (trusted: a candidate that varies its blocks cannot widen it).
-    floor_ms = 0.05 if cfg.device == "cuda" else 2.0
-    block_ms = 2.0 if cfg.device == "cuda" else 30.0
     noise = crosscheck_noise_ms(walls["ref"][skip:], spins_ms[skip:] if spins_ms else None)
-    allowance = max(floor_ms, block_ms / max(1, calls or 1), 0.25 * max(0.0, cand_wall - spin_ms), noise)
+    allowance = max(CROSSCHECK_FLOOR_MS[cfg.device], CROSSCHECK_BLOCK_MS[cfg.device] / max(1, calls or 1),
+                    CROSSCHECK_SHARE * max(0.0, cand_wall - spin_ms), noise)
     unexplained = cand_over - max(ref_over, 0.0)
     suspect = unexplained > allowance
     return {"reference_wall_per_call_ms": round(ref_wall, 4), "candidate_wall_per_call_ms": round(cand_wall, 4),

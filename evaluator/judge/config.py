@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from evaluator import pairs, sandbox
+from evaluator.process import sandbox
 
 
 class BadRequest(ValueError):
@@ -44,23 +44,26 @@ class Config:
     # Explicit, published trial seeds (feedback runs): each carries PUBLIC_SEED_BIT, which the judge's own secret
     # draws never do, so public and hidden seeds cannot mix. ``trials`` + 1 of them (the last re-checks after timing).
     seeds: Optional[list] = None
-    profile_dir: Optional[str] = None  # profile mode: torch profiler traces of both groups (evaluator/profiling.py)
-    # Time in this many fresh process pairs and combine them (evaluator/pairs.py); 1: one pair, the 8.3% floor.
+    profile_dir: Optional[str] = None  # profile mode: torch profiler traces of both groups (evaluator/rank/profiling.py)
+    # Time in this many fresh process pairs and combine them (evaluator/timing/pairs.py); 1: one pair, the 8.3% floor.
     pairs: int = 1
-    # A calibration switch (docs/calibration.md): each timing block's data placed anew in device memory
-    # (rank_worker.REPLACE_PAD_BYTES). Off until a GPU run has shown what it does to the pairs' offsets.
+    # A calibration switch, not a production setting (the site never sets it; docs/calibration.md): each timing
+    # block's data placed anew in device memory (evaluator/rank/worker.py, REPLACE_PAD_BYTES). Kept because
+    # benchmarks/judge_gpu.py (aa --replace-memory) measures with it and tests pin that it leaves a judgement correct.
     replace_memory: bool = False
     # Pairs 2..K: the first pair's per-call estimate. Their single trial is each process's first call, which is cold,
     # and a cold estimate sets a judge's spin many times too long, whose wall then varies with the GPU clock and reads
     # as a candidate's unexplained time (honest candidates flagged; docs/calibration.md).
     timing_estimate_ms: Optional[float] = None
-    # The same for the reference's own call alone: what the judge's spin starts from (Pair._time), so that a
+    # The same for the reference's own call alone: what the judge's spin starts from (evaluator/judge/schedule.py), so that a
     # candidate's reported call time cannot lengthen it.
     timing_reference_estimate_ms: Optional[float] = None
-    # Timing blocks with no spin, after the spun ones (Pair._time, _probe_check); None: three on CUDA (their
+    # Timing blocks with no spin, after the spun ones (evaluator/judge/schedule.py, _probe_check); None: three on CUDA (their
     # median is read), none on CPU, where no block spins.
     probe: Optional[int] = None
-    # Probe blocks in every pair, also where the candidate cannot be faster (calibration runs: benchmarks/judge_gpu.py).
+    # A calibration switch, not a production setting: probe blocks in every pair, also where the candidate cannot be
+    # faster. Kept because benchmarks/judge_gpu.py measures the probe check's honest noise with it, and red-team tests
+    # use it to run the probe check on candidates that would otherwise skip it.
     probe_always: bool = False
 
     @property

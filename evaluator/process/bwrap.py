@@ -13,7 +13,7 @@ through bwrap's own 0755 directories rather than through the host's parents.
 bwrap runs as root (it needs to mount), drops every capability except the three that ``setpriv`` needs, and
 ``setpriv`` then becomes the candidate's uid with no groups, no capabilities (bounding set included),
 ``no_new_privs`` and a parent-death signal (a uid change clears the one set before). The network and IPC namespaces
-are joined before bwrap starts (evaluator/sandbox.py), so every rank of a group shares them.
+are joined before bwrap starts (evaluator/process/sandbox.py), so every rank of a group shares them.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import subprocess
 import sys
 from typing import Iterable, Optional
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The parts of the repository a rank imports; the site (leaderboard/), its settings and data stay out of view.
 REPO_PARTS = ("evaluator", "problems")
 # Top-level system directories: bound read-only where they are directories, recreated where they are links
@@ -127,7 +127,7 @@ def works(uid: int, scratch: str, timeout: float = 60.0) -> Optional[str]:
     for path in (tmp, shm):
         os.makedirs(path, exist_ok=True)
         os.chown(path, uid, uid)
-    probe = ("import os, sys; import torch, evaluator.rank_worker, problems; "
+    probe = ("import os, sys; import torch, evaluator.rank.worker, problems; "
              "assert os.getuid() == %d and not os.access('/root', os.W_OK); print('ok')" % uid)
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": REPO_ROOT, "PYTHONNOUSERSITE": "1", "HOME": scratch,
            "PYTHONDONTWRITEBYTECODE": "1"}

@@ -2,7 +2,7 @@
 
 Starting a pair of groups (Python, torch, the CUDA context, the process group) is most of a job's wall time on a GPU
 (about 4 s of 5: docs/calibration.md, Throughput), and none of it depends on the job. A :class:`WarmPool` keeps ``depth``
-pairs started with the problem left open (``rank_worker --problem -``); the judge takes one, gives it the job's
+pairs started with the problem left open (``evaluator.rank.worker --problem -``); the judge takes one, gives it the job's
 problem, candidate and shape in a ``load`` and judges as usual, and the pool starts a replacement at once.
 
 What stays as it was:
@@ -26,10 +26,10 @@ import signal
 import tempfile
 from typing import Optional
 
-from evaluator import sandbox as sandboxing
-from evaluator.group import RankGroup, close_all
+from evaluator.process import sandbox as sandboxing
+from evaluator.process.group import RankGroup, close_all
 
-# ``--problem`` of a spare's ranks (rank_worker): start the process group, then wait for the job's first ``load``.
+# ``--problem`` of a spare's ranks (evaluator/rank/worker.py): start the process group, then wait for the job's first ``load``.
 DEFERRED = "-"
 
 

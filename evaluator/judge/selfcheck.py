@@ -12,8 +12,11 @@ import tempfile
 import time
 
 import problems
-from evaluator import judge, schema
-from evaluator.group import RankGroup, close_all
+from evaluator import schema
+from evaluator.judge.config import Config
+from evaluator.judge.evaluation import _seeds
+from evaluator.judge.pair import Pair
+from evaluator.process.group import RankGroup, close_all
 
 NULLS = ("zeros", "inputs", "nocomm")
 
@@ -22,7 +25,7 @@ def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: 
         trials: int = 5, nulls: bool = True, seed: int | None = None, on_row=None, aa_repeats: int = 1) -> dict:
     """``aa_repeats`` > 1 judges each reference against itself that many times (fresh seeds each, the same two
     groups of processes), for A/A precision sweeps (benchmarks/judge_gpu.py selfcheck-aa)."""
-    cfg = judge.Config(world_size=world_size, device=device, trials=trials, seed=seed, M=M, N=N, reduced=reduced)
+    cfg = Config(world_size=world_size, device=device, trials=trials, seed=seed, M=M, N=N, reduced=reduced)
     rows = []
     session = None
     try:
@@ -55,7 +58,7 @@ def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: 
 
 
 class _Session:
-    def __init__(self, prob, cfg: judge.Config):
+    def __init__(self, prob, cfg: Config):
         self.cfg = cfg
         self.workdir = tempfile.mkdtemp(prefix="pkb-selfcheck-")
         common = dict(world_size=cfg.world_size, device=cfg.device, problem=str(prob.id), M=cfg.M, N=cfg.N,
@@ -68,7 +71,7 @@ class _Session:
     def _pair(self, prob, candidate: str):
         """A judged pair for (prob, candidate): fresh groups are started for the problem they were launched with,
         then switched with ``load`` whenever the problem or the candidate differs from what they hold."""
-        pair = judge.Pair(prob, self.ref, self.cand, self.cfg)
+        pair = Pair(prob, self.ref, self.cand, self.cfg)
         if self.fresh:
             self.fresh = False
             failed = pair.start()
@@ -82,7 +85,7 @@ class _Session:
         return pair, None
 
     def check(self, prob, with_nulls: bool, aa_repeats: int = 1) -> dict:
-        seeds = judge._seeds(self.cfg)
+        seeds = _seeds(self.cfg)
         pair, failed = self._pair(prob, "reference")
         outcome = failed or pair.judge(seeds)
         repeats = [outcome]
@@ -90,7 +93,7 @@ class _Session:
             if repeats[-1]["verdict"] != schema.CORRECT:
                 break
             again = dataclasses.replace(self.cfg, seed=None if self.cfg.seed is None else self.cfg.seed + 7919 * rep)
-            repeats.append(pair.judge(judge._seeds(again)))
+            repeats.append(pair.judge(_seeds(again)))
         row = {"id": prob.id, "stem": prob.stem, "verdict": outcome["verdict"], "message": outcome.get("message", ""),
                "output_shapes": (outcome.get("trials") or [{}])[0].get("output_shapes"),
                "timing": outcome.get("timing"), "nulls": {}}

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Optional
 
-from evaluator import builds, processes, sandbox
+from evaluator.process import builds, processes, sandbox
 
 LOG_TAIL_BYTES = 8192
 
@@ -66,11 +66,11 @@ class RankGroup:
         self.sandbox_report: dict = {}
         self.device = device
         # Untrusted groups build in one directory for all their ranks, seeded from the judge's cache of earlier
-        # jobs of the same file (evaluator/builds.py); the reference never compiles.
+        # jobs of the same file (evaluator/process/builds.py); the reference never compiles.
         self.build_dir: Optional[str] = None if trusted else os.path.join(workdir, "build")
         self.build_key: Optional[str] = None
         self.build_restored = False
-        # Untrusted ranks get a sandbox (evaluator/sandbox.py; a required one that the host cannot give raises
+        # Untrusted ranks get a sandbox (evaluator/process/sandbox.py; a required one that the host cannot give raises
         # SandboxUnavailable here, before anything starts); trusted ones only the scrubbed environment.
         # Directories: the group's own is root-only for trusted groups; for a sandboxed one it can be traversed, its
         # out/, rank*/ and tmp/ belong to the candidate's uid, logs/ and src/ stay the judge's, so the candidate can
@@ -123,7 +123,7 @@ class RankGroup:
         os.makedirs(rank_dir, exist_ok=True)
         stdout_path = os.path.join(log_dir, f"rank{rank}.stdout.log")
         stderr_path = os.path.join(log_dir, f"rank{rank}.stderr.log")
-        argv = [sys.executable, "-m", "evaluator.rank_worker", "--role", role, "--rank", str(rank),
+        argv = [sys.executable, "-m", "evaluator.rank.worker", "--role", role, "--rank", str(rank),
                 "--world-size", str(world_size), "--device", device, "--problem", str(problem),
                 "--candidate", candidate, "--M", str(M), "--N", str(N), "--dtype", dtype,
                 "--out", self.out_dir, "--reply-fd", str(write_fd)] + (["--reduced"] if reduced else [])
@@ -300,7 +300,7 @@ class RankGroup:
         close_all([self], timeout)
 
     def request_exit(self) -> None:
-        """Tell every rank to exit (it leaves at once, without tearing down its process group: see rank_worker)."""
+        """Tell every rank to exit (it leaves at once, without tearing down its process group: see evaluator/rank/worker.py)."""
         if self.closed:
             return
         self.closed = True
@@ -338,7 +338,7 @@ class RankGroup:
             builds.harvest(self.build_key, self.build_dir)
 
     def build_report(self) -> dict:
-        """The group's builds (evaluator/builds.py): compiled here, loaded already built, taken from the cache."""
+        """The group's builds (evaluator/process/builds.py): compiled here, loaded already built, taken from the cache."""
         if not self.build_dir:
             return {}
         return dict(builds.report(self.build_dir), from_cache=self.build_restored)

@@ -1,22 +1,18 @@
-"""One pair of process groups, reference and candidate, and what the judge does with them: trials, the timed blocks,
-the probe blocks and the re-check (``Pair``)."""
+"""One pair of process groups, reference and candidate, and what the judge does with them (``Pair``): start-up,
+trials and their checks, the timing blocks (evaluator/judge/schedule.py), the timed outputs' check and the re-check."""
 from __future__ import annotations
 
 import collections
 import math
-import os
 import random
-import statistics
 import time
 from typing import Optional
 
-from evaluator import outputs, schema
-from evaluator.calibration import CANDIDATE_SPIN_SHARE, MAX_ITERS, PROBE_CALLS_FACTOR
-from evaluator.config import Config
-from evaluator.group import GroupFailure, RankGroup, close_all
-from evaluator.rank_worker import timing_set_seed
-from evaluator.replies import _Stop, _call_ms, _host_share, _samples, _share, _spin_wanted
-from evaluator.timing import _add_probe, _could_be_faster, _timing_document
+from evaluator import schema
+from evaluator.judge.config import Config
+from evaluator.judge.replies import _Stop, _call_ms
+from evaluator.judge.schedule import Schedule
+from evaluator.process.group import GroupFailure, RankGroup, close_all
 from problems.base import derive_seed
 
 
@@ -243,133 +239,8 @@ class Pair:
         return record
 
     def _time(self, seeds: list[int], estimate_ms: float, reference_estimate_ms: Optional[float] = None) -> dict:
-        """The timing blocks. ``estimate_ms``: the slower side's call in the trials (how many calls fit a block);
-        ``reference_estimate_ms``: the reference's alone (where the spin starts: trusted)."""
-        cfg = self.cfg
-        # With K pairs each pair times 1/K of one pair's calls: the pairs' offsets, not the calls within a pair, are
-        # what limits precision (evaluator/pairs.py), and K pairs then cost about one pair's timing, plus start-ups.
-        per_block = cfg.budget_ms() / cfg.blocks / cfg.pairs
-        least = 3 if cfg.device == "cpu" else 10
-        fits = per_block / max(estimate_ms + self.build_ms, 1e-3)
-        iters = int(min(max(least, MAX_ITERS // cfg.pairs), max(least, fits)))
-        ref_blocks, cand_blocks, walls = [], [], {"ref": [], "cand": []}
-        host_bound = {"ref": [], "cand": []}
-        spin_short = {"ref": [], "cand": []}  # a diagnostic (rank_worker.time): shares of calls, per block
-        kept, sets = [], 0
-        verify = not self.cand.trusted  # an A/A self-check (reference as the candidate) needs no kept outputs
-        # A fresh seed per block, unknown to the candidate until the block starts: nothing can be computed ahead, in
-        # trials or in start-up.
-        block_seeds = [self._secret_seed(seeds, "timing-block", b) for b in range(cfg.blocks + cfg.probe_blocks)]
-        # Spin long enough for the host to queue a call ahead of the start event (see rank_worker.time). In block 0
-        # each rank lengthens it to what its own host needs; from block 1 on both sides spin exactly the same, so the
-        # spin cancels in the cross-check of wall clocks: the most the reference's ranks have wanted, or what the
-        # candidate's wanted (a candidate whose launches are slower should still be timed on the GPU, not on its host)
-        # up to CANDIDATE_SPIN_SHARE times that. The cap: the GPU is idle but for one spinning thread while the host
-        # queues the call, and work a candidate starts on another stream in that time is seen by neither the events
-        # nor the wall clock (docs/threat-model.md), so the candidate must not lengthen it at will.
-        # From the reference's call time, not the slower side's: a candidate's trial replies could otherwise set it.
-        basis_ms = estimate_ms if reference_estimate_ms is None else reference_estimate_ms
-        spin_us = min(2000.0, max(20.0, basis_ms * 1e3)) if cfg.device == "cuda" else 0.0
-        wanted = {"ref": 0.0, "cand": 0.0}
-        spins = []
-        probe = {"ref": [], "cand": [], "walls": {"ref": [], "cand": []}}
-
-        def block(b: int, n: int, warmup: int, spin: float, exact: bool, is_probe: bool = False) -> None:
-            nonlocal sets
-            cmd = {"cmd": "time", "trial": 0, "seed": block_seeds[b], "iters": n, "warmup": warmup,
-                   "spin_us": spin, "spin_exact": exact, "replace_memory": cfg.replace_memory}
-            if verify:  # both sides keep one timed output (same harness cost); only the candidate's is checked
-                cmd["tag"] = f"b{b}"
-            timeout = self.timeout + (n + warmup) * (5 * estimate_ms + 2 * self.build_ms) / 1e3
-            # Alternate which side goes first so neither always follows the other.
-            order = (("ref", self._ref_command), ("cand", self._cand_command))
-            for side, run in (order if b % 2 == 0 else order[::-1]):
-                replies = run(cmd, timeout)
-                wall_ms = self.last_wall_ms
-                # The kept output leaves the rank in a command of its own, off the wall clock just read: its write
-                # varies with its size and the page cache, and with 12 calls a block (8 pairs) 2 ms of that is enough
-                # to read as a candidate's unexplained time (the cross-check). The reference's copy is dropped: only
-                # the candidate's is checked. Sent without verification too: the rank hands a large cache back there.
-                run({"cmd": "kept", "tag": cmd["tag"] if verify and side == "cand" else None}, self.timeout)
-                samples = _samples(replies, n, side)
-                wanted[side] = max(wanted[side], _spin_wanted(replies))
-                if is_probe:  # host-paced by design: no evidence of a host-bound call, and not in the speedup
-                    probe[side].append(samples)
-                    probe["walls"][side].append(wall_ms / (n + warmup))
-                else:
-                    host_bound[side].append(_host_share(replies, side))
-                    spin_short[side].append(max(_share(x.get("spin_short")) for x in replies))
-                    (ref_blocks if side == "ref" else cand_blocks).append(samples)
-                    walls[side].append(wall_ms / (n + warmup))
-                self.inside_s += (sum(samples) + warmup * statistics.median(samples)) / 1e3
-                if side == "cand":
-                    if verify:
-                        kept.extend(self._collect_kept(cmd, replies, b))
-                    # Shown only (distinct_input_sets_per_block): a rank's value that is not a count is ignored, so
-                    # that a forged one cannot end the run as a platform failure.
-                    sets = max([sets] + [x["sets"] for x in replies
-                                         if type(x.get("sets")) is int and x["sets"] >= 0])
-
-        for b in range(cfg.blocks):
-            trusted = max(spin_us, wanted["ref"])
-            block_spin = max(trusted, min(wanted["cand"], CANDIDATE_SPIN_SHARE * trusted))
-            spins.append(block_spin)
-            block(b, iters, max(3, iters // 5) if b == 0 else 1, block_spin, b > 0)
-        # Probe blocks: no spin at all, so nothing a candidate queues can run unseen beside it, and the judge's own
-        # clock then bounds what each call really costs (docs/threat-model.md, "Work beside the spin"). Their
-        # samples are host-paced and stay out of the speedup; _probe_check compares their walls with the claims of
-        # the spun blocks (PROBE_CALLS_FACTOR).
-        probe_iters = int(iters * min(PROBE_CALLS_FACTOR, max(1.0, (spins[-1] / 1e3 + estimate_ms)
-                                                               / (estimate_ms + 0.1))))
-
-        # Each block's spin per call of the blocks the cross-check reads (not block 0): one warm-up, no spin.
-        spins_ms = [x / 1e3 * iters / (iters + 1) for x in spins]
-        doc = _timing_document(ref_blocks, cand_blocks, walls, cfg, self.prob, self.environment, calls=iters + 1,
-                               host_bound={side: statistics.median(v) for side, v in host_bound.items()},
-                               spin_ms=statistics.median(spins_ms[1:] or spins_ms), spins_ms=spins_ms,
-                               reference_spin_short=spin_short["ref"])
-        # The probe blocks guard "faster" (they cost a noticeable share of a judgement): a pair whose spun blocks
-        # cannot make the candidate faster skips them, unless a calibration run asks for them always. They do not
-        # change the speedup, so the document above only takes their check (_add_probe).
-        probing = cfg.probe_blocks > 0 and (cfg.probe_always or _could_be_faster(doc, cfg))
-        for p in range(cfg.probe_blocks if probing else 0):
-            block(cfg.blocks + p, probe_iters, 1, 0.0, True, is_probe=True)
-        if probing:
-            probe["calls"] = probe_iters + 1
-            _add_probe(doc, ref_blocks, cand_blocks, probe, cfg)
-        elif cfg.probe_blocks:
-            doc["probe_skipped"] = ("the spun blocks cannot make this candidate faster (speedup "
-                                    f"{doc['speedup']}, interval {doc['speedup_ci']}): nothing for the probe to guard")
-        doc.update(distinct_input_sets_per_block=sets, calls_per_block=iters + 1, _kept=kept,
-                   estimate_ms=round(estimate_ms, 6), reference_estimate_ms=round(basis_ms, 6),
-                   spin_us_per_block=[round(x, 1) for x in spins],
-                   spin_short_per_block={"reference": spin_short["ref"], "candidate": spin_short["cand"]})
-        return doc
-
-    def _collect_kept(self, cmd: dict, replies: list[dict], block: int) -> list[dict]:
-        """Take the outputs each rank kept in this block out of the candidate's reach right away (a copy in the
-        reference's directory, made with the candidate stopped), to be checked after the timed loop."""
-        out = []
-        began = time.monotonic()
-        self.cand.pause()  # once for all ranks' files: no write can land while they are copied
-        try:
-            for r, reply in enumerate(replies):
-                call = reply.get("kept_call")
-                if not isinstance(call, int) or not cmd["warmup"] <= call < cmd["warmup"] + cmd["iters"]:
-                    raise _Stop(schema.RUNTIME_ERROR, f"rank {r} reported no valid kept call for timing block {block}")
-                name = f"{cmd['tag']}_r{r}.pt"
-                try:
-                    outputs.take(os.path.join(self.cand.out_dir, name), os.path.join(self.ref.out_dir, f"kept_{name}"),
-                                 max_bytes=outputs.size_limit(self.output_bytes))
-                except Exception as exc:  # noqa: BLE001
-                    raise _Stop(schema.INCORRECT, f"rank {r}: the output of timed call {call} of block {block} is "
-                                                  f"unreadable: {exc}")
-                out.append({"rank": r, "block": block, "call": call, "file": f"kept_{name}",
-                            "seed": timing_set_seed(cmd["seed"], call)})  # the judge's own derivation, not the reply's
-        finally:
-            self.cand.resume()
-            self.spent["take_kept"] += time.monotonic() - began
-        return out
+        """The timing blocks (evaluator/judge/schedule.py): the pair's timing document."""
+        return Schedule(self, seeds, estimate_ms, reference_estimate_ms).run()
 
     def _verify_timed(self, kept: list[dict]) -> tuple[int, Optional[str]]:
         """Run the reference on the inputs of every kept timed call and compare."""

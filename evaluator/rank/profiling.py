@@ -45,7 +45,7 @@ DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 # --- rank side -----------------------------------------------------------------------------------------------------
 
 def rank_profile(worker, cmd: dict, barrier, synchronize) -> None:
-    """The ``profile`` command inside one rank (``worker`` is evaluator.rank_worker.Worker)."""
+    """The ``profile`` command inside one rank (``worker`` is evaluator.rank.worker.Worker)."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 

@@ -11,7 +11,7 @@ and dies with the judge (a parent-death signal; the judge also kills each rank's
 - **network**: their own network and IPC namespaces, shared by the group's ranks, with only loopback up: no other
   host, no TCP port of the judge's own loopback (database, broker), no abstract Unix socket outside, and SysV IPC
   objects die with the namespace;
-- **filesystem**: a bubblewrap mount namespace per rank (evaluator/bwrap.py) showing the system directories, the
+- **filesystem**: a bubblewrap mount namespace per rank (evaluator/process/bwrap.py) showing the system directories, the
   interpreter, ``evaluator/`` and ``problems/`` read-only, and the group's own scratch read-write, with a private
   /tmp and /dev/shm that are removed after the job. No /run, /var or home directories: no Unix socket of PostgreSQL,
   the broker or Docker, no site source or data.
@@ -38,10 +38,10 @@ import sys
 import tempfile
 from typing import Iterable, Optional
 
-from evaluator import bwrap, processes
+from evaluator.process import bwrap, processes
 
-REPO_ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-PKB_UTILS = str(pathlib.Path(__file__).resolve().parent / "pkb_utils")
+REPO_ROOT = str(pathlib.Path(__file__).resolve().parents[2])
+PKB_UTILS = str(pathlib.Path(REPO_ROOT) / "evaluator" / "pkb_utils")
 
 # Never let NCCL, symmetric memory or NVSHMEM use NVLink multicast (docs/architecture.md; the lent GPU hosts forbid it).
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -130,7 +130,7 @@ def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trust
         # heartbeat monitor would count a long stop as a hung watchdog and kill the rank on resume.
         TORCH_NCCL_ENABLE_MONITORING="0",
     )
-    if build_dir:  # one build directory for the whole group (evaluator/builds.py): compiled once, not per rank
+    if build_dir:  # one build directory for the whole group (evaluator/process/builds.py): compiled once, not per rank
         env.update(TORCH_EXTENSIONS_DIR=os.path.join(build_dir, "torch_extensions"),
                    TRITON_CACHE_DIR=os.path.join(build_dir, "triton_cache"),
                    PKB_BUILD_LOG=os.path.join(build_dir, "builds.log"))
@@ -172,7 +172,7 @@ class Sandbox:
         self.uid: Optional[int] = None
         self.netns_fd: Optional[int] = None
         self.ipcns_fd: Optional[int] = None
-        self.filesystem = False  # ranks start inside a bwrap view (evaluator/bwrap.py)
+        self.filesystem = False  # ranks start inside a bwrap view (evaluator/process/bwrap.py)
         self.scratch_root: Optional[str] = None  # set by the group: its directory, in each rank's PKB_SCRATCH
         self.shared_tmp: Optional[str] = None
         self.shared_shm: Optional[str] = None
@@ -404,7 +404,7 @@ def _probe_user_access() -> Optional[str]:
     import torch  # noqa: F401 - its location is what must be readable
 
     paths = [os.path.realpath(sys.executable), os.path.dirname(os.__file__), os.path.dirname(torch.__file__),
-             os.path.join(REPO_ROOT, "evaluator", "rank_worker.py"), os.path.join(REPO_ROOT, "problems", "__init__.py"),
+             os.path.join(REPO_ROOT, "evaluator", "rank", "worker.py"), os.path.join(REPO_ROOT, "problems", "__init__.py"),
              PKB_UTILS]
     # GPU device nodes (present on GPU hosts only): the candidate's uid must be able to open them.
     paths += ["rw:" + os.path.join("/dev", name) for name in ("nvidiactl", "nvidia-uvm", "nvidia0")

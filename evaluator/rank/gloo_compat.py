@@ -14,7 +14,7 @@ tensor collectives, one ``all_to_all_single`` with split sizes for the uneven li
 ranks for ``reduce``. Everything else (even shapes, the flat forms, every call on another backend) goes to torch
 unchanged, so torch's own errors still name real mistakes (a wrong element count stays an error here as on NCCL).
 
-Only the CPU profile's rank processes install this (evaluator/rank_worker.py, after the gloo process group exists);
+Only the CPU profile's rank processes install this (evaluator/rank/worker.py, after the gloo process group exists);
 NCCL ranks never do. A candidate may undo the patch in its own process; it then gets gloo's refusals, nothing more.
 Forms still out of reach on the CPU profile are CUDA-only by nature (symmetric memory, NVSHMEM, custom CUDA or Triton
 kernels, CUDA streams and events): docs/cpu-profile.md lists them.
