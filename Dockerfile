@@ -57,5 +57,5 @@ RUN pip install -e ".[site]" \
 # a container started without those rights refuses to start its worker instead of running candidates unconfined.
 # One process, one thread, prefetch 1 (also forced by leaderboard.broker.OneMessageAtATime). The worker runs the
 # lease reaper beside it, so a host that dies mid-job has its job re-queued by the others within a lease period.
-ENTRYPOINT ["dramatiq", "leaderboard.actors", "--processes", "1", "--threads", "1"]
+ENTRYPOINT ["dramatiq", "leaderboard.jobs.actors", "--processes", "1", "--threads", "1"]
 CMD ["--queues", "gpu-h200x8"]

@@ -25,10 +25,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-SEED = ("from django.contrib.auth import get_user_model; from leaderboard import services; "
-        "from leaderboard.models import HardwareProfile as H, LeaderboardEntry as E, Submission as S; "
+SEED = ("from django.contrib.auth import get_user_model; from leaderboard.accounts.services import submitter_for; "
+        "from leaderboard.catalogue.models import HardwareProfile as H; from leaderboard.scoring.models import "
+        "LeaderboardEntry as E; from leaderboard.submissions.models import Submission as S; "
         "p = H.objects.get(slug='cpu-gloo'); u = get_user_model().objects.create(username='bench'); "
-        "s = S.objects.create(submitter=services.submitter_for(u), profile=p, model_name='bench', backend='torch', "
+        "s = S.objects.create(submitter=submitter_for(u), profile=p, model_name='bench', backend='torch', "
         "protocol='one_shot', visibility='public'); "
         "E.objects.create(submission=s, profile=p, protocol='one_shot', backend='torch', attempts_k=1, listed=True)")
 

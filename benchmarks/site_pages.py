@@ -35,8 +35,9 @@ def parse_args():
 
 
 def create_database(url: str) -> None:
-    import psycopg
     from urllib.parse import urlsplit
+
+    import psycopg
 
     parts = urlsplit(url)
     name = parts.path.lstrip("/")
@@ -57,28 +58,33 @@ def setup_django(url: str) -> None:
 
 
 def seed(n_submissions: int, k: int) -> None:
-    import problems
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from leaderboard import services
-    from leaderboard.models import (Candidate, EvaluationJob, HardwareProfile, ProblemScore, QuotaCharge, Result,
-                                    Submission)
+    import problems
+    from leaderboard.accounts import services as accounts_services
+    from leaderboard.accounts.models import QuotaCharge
+    from leaderboard.catalogue import services as catalogue_services
+    from leaderboard.catalogue.models import HardwareProfile
+    from leaderboard.jobs.models import EvaluationJob, Result
+    from leaderboard.scoring import services as scoring_services
+    from leaderboard.scoring.models import ProblemScore
+    from leaderboard.submissions.models import Candidate, Submission
 
     call_command("migrate", verbosity=0)
     with connection.cursor() as cursor:  # start from empty tables
         cursor.execute("TRUNCATE leaderboard_submission, leaderboard_submitter, leaderboard_problem, "
                        "leaderboard_hardwareprofile, auth_user CASCADE")
-    services.profiles_ensure_defaults()
+    catalogue_services.profiles_ensure_defaults()
     HardwareProfile.objects.filter(slug="gpu-h200x8").update(accepting=True)
-    services.problems_load(problems.catalogue(), dict(problems.registry()))
+    catalogue_services.problems_load(problems.catalogue(), dict(problems.registry()))
     profile = HardwareProfile.objects.get(slug="gpu-h200x8")
     problem_ids = list(range(1, 88))
     rng = random.Random(1234)
     users = [get_user_model().objects.create_user(username=f"bench{i}") for i in range(50)]
-    submitters = [services.submitter_for(u) for u in users]
+    submitters = [accounts_services.submitter_for(u) for u in users]
     document = {"schema": 1, "verdict": "correct", "message": "benchmark row", "flags": [],
                 "environment": {"host": "h200-01", "gpus": ["NVIDIA H200"] * 8, "driver": "570.86",
                                 "torch": "2.11.0", "nccl": "2.26", "backend": "nccl"}, "logs": []}
@@ -125,16 +131,16 @@ def seed(n_submissions: int, k: int) -> None:
             scores = []
             for (sid, pid), rows in attempts.items():
                 score = ProblemScore(submission=by_id[sid], problem_id=pid)
-                services._score_fill(score, by_id[sid], rows, ranked=True)
+                scoring_services._score_fill(score, by_id[sid], rows, ranked=True)
                 scores.append(score)
             ProblemScore.objects.bulk_create(scores, batch_size=5000)
             for s in subs:
-                services.entry_refresh(s)
+                scoring_services.entry_refresh(s)
         done = min(start + BATCH, n_submissions)
         print(f"\rseeded {done}/{n_submissions} submissions ({time.monotonic() - started:.0f} s)", end="", flush=True)
     print()
     for protocol in ("best_of_k", "agentic_feedback"):
-        services.problem_stats_refresh(problem_ids, profile.pk, protocol)
+        scoring_services.problem_stats_refresh(problem_ids, profile.pk, protocol)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
 
@@ -143,7 +149,7 @@ def measure(requests: int) -> list[tuple[str, list[float], int]]:
     from django.db import connection
     from django.test import Client
 
-    from leaderboard.models import Submission
+    from leaderboard.submissions.models import Submission
 
     sample = Submission.objects.order_by("pk")[Submission.objects.count() // 2]
     pages = [
@@ -189,19 +195,19 @@ def main() -> int:
     setup_django(args.database_url)
     from django.core.management import call_command
 
-    from leaderboard.models import Candidate, Submission
+    from leaderboard.submissions.models import Candidate, Submission
 
     call_command("migrate", verbosity=0)
     expected = args.submissions * 87 * args.attempts
     if not (args.reuse and Submission.objects.count() == args.submissions and Candidate.objects.count() == expected):
         seed(args.submissions, args.attempts)
     else:
-        from leaderboard import services
-        from leaderboard.models import HardwareProfile
+        from leaderboard.catalogue.models import HardwareProfile
+        from leaderboard.scoring import services as scoring_services
 
         profile = HardwareProfile.objects.get(slug="gpu-h200x8")
         for protocol in ("best_of_k", "agentic_feedback"):
-            services.problem_stats_refresh(range(1, 88), profile.pk, protocol)
+            scoring_services.problem_stats_refresh(range(1, 88), profile.pk, protocol)
     print(f"data: {Submission.objects.count()} submissions, {Candidate.objects.count()} candidates "
           f"(= jobs = results), PostgreSQL {args.database_url.rsplit('/', 1)[-1]}")
     rows = measure(args.requests)

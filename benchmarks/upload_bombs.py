@@ -11,7 +11,7 @@ compress once and is cached):
 and, for comparison, an honest upload of 87 files x 3 attempts.
 
 Each runs in a fresh process (production settings module, site defaults: 16 MiB per upload, 512 KiB per file) that
-reads the bomb from disk, then calls what the web view calls before any database work (services.upload_members,
+reads the bomb from disk, then calls what the web view calls before any database work (submissions_services.upload_members,
 then uploads.parse), and prints the wall time of that call and the process's peak RSS (ru_maxrss) before and after.
 Target from the issue: refused in under 1 s with the process under 200 MB peak.
 """
@@ -59,14 +59,15 @@ def child(path: Path) -> None:
     import django
 
     django.setup()
-    from leaderboard import services, uploads
+    from leaderboard.submissions import services as submissions_services
+    from leaderboard.submissions import uploads
 
     data = path.read_bytes()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     try:
-        members = services.upload_members([(path.name, data)])
-        uploads.parse(members, {f"{p}_x": p for p in range(1, 88)}, services.upload_limits())
+        members = submissions_services.upload_members([(path.name, data)])
+        uploads.parse(members, {f"{p}_x": p for p in range(1, 88)}, submissions_services.upload_limits())
         outcome = "accepted"
     except uploads.UploadRejected as exc:
         outcome = f"refused: {exc.errors[-1].rule} ({len(exc.errors)} error(s))"

@@ -72,8 +72,14 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served from /static/ (no CDN)
     "django_dramatiq",
-    "leaderboard",
-    "leaderboard.feedback",  # feedback sessions and runs, profile runs (issue 10)
+    "leaderboard",  # the project: the migration history of the tables the apps below took over, seed_demo
+    "leaderboard.catalogue",
+    "leaderboard.accounts",
+    "leaderboard.submissions",
+    "leaderboard.jobs",
+    "leaderboard.scoring",
+    "leaderboard.feedback",  # feedback sessions and runs, profile runs
+    "leaderboard.pages",
 ]
 
 MIDDLEWARE = [
@@ -100,7 +106,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "leaderboard.views.site_context",
+                "leaderboard.pages.views.site_context",
             ],
         },
     },
@@ -155,7 +161,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = PKB_MAX_UPLOAD_BYTES + 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FILES = 87 * PKB_MAX_ATTEMPTS + 16
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
 FILE_UPLOAD_HANDLERS = [
-    "leaderboard.upload_handlers.BoundedUploadHandler",  # refuses bodies over the upload limit, counted as read
+    "leaderboard.submissions.upload_handlers.BoundedUploadHandler",  # refuses bodies over the upload limit, counted as read
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
@@ -183,7 +189,7 @@ PKB_HIDDEN_CHECKS = env_bool("PKB_HIDDEN_CHECKS", True)
 # judge per job. Worth it on GPU hosts, where start-up is most of a job (docs/calibration.md, Throughput).
 PKB_WARM_SPARES = env_int("PKB_WARM_SPARES", 0, minimum=0)
 # Where the worker keeps candidate files and judge output while a job runs (one locked directory per worker process:
-# leaderboard/workspace.py).
+# leaderboard/jobs/workspace.py).
 PKB_WORK_DIR = Path(env_str("PKB_WORK_DIR", str(DATA_DIR / "work")))
 # The candidate sandbox (evaluator/sandbox.py): "required" (production: a worker on a host that cannot give every
 # layer refuses to start), "auto" (the embedded default: every layer the host allows; results without the whole
@@ -200,7 +206,7 @@ DRAMATIQ_BROKER = {
     "MIDDLEWARE": [
         "dramatiq.middleware.ShutdownNotifications",
         "django_dramatiq.middleware.DbConnectionsMiddleware",
-        "leaderboard.broker.OneMessageAtATime",
+        "leaderboard.jobs.broker.OneMessageAtATime",
     ],
 }
 

@@ -18,7 +18,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DRAMATIQ_BROKER = {
     "BROKER": "dramatiq.brokers.stub.StubBroker",
     "OPTIONS": {},
-    "MIDDLEWARE": ["django_dramatiq.middleware.DbConnectionsMiddleware", "leaderboard.broker.OneMessageAtATime"],
+    "MIDDLEWARE": ["django_dramatiq.middleware.DbConnectionsMiddleware", "leaderboard.jobs.broker.OneMessageAtATime"],
 }
 PKB_WORK_DIR = Path(tempfile.gettempdir()) / "pkb-arena-test-work"
 PKB_OPEN_SIGNUP = True

@@ -2,14 +2,15 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
-from leaderboard import converters, views
+from leaderboard.catalogue import converters
+from leaderboard.pages import views
 
 # Registered before the includes below import the API's and the feedback app's routes, which use them too.
 register_converter(converters.IdConverter, "id")
 register_converter(converters.ProblemKeyConverter, "problem")
-handler400 = "leaderboard.views.bad_request"
-handler404 = "leaderboard.views.not_found"
-handler500 = "leaderboard.views.server_error"
+handler400 = "leaderboard.pages.views.bad_request"
+handler404 = "leaderboard.pages.views.not_found"
+handler500 = "leaderboard.pages.views.server_error"
 
 urlpatterns = [
     path("", views.home, name="home"),

@@ -22,7 +22,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from pkb_client.submit import send
+from pkb_client.submit import report_refusal, send
 
 COMMANDS = ("open", "show", "link", "close", "seeds")
 HELP = {  # one line per subcommand: ``pkb feedback --help`` lists them, each one's own --help starts with it
@@ -205,12 +205,7 @@ def request(method: str, url: str, token: str, payload, timeout: float) -> tuple
 
 
 def refused(status: int, body: dict) -> int:
-    print(f"pkb feedback: refused ({status or 'no connection'}): {body.get('detail', '')}", file=sys.stderr)
-    for error in body.get("errors") or []:
-        print(f"  {error.get('field')}: {error.get('message')}", file=sys.stderr)
-    if body.get("next_free_at"):
-        print(f"  next free slot: {body['next_free_at']}", file=sys.stderr)
-    return 2 if status in (400, 403, 404, 429) else 1
+    return report_refusal("pkb feedback", status, body, refused_statuses=(400, 403, 404, 429))
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     if status != 201:
         if args.json:
             print(json.dumps({"accepted": False, "http_status": status, **body}, indent=2, default=str))
-        return report_refusal(status, body)
+        return report_refusal("pkb submit", status, body)
     if not args.json:
         print(f"accepted: submission #{body['id']} with {body.get('jobs', '?')} evaluation(s) on "
               f"{body.get('profile')}: {body.get('url')}")
@@ -196,13 +196,17 @@ def send(request, timeout: float) -> tuple[int, dict]:
         return 0, {"detail": f"cannot reach the site: {exc}"}
 
 
-def report_refusal(status: int, body: dict) -> int:
-    print(f"pkb submit: refused ({status or 'no connection'}): {body.get('detail', '')}", file=sys.stderr)
+def report_refusal(command: str, status: int, body: dict, refused_statuses=(400, 429)) -> int:
+    """What the site refused and why, on stderr, for every ``pkb`` command: the detail, each error (an upload's file
+    and rule, or a request's field) and the next free slot of a quota. Returns the command's exit status: 2 where the
+    site refused the request (``refused_statuses``), 1 for anything else (no connection, a server error)."""
+    print(f"{command}: refused ({status or 'no connection'}): {body.get('detail', '')}", file=sys.stderr)
     for error in body.get("errors") or []:
-        print(f"  {error.get('file')}: {error.get('message')} [{error.get('rule')}]", file=sys.stderr)
+        rule = f" [{error['rule']}]" if error.get("rule") else ""
+        print(f"  {error.get('file') or error.get('field')}: {error.get('message')}{rule}", file=sys.stderr)
     if body.get("next_free_at"):
         print(f"  next free slot: {body['next_free_at']}", file=sys.stderr)
-    return 2 if status in (400, 429) else 1
+    return 2 if status in refused_statuses else 1
 
 
 def wait(args, submission_id: int) -> dict | int:
@@ -260,8 +264,9 @@ class Progress:
         self._bar = self._task = None
         if enabled:
             try:
-                from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+                from rich.progress import BarColumn, MofNCompleteColumn
                 from rich.progress import Progress as RichProgress
+                from rich.progress import TextColumn, TimeElapsedColumn
             except ImportError:  # the base install has rich; a bare copy of this file still works
                 return
             self._bar = RichProgress(TextColumn("evaluations"), BarColumn(), MofNCompleteColumn(),
@@ -355,8 +360,7 @@ def visibility_main(action: str, argv: list[str] | None = None) -> int:
         "Authorization": f"Bearer {args.token}", "Accept": "application/json"})
     status, body = send(request, args.timeout)
     if status != 200:
-        print(f"pkb {action}: refused ({status or 'no connection'}): {body.get('detail', '')}", file=sys.stderr)
-        return 2 if status in (400, 403, 404) else 1
+        return report_refusal(f"pkb {action}", status, body, refused_statuses=(400, 403, 404))
     if args.json:
         print(json.dumps(body, indent=2, default=str))
     else:

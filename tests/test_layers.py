@@ -183,3 +183,100 @@ def test_the_site_loads_the_contract_without_torch():
     code = "import sys, evaluator.schema; print(sorted(m for m in ('torch', 'django', 'numpy') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+# --- the site's apps ---------------------------------------------------------------------------------------------------
+#
+# The site is a project (leaderboard/: settings, urls, the tables' migration history) and apps by area: catalogue,
+# accounts, submissions, jobs, scoring, feedback, with the HTML pages (pages/) and the REST API (api/) as its edges.
+# What an app holds (models, services, selectors, the lease engine, the runner) never imports an edge: requests come
+# in through the edges, never the other way.
+
+EDGE_PACKAGES = ("leaderboard.pages", "leaderboard.api", "leaderboard.urls")
+EDGE_FILES = ("views.py", "api.py", "urls.py", "admin.py")
+
+
+def is_edge(rel: str) -> bool:
+    name = module_name(ROOT / rel)
+    return (_under(name, *EDGE_PACKAGES) or Path(rel).name in EDGE_FILES or "/management/" in rel
+            or "/templatetags/" in rel or rel.startswith(("leaderboard/settings", "leaderboard/wsgi")))
+
+
+def edge_violations(rel: str, source: str) -> list[str]:
+    if not rel.startswith("leaderboard/") or "/migrations/" in rel or is_edge(rel):
+        return []
+    tree = ast.parse(source, filename=rel)
+    found = []
+    for line, target in imports(tree, module_name(ROOT / rel), rel.endswith("__init__.py")):
+        edge = _under(target, *EDGE_PACKAGES) or target.rpartition(".")[2] in ("views", "api", "urls", "admin") \
+            and target.startswith("leaderboard.")
+        if edge and f"{rel}:{line}" not in [f.split(": ")[0] for f in found]:
+            found.append(f"{rel}:{line}: imports {target} (an app's insides never import the site's edges)")
+    return found
+
+
+def import_cycles(package: str) -> list[list[str]]:
+    """Groups of modules of ``package`` that import each other, directly or round a circle (lazy imports count). A
+    module's own parent packages are not edges: Python runs them before the module whatever it imports."""
+    names = {module_name(p): p for p in modules() if module_name(p).split(".")[0] == package
+             and "migrations" not in p.parts}
+    graph = {}
+    for name, path in names.items():
+        tree = ast.parse(path.read_text())
+        graph[name] = {t for _line, t in imports(tree, name, path.name == "__init__.py")
+                       if t in names and t != name and not name.startswith(t + ".")}
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_an_apps_insides_never_import_the_edges():
+    found = []
+    for path in modules():
+        rel = path.relative_to(ROOT).as_posix()
+        found += edge_violations(rel, path.read_text())
+    assert not found, "forbidden imports:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("rel, source, bad", [
+    ("leaderboard/scoring/selectors.py", "def f():\n    from leaderboard.pages.forms import QueryForm\n", True),
+    ("leaderboard/jobs/services.py", "from leaderboard.api import errors\n", True),
+    ("leaderboard/feedback/services.py", "from leaderboard.feedback import views\n", True),
+    ("leaderboard/pages/views.py", "from leaderboard.scoring import selectors\n", False),
+    ("leaderboard/feedback/api.py", "from leaderboard.api.serializers import Text\n", False),
+    ("leaderboard/scoring/selectors.py", "from leaderboard.scoring.forms import QueryForm\n", False),
+])
+def test_the_edge_rule_names_what_it_refuses(rel, source, bad):
+    assert bool(edge_violations(rel, source)) is bad
+
+
+def test_the_site_has_no_import_cycle():
+    assert import_cycles("leaderboard") == []
+
+
+def test_the_judge_has_no_import_cycle():
+    assert import_cycles("evaluator") == []

@@ -6,7 +6,7 @@ import re
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
-from leaderboard import services
+from leaderboard.accounts import services as accounts_services
 
 TOKEN_SHAPE = re.compile(r"pkb_[A-Za-z0-9]{1,32}_[A-Za-z0-9_-]{1,128}")
 
@@ -21,11 +21,11 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         parts = header.split()
         if len(parts) != 2 or parts[0] not in (self.keyword, "Token"):
             return None
-        # The shape services.token_create makes; anything else (a NUL byte, which PostgreSQL refuses in a query,
+        # The shape accounts_services.token_create makes; anything else (a NUL byte, which PostgreSQL refuses in a query,
         # a megabyte of text) is refused before the lookup.
         if not TOKEN_SHAPE.fullmatch(parts[1]):
             raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
-        token = services.token_authenticate(parts[1])
+        token = accounts_services.token_authenticate(parts[1])
         if token is None:
             raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
         return token.submitter.user, token

@@ -3,14 +3,25 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
-from leaderboard.selectors import BadQuery
-from leaderboard.uploads import UploadRejected
+from leaderboard.accounts.services import NotAllowed, QuotaExceeded
+from leaderboard.feedback.services import Refused
+from leaderboard.submissions.uploads import UploadRejected
+from leaderboard.validators import BadQuery
 
 
 def exception_handler(exc, context):
     """DRF's handler (Django's Http404/PermissionDenied become JSON too: DRF maps them), plus what Django itself
     refuses while the view reads the request - a bad query parameter, a body over the limits, too many files or
-    fields - as the API's JSON error instead of Django's HTML page."""
+    fields - as the API's JSON error instead of Django's HTML page. The services' refusals have one answer each,
+    whichever endpoint met them: an action that is not yours to take is 403, a spent quota 429 with its next slot."""
+    if isinstance(exc, Refused):  # a feedback request that cannot become a run: nothing stored or charged
+        return Response({"detail": exc.message, "errors": [{"field": exc.field, "message": exc.message}]},
+                        status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, NotAllowed):
+        return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+    if isinstance(exc, QuotaExceeded):
+        return Response({"detail": exc.message, "errors": [{"field": "quota", "rule": "quota", "message": exc.message}],
+                         "next_free_at": exc.next_free_at}, status=status.HTTP_429_TOO_MANY_REQUESTS)
     if isinstance(exc, BadQuery):
         return Response({"detail": "a query parameter is not valid", "errors": exc.errors},
                         status=status.HTTP_400_BAD_REQUEST)

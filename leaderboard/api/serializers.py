@@ -4,9 +4,11 @@ import re
 
 from rest_framework import serializers
 
-from leaderboard import costs
-from leaderboard.forms import MAX_ID, check_paths, no_control_characters
-from leaderboard.models import HardwareProfile, LeaderboardEntry, Problem, ProblemScore, Submission
+from leaderboard.catalogue.models import HardwareProfile, Problem
+from leaderboard.scoring import costs
+from leaderboard.scoring.models import LeaderboardEntry, ProblemScore
+from leaderboard.submissions.models import Submission
+from leaderboard.validators import MAX_ID, check_paths, no_control_characters
 
 
 class AsciiIntegerField(serializers.IntegerField):
@@ -70,7 +72,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
     profile = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     submitter = serializers.CharField(source="submitter.name", read_only=True)
     url = serializers.CharField(source="get_absolute_url", read_only=True)
-    # Costs as leaderboard/costs.py defines them: rank-seconds always, GPU-seconds only on GPU profiles (null on CPU).
+    # Costs as leaderboard/scoring/costs.py defines them: rank-seconds always, GPU-seconds only on GPU profiles (null on CPU).
     cost_unit = serializers.SerializerMethodField(help_text="GPU-seconds on GPU profiles, rank-seconds on CPU ones")
     rank_seconds = serializers.SerializerMethodField(help_text="measured: W x judge wall time over its results")
     gpu_seconds = serializers.SerializerMethodField(help_text="rank_seconds on GPU profiles; null on CPU profiles")

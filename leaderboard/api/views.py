@@ -8,9 +8,15 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard import selectors, services, upload_handlers, uploads
+from leaderboard.accounts import selectors as accounts_selectors
+from leaderboard.accounts import services as accounts_services
 from leaderboard.api import serializers as s
 from leaderboard.api.auth import scoped
+from leaderboard.catalogue import selectors as catalogue_selectors
+from leaderboard.scoring import selectors as scoring_selectors
+from leaderboard.submissions import selectors as submissions_selectors
+from leaderboard.submissions import services as submissions_services
+from leaderboard.submissions import upload_handlers
 
 PROFILE = OpenApiParameter("profile", str, description="hardware profile slug (default: the site's default)")
 PROTOCOL = OpenApiParameter("protocol", str, enum=["one_shot", "best_of_k", "agentic_feedback"])
@@ -48,7 +54,7 @@ class ProfileList(APIView):
 
     @extend_schema(responses=s.ProfileSerializer(many=True))
     def get(self, request):
-        return Response(s.ProfileSerializer(selectors.profiles(), many=True).data)
+        return Response(s.ProfileSerializer(catalogue_selectors.profiles(), many=True).data)
 
 
 class ProblemList(APIView):
@@ -56,9 +62,9 @@ class ProblemList(APIView):
 
     @extend_schema(parameters=[PROFILE, PROTOCOL], responses=s.ProblemSerializer(many=True))
     def get(self, request):
-        profile = selectors.profile_get(request.query_params.get("profile"))
-        protocol = selectors.Filters.from_query(request.query_params).protocol
-        return Response(s.ProblemSerializer(selectors.problems_index(profile, protocol), many=True).data)
+        profile = catalogue_selectors.profile_get(request.query_params.get("profile"))
+        protocol = scoring_selectors.Filters.from_query(request.query_params).protocol
+        return Response(s.ProblemSerializer(scoring_selectors.problems_index(profile, protocol), many=True).data)
 
 
 class ProblemDetail(APIView):
@@ -66,10 +72,10 @@ class ProblemDetail(APIView):
 
     @extend_schema(parameters=[PROFILE, PROTOCOL, OpenApiParameter("page", int)])
     def get(self, request, key):
-        problem = selectors.problem_get(key)
-        profile = selectors.profile_get(request.query_params.get("profile"))
-        filters = selectors.Filters.from_query(request.query_params)
-        data = selectors.problem_scores(problem, profile, filters.protocol, filters.page)
+        problem = catalogue_selectors.problem_get(key)
+        profile = catalogue_selectors.profile_get(request.query_params.get("profile"))
+        filters = scoring_selectors.Filters.from_query(request.query_params)
+        data = scoring_selectors.problem_scores(problem, profile, filters.protocol, filters.page)
         return Response({"problem": s.ProblemDetailSerializer(problem).data, "profile": profile.slug,
                          "scores": s.ScoreSerializer(data["rows"], many=True).data, "more": data["more"]})
 
@@ -78,18 +84,18 @@ class Leaderboard(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(parameters=[PROTOCOL, OpenApiParameter("backend", str), OpenApiParameter("k", int),
-                               OpenApiParameter("sort", str, enum=list(selectors.SORTS)), s.LeaderboardQuery],
+                               OpenApiParameter("sort", str, enum=list(scoring_selectors.SORTS)), s.LeaderboardQuery],
                    responses=s.EntrySerializer(many=True))
     def get(self, request, slug):
-        profile = selectors.profile_get(slug)
-        filters = selectors.Filters.from_query(request.query_params)
+        profile = catalogue_selectors.profile_get(slug)
+        filters = scoring_selectors.Filters.from_query(request.query_params)
         window = s.LeaderboardQuery(data=request.query_params)
         window.is_valid(raise_exception=True)
         offset, limit = window.validated_data["offset"], window.validated_data["limit"]
         sections = []
-        for protocol in ([filters.protocol] if filters.protocol else selectors.PROTOCOL_ORDER):
+        for protocol in ([filters.protocol] if filters.protocol else scoring_selectors.PROTOCOL_ORDER):
             filters.protocol = protocol
-            entries = selectors.leaderboard_slice(profile, filters, offset, limit + 1)
+            entries = scoring_selectors.leaderboard_slice(profile, filters, offset, limit + 1)
             sections.append({"protocol": protocol, "offset": offset, "more": len(entries) > limit,
                              "entries": [s.entry_dict(e) for e in entries[:limit]]})
         return Response({"profile": profile.slug, "ranked_profile": profile.ranked, "sections": sections})
@@ -103,27 +109,20 @@ class SubmissionList(APIView):
 
     @extend_schema(responses=s.SubmissionSerializer(many=True))
     def get(self, request):
-        return Response(s.SubmissionSerializer(selectors.submissions_of(request.user), many=True).data)
+        return Response(s.SubmissionSerializer(submissions_selectors.submissions_of(request.user), many=True).data)
 
     @extend_schema(request={"multipart/form-data": s.UploadSerializer},
                    responses={201: s.SubmissionSerializer, 400: s.RefusedSerializer, 429: s.RefusedSerializer})
     def post(self, request):
         upload = s.UploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
-        submitter = services.submitter_for(request.user)
+        submitter = accounts_services.submitter_for(request.user)
         fields = {key: value for key, value in upload.validated_data.items() if key in METADATA}
-        try:
-            submission = services.submission_create(submitter, fields,
-                                                    upload_handlers.request_files(request.FILES, request.data))
-        except uploads.UploadRejected as exc:
-            return Response({"detail": "upload refused; nothing was stored",
-                             "errors": [e.as_dict() for e in exc.errors]}, status=status.HTTP_400_BAD_REQUEST)
-        except services.QuotaExceeded as exc:
-            return Response({"detail": exc.message, "errors": [{"file": "(upload)", "rule": "quota",
-                                                                 "message": exc.message}],
-                             "next_free_at": exc.next_free_at}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+        # Refusals (UploadRejected: 400, nothing stored; QuotaExceeded: 429) are answered by api/errors.py.
+        submission = submissions_services.submission_create(submitter, fields,
+                                                            upload_handlers.request_files(request.FILES, request.data))
         if upload.validated_data["publish"]:
-            services.submission_publish(submission, request.user)
+            submissions_services.submission_publish(submission, request.user)
             submission.refresh_from_db()
         data = s.SubmissionSerializer(submission).data
         data["jobs"] = submission.jobs.count()
@@ -138,18 +137,14 @@ class SubmissionDetail(APIView):
     @extend_schema(request=None, responses={204: None, 403: s.RefusedSerializer})
     def delete(self, request, pk):
         """Delete an unpublished submission of yours (none of its evaluations queued or running)."""
-        submission = selectors.submission_get(pk, request.user)
-        try:
-            services.submission_delete(submission, request.user)
-        except services.NotAllowed as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        submissions_services.submission_delete(submissions_selectors.submission_get(pk, request.user), request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=s.SubmissionSerializer)
     def get(self, request, pk):
-        submission = selectors.submission_get(pk, request.user)
+        submission = submissions_selectors.submission_get(pk, request.user)
         data = s.SubmissionSerializer(submission).data
-        data["status"] = selectors.submission_status(submission)
+        data["status"] = submissions_selectors.submission_status(submission)
         data["scores"] = s.ScoreSerializer(submission.scores.exclude(status="missing").order_by("problem_id"),
                                            many=True).data
         return Response(data)
@@ -159,32 +154,30 @@ class SubmissionStatus(APIView):
     permission_classes = [AllowAny]
 
     def get(self, request, pk):
-        return Response(selectors.submission_status(selectors.submission_get(pk, request.user)))
+        return Response(submissions_selectors.submission_status(submissions_selectors.submission_get(pk, request.user)))
 
 
 class _VisibilityChange(APIView):
-    """A POST that changes the visibility of one of your submissions with ``change`` (a service)."""
+    """A POST that changes the visibility of one of your submissions with ``change`` (a service; its NotAllowed is
+    answered 403 by api/errors.py)."""
     permission_classes = [scoped("submit")]
     change = None
 
     @extend_schema(request=None, responses=s.SubmissionSerializer)
     def post(self, request, pk):
-        submission = selectors.submission_get(pk, request.user)
-        try:
-            self.change(submission, request.user)
-        except services.NotAllowed as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
+        submission = submissions_selectors.submission_get(pk, request.user)
+        self.change(submission, request.user)
         return Response(s.SubmissionSerializer(submission).data)
 
 
 class SubmissionPublish(_VisibilityChange):
     """List a submission of yours on the leaderboard (its code and logs become public)."""
-    change = staticmethod(lambda submission, user: services.submission_publish(submission, user))
+    change = staticmethod(lambda submission, user: submissions_services.submission_publish(submission, user))
 
 
 class SubmissionWithdraw(_VisibilityChange):
     """Take a published submission of yours off every leaderboard and export (its results stay yours)."""
-    change = staticmethod(lambda submission, user: services.submission_withdraw(submission, user))
+    change = staticmethod(lambda submission, user: submissions_services.submission_withdraw(submission, user))
 
 
 class SubmissionRerun(APIView):
@@ -192,17 +185,11 @@ class SubmissionRerun(APIView):
 
     @extend_schema(request=None, parameters=[s.RerunQuery])
     def post(self, request, pk):
-        submission = selectors.submission_get(pk, request.user)
+        submission = submissions_selectors.submission_get(pk, request.user)
         only = s.RerunQuery(data=request.query_params)
         only.is_valid(raise_exception=True)
-        try:
-            count = services.submission_rerun(submission, request.user,
-                                              only_failed=only.validated_data.get("only") == "failed")
-        except services.NotAllowed as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
-        except services.QuotaExceeded as exc:
-            return Response({"detail": exc.message, "next_free_at": exc.next_free_at},
-                            status=status.HTTP_429_TOO_MANY_REQUESTS)
+        count = submissions_services.submission_rerun(submission, request.user,
+                                                      only_failed=only.validated_data.get("only") == "failed")
         return Response({"queued": count})
 
 
@@ -210,6 +197,6 @@ class Me(APIView):
     permission_classes = [scoped("read")]
 
     def get(self, request):
-        submitter = services.submitter_for(request.user)
-        quota = selectors.quota_status(submitter)
+        submitter = accounts_services.submitter_for(request.user)
+        quota = accounts_selectors.quota_status(submitter)
         return Response({"username": request.user.get_username(), "quota": quota})

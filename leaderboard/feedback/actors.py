@@ -1,6 +1,6 @@
 """The feedback actor: one message per feedback or profile run, on the profile's own feedback queue.
 
-    dramatiq leaderboard.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8
+    dramatiq leaderboard.jobs.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8
 
 The message carries only the run id; the runner claims the FeedbackRun row by compare-and-swap, so duplicate or stale
 messages are harmless (the same rules as leaderboard jobs). ``leaderboard.feedback.worker`` is the module to name on
@@ -19,10 +19,10 @@ if not apps.apps_ready:  # imported by the dramatiq CLI: set Django up (this als
     django.setup()
 
 import dramatiq  # noqa: E402
-from dramatiq.message import Message  # noqa: E402
+
+from leaderboard.jobs.broker import FEEDBACK_ACTOR_NAME as ACTOR_NAME  # noqa: E402
 
 log = logging.getLogger("leaderboard.feedback")
-ACTOR_NAME = "feedback_run"
 
 
 @dramatiq.actor(actor_name=ACTOR_NAME, queue_name="feedback-default")
@@ -32,10 +32,3 @@ def feedback_run(run_id: int) -> None:
     outcome = run_feedback(int(run_id))
     log.info("feedback run %s: %s", run_id, outcome)
 
-
-def send(run_id: int, queue_name: str) -> None:
-    """Wake a feedback worker: the message carries only the run id, the database row is the truth."""
-    broker = dramatiq.get_broker()
-    if queue_name not in broker.get_declared_queues():
-        broker.declare_queue(queue_name)
-    broker.enqueue(Message(queue_name=queue_name, actor_name=ACTOR_NAME, args=(run_id,), kwargs={}, options={}))

@@ -20,15 +20,16 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard import selectors as site_selectors
-from leaderboard import services as site_services
-from leaderboard import upload_handlers
+from leaderboard.accounts import services as accounts_services
 from leaderboard.api.auth import scoped
 from leaderboard.api.parsers import JSONParser
 from leaderboard.api.serializers import AsciiIntegerField, Text
-from leaderboard.converters import ProblemKeyConverter
-from leaderboard.forms import MAX_ID
+from leaderboard.catalogue import selectors as catalogue_selectors
+from leaderboard.catalogue.converters import ProblemKeyConverter
 from leaderboard.feedback import seeds, selectors, services
+from leaderboard.submissions import selectors as submissions_selectors
+from leaderboard.submissions import upload_handlers
+from leaderboard.validators import MAX_ID
 
 
 class RunRequest(serializers.Serializer):
@@ -53,18 +54,8 @@ class LinkRequest(serializers.Serializer):
     submission = AsciiIntegerField(min_value=1, max_value=MAX_ID)
 
 
-def _refused(exc) -> Response:
-    if isinstance(exc, site_services.QuotaExceeded):
-        return Response({"detail": exc.message, "errors": [{"field": "quota", "message": exc.message}],
-                         "next_free_at": exc.next_free_at}, status=status.HTTP_429_TOO_MANY_REQUESTS)
-    if isinstance(exc, site_services.NotAllowed):
-        return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
-    return Response({"detail": exc.message, "errors": [{"field": exc.field, "message": exc.message}]},
-                    status=status.HTTP_400_BAD_REQUEST)
-
-
+# The services' refusals (Refused, QuotaExceeded, NotAllowed) are answered by leaderboard/api/errors.py.
 OBJECT = OpenApiTypes.OBJECT
-REFUSALS = (services.Refused, site_services.QuotaExceeded, site_services.NotAllowed)
 
 
 class FeedbackRunCreate(APIView):
@@ -86,12 +77,9 @@ class FeedbackRunCreate(APIView):
         if code in (None, ""):
             return Response({"detail": "send the candidate as 'code' or as a 'file'",
                              "errors": [{"field": "code", "message": "missing"}]}, status=400)
-        submitter = site_services.submitter_for(request.user)
-        try:
-            run = services.run_create(submitter, data.get("session"), data.get("problem"), code, filename,
-                                      data.get("M"), data.get("N"))
-        except REFUSALS as exc:
-            return _refused(exc)
+        submitter = accounts_services.submitter_for(request.user)
+        run = services.run_create(submitter, data.get("session"), data.get("problem"), code, filename,
+                                  data.get("M"), data.get("N"))
         return Response(selectors.run_dict(run, request), status=status.HTTP_202_ACCEPTED)
 
 
@@ -117,12 +105,9 @@ class SessionList(APIView):
     def post(self, request):
         checked = SessionRequest(data=request.data)
         checked.is_valid(raise_exception=True)
-        submitter = site_services.submitter_for(request.user)
-        try:
-            session = services.session_open(submitter, checked.validated_data.get("profile"),
-                                            checked.validated_data.get("label", ""))
-        except REFUSALS as exc:
-            return _refused(exc)
+        submitter = accounts_services.submitter_for(request.user)
+        session = services.session_open(submitter, checked.validated_data.get("profile"),
+                                        checked.validated_data.get("label", ""))
         return Response(selectors.session_dict(session), status=status.HTTP_201_CREATED)
 
 
@@ -143,11 +128,8 @@ class SessionLink(APIView):
         session = selectors.session_get(pk, request.user)
         checked = LinkRequest(data=request.data)
         checked.is_valid(raise_exception=True)
-        submission = site_selectors.submission_get(checked.validated_data["submission"], request.user)
-        try:
-            session = services.session_link(session, submission, request.user)
-        except REFUSALS as exc:
-            return _refused(exc)
+        submission = submissions_selectors.submission_get(checked.validated_data["submission"], request.user)
+        session = services.session_link(session, submission, request.user)
         return Response(selectors.session_dict(session, with_runs=False))
 
 
@@ -157,10 +139,7 @@ class SessionClose(APIView):
     @extend_schema(request=None, responses=OBJECT)
     def post(self, request, pk):
         session = selectors.session_get(pk, request.user)
-        try:
-            services.session_close(session, request.user)
-        except REFUSALS as exc:
-            return _refused(exc)
+        services.session_close(session, request.user)
         return Response(selectors.session_dict(session, with_runs=False))
 
 
@@ -169,7 +148,7 @@ class PublicSeeds(APIView):
 
     @extend_schema(responses=OBJECT)
     def get(self, request, key):
-        problem = site_selectors.problem_get(key)
+        problem = catalogue_selectors.problem_get(key)
         return Response({"problem": problem.stem, "problem_id": problem.id, "seeds": seeds.public_seeds(problem.id),
                          "rule": "a run with T trials uses the first T seeds, then the last one (the re-check after "
                                  "timing); reproduce with: pkb eval PROBLEM FILE --trials T --seeds <those T + 1>"})
@@ -180,4 +159,4 @@ class Quota(APIView):
 
     @extend_schema(responses=OBJECT)
     def get(self, request):
-        return Response(services.quota_status(site_services.submitter_for(request.user)))
+        return Response(services.quota_status(accounts_services.submitter_for(request.user)))

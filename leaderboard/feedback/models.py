@@ -11,19 +11,19 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from leaderboard.models import Candidate, HardwareProfile, Problem, Submission, Submitter
+from leaderboard.jobs.models import LeasedWork
 
 
 class FeedbackSession(models.Model):
     """An agent's search: every feedback run it asks for is recorded against it. Linking it to an agentic
     submission closes it and shows its measured cost beside the submission's self-reported cost."""
 
-    submitter = models.ForeignKey(Submitter, on_delete=models.CASCADE, related_name="feedback_sessions")
-    profile = models.ForeignKey(HardwareProfile, on_delete=models.PROTECT, related_name="+")
+    submitter = models.ForeignKey("accounts.Submitter", on_delete=models.CASCADE, related_name="feedback_sessions")
+    profile = models.ForeignKey("catalogue.HardwareProfile", on_delete=models.PROTECT, related_name="+")
     label = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     closed_at = models.DateTimeField(null=True, blank=True)
-    submission = models.ForeignKey(Submission, null=True, blank=True, on_delete=models.SET_NULL,
+    submission = models.ForeignKey("submissions.Submission", null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="feedback_sessions")
     linked_at = models.DateTimeField(null=True, blank=True)
 
@@ -46,20 +46,18 @@ class FeedbackSession(models.Model):
         return self.submission is not None and self.submission.visibility == "public"
 
 
-class FeedbackRun(models.Model):
+class FeedbackRun(LeasedWork):
     FEEDBACK, PROFILE = "feedback", "profile"
     KINDS = [(FEEDBACK, "feedback"), (PROFILE, "profile")]
-    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
-    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed")]
 
     kind = models.CharField(max_length=10, choices=KINDS, default=FEEDBACK)
     session = models.ForeignKey(FeedbackSession, null=True, blank=True, on_delete=models.CASCADE,
                                 related_name="runs")
-    candidate = models.ForeignKey(Candidate, null=True, blank=True, on_delete=models.CASCADE,
+    candidate = models.ForeignKey("submissions.Candidate", null=True, blank=True, on_delete=models.CASCADE,
                                   related_name="profile_runs", help_text="profile runs: the file profiled")
-    submitter = models.ForeignKey(Submitter, on_delete=models.CASCADE, related_name="feedback_runs")
-    profile = models.ForeignKey(HardwareProfile, on_delete=models.PROTECT, related_name="+")
-    problem = models.ForeignKey(Problem, on_delete=models.PROTECT, related_name="+")
+    submitter = models.ForeignKey("accounts.Submitter", on_delete=models.CASCADE, related_name="feedback_runs")
+    profile = models.ForeignKey("catalogue.HardwareProfile", on_delete=models.PROTECT, related_name="+")
+    problem = models.ForeignKey("catalogue.Problem", on_delete=models.PROTECT, related_name="+")
     filename = models.CharField(max_length=300)
     code = models.TextField()
     sha256 = models.CharField(max_length=64)
@@ -69,17 +67,6 @@ class FeedbackRun(models.Model):
     device = models.CharField(max_length=8)
     trials = models.PositiveSmallIntegerField()
     seeds = models.JSONField(default=list, help_text="the public seeds given to the judge")
-
-    status = models.CharField(max_length=8, choices=STATUSES, default=QUEUED)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    max_attempts = models.PositiveSmallIntegerField(default=3)
-    lease_owner = models.CharField(max_length=200, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
 
     verdict = models.CharField(max_length=20, blank=True)
     document = models.JSONField(default=dict, blank=True, help_text="the judge's document (owner only)")
@@ -111,10 +98,6 @@ class FeedbackRun(models.Model):
     def queue_name(self) -> str:
         return queue_for(self.profile.slug)
 
-    @property
-    def finished(self) -> bool:
-        return self.status in (self.DONE, self.FAILED)
-
     def visible_to(self, user) -> bool:
         return bool(user and user.is_authenticated and (user.is_staff or self.submitter.user_id == user.pk))
 
@@ -122,7 +105,7 @@ class FeedbackRun(models.Model):
 class FeedbackQuota(models.Model):
     """Per-user overrides of the feedback quota (null: the site's default)."""
 
-    submitter = models.OneToOneField(Submitter, on_delete=models.CASCADE, related_name="feedback_quota")
+    submitter = models.OneToOneField("accounts.Submitter", on_delete=models.CASCADE, related_name="feedback_quota")
     daily = models.PositiveIntegerField(null=True, blank=True)
     concurrent = models.PositiveIntegerField(null=True, blank=True)
 

@@ -1,5 +1,5 @@
 """The worker side of one feedback or profile run: claim, run the trusted judge in a subprocess with the run's public
-seeds, heartbeat, store the feedback. The same rules as leaderboard/runner.py (whose judge environment it reuses):
+seeds, heartbeat, store the feedback. The same rules as leaderboard/jobs/runner.py (whose judge environment it reuses):
 the candidate's code never enters this process, and a judge that fails is an infra_error, never a verdict.
 """
 from __future__ import annotations
@@ -13,24 +13,23 @@ import tempfile
 import time
 from pathlib import Path
 
-
-from leaderboard import runner as site_runner
+from evaluator.schema import VERDICTS
 from leaderboard.feedback import conf, seeds, services
-from leaderboard.models import VERDICTS
+from leaderboard.jobs import judge_process
 
 log = logging.getLogger("leaderboard.feedback")
 TAIL = 8000
 MAX_TRACE_GZ_BYTES = 48 * 2**20
 
 
-def run_feedback(run_id: int, worker: str = site_runner.WORKER_ID) -> str:
+def run_feedback(run_id: int, worker: str = judge_process.WORKER_ID) -> str:
     run = services.run_claim(run_id, worker)
     if run is None:
         return "not_claimed"
-    workdir = Path(tempfile.mkdtemp(prefix=f"feedback{run.pk}-", dir=site_runner._work_root()))
+    workdir = Path(tempfile.mkdtemp(prefix=f"feedback{run.pk}-", dir=judge_process.work_root()))
     try:
         outcome, payload = _judge(run, workdir, worker)
-        site_runner.close_old_connections()
+        judge_process.close_old_connections()
         if outcome == "document":
             trace = _trace(run, workdir)
             stored = services.run_finish(run.pk, worker, payload, trace)
@@ -67,7 +66,7 @@ def _judge(run, workdir: Path, worker: str) -> tuple[str, object]:
     out = workdir / "result.json"
     command = judge_command(run, path, out, workdir / "profile")
     started = time.monotonic()
-    outcome, returncode = site_runner.supervise(command, workdir, lambda: services.run_heartbeat(run.pk, worker),
+    outcome, returncode = judge_process.supervise(command, workdir, lambda: services.run_heartbeat(run.pk, worker),
                                     started + conf.get("PKB_FEEDBACK_TIMEOUT_SECONDS"), f"feedback run {run.pk}")
     tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
     if outcome == "lease_lost":

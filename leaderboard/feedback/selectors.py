@@ -4,9 +4,11 @@ from __future__ import annotations
 from django.db.models import Count, F, Q, Sum
 from django.http import Http404
 
-from leaderboard import costs
 from leaderboard.feedback.models import FeedbackRun, FeedbackSession
-from leaderboard.models import AGENTIC, LeaderboardEntry, Submission
+from leaderboard.scoring import costs
+from leaderboard.scoring.models import LeaderboardEntry
+from leaderboard.submissions.models import Submission
+from leaderboard.submissions.uploads import AGENTIC
 
 DONE = FeedbackRun.DONE
 
@@ -69,7 +71,7 @@ def session_dict(session: FeedbackSession, with_runs: bool = True, totals: dict 
         "metering": {"runs": totals["runs"], "wall_ms": totals["wall_ms"], "gpu_ms": totals["gpu_ms"],
                      "wall_s": totals["wall_ms"] / 1000, "gpu_seconds": totals["gpu_ms"] / 1000,
                      "gpu_hours": totals["gpu_ms"] / 3.6e6,
-                     # W x wall in the profile's unit (leaderboard/costs.py): GPU-seconds, or rank-seconds on CPU
+                     # W x wall in the profile's unit (leaderboard/scoring/costs.py): GPU-seconds, or rank-seconds on CPU
                      "device_seconds": totals["rank_ms"] / 1000,
                      "unit": costs.unit(session.profile.device),
                      "rule": "runs that returned feedback; wall = the judge's wall_s; device_seconds = W x wall, in unit "
@@ -94,7 +96,7 @@ def profile_runs_of(submission: Submission) -> list[FeedbackRun]:
 
 def pareto(profile, filters=None) -> dict:
     """Points of the Pareto plot: every listed submission. x: the measured cost of the feedback its linked sessions
-    gave, in leaderboard/costs.py's unit of the profile (GPU-hours on a GPU profile, rank-hours = W x wall on a CPU
+    gave, in leaderboard/scoring/costs.py's unit of the profile (GPU-hours on a GPU profile, rank-hours = W x wall on a CPU
     one); one-shot and best-of-k runs got no feedback and sit at x = 0. y: Faster. Agentic submissions without a
     linked session have no measured cost and are counted, not plotted. The leaderboard's filters apply."""
     query = LeaderboardEntry.objects.filter(profile=profile, listed=True)
@@ -135,7 +137,7 @@ def frontier(points: list[dict]) -> list[dict]:
 
 def session_totals(session_ids) -> dict[int, dict]:
     """Metering per session: runs that returned feedback, their wall and GPU milliseconds, and W x wall (rank_ms:
-    the GPU milliseconds on a GPU profile, rank milliseconds on a CPU one; leaderboard/costs.py) as exact integer
+    the GPU milliseconds on a GPU profile, rank milliseconds on a CPU one; leaderboard/scoring/costs.py) as exact integer
     sums."""
     rows = (FeedbackRun.objects.filter(session_id__in=list(session_ids), kind=FeedbackRun.FEEDBACK, status=DONE)
             .values("session_id").annotate(n=Count("id"), wall=Sum("wall_ms"), gpu=Sum("gpu_ms"),
@@ -161,7 +163,7 @@ def measured_cost(submission_ids) -> dict[int, dict]:
         wall, gpu, rank = r["sum_wall"] or 0, r["sum_gpu"] or 0, r["sum_rank"] or 0
         out[r["submission_id"]] = {"sessions": r["n_sessions"], "runs": r["n_runs"], "wall_ms": wall, "gpu_ms": gpu,
                                    "wall_s": wall / 1000, "gpu_seconds": gpu / 1000, "gpu_hours": gpu / 3.6e6,
-                                   # device-seconds in the unit leaderboard/costs.py names (rank·s on CPU)
+                                   # device-seconds in the unit leaderboard/scoring/costs.py names (rank·s on CPU)
                                    "device_seconds": rank / 1000,
                                    "unit": costs.SHORT_UNIT[costs.unit(r["profile__device"])]}
     return out

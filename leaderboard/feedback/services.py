@@ -17,15 +17,22 @@ from django.db.models import F
 from django.utils import timezone
 
 from evaluator import schema
-from leaderboard import costs
+from leaderboard.accounts.models import Submitter
+from leaderboard.accounts.services import NotAllowed, QuotaExceeded
+from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.feedback import conf, report, seeds
 from leaderboard.feedback.models import FeedbackQuota, FeedbackRun, FeedbackSession, queue_for
 from leaderboard.feedback.selectors import measured_cost, session_totals  # noqa: F401 (reads live in selectors)
-from leaderboard.models import AGENTIC, Candidate, HardwareProfile, Problem, Submission, Submitter
-from leaderboard.services import NotAllowed, QuotaExceeded, resend_lost, send_quietly
+from leaderboard.jobs.broker import FEEDBACK_ACTOR_NAME
+from leaderboard.jobs.lease import Lease
+from leaderboard.scoring import costs
+from leaderboard.submissions.models import Candidate, Submission
+from leaderboard.submissions.uploads import AGENTIC
 
 log = logging.getLogger("leaderboard.feedback")
 QUEUED, RUNNING, DONE, FAILED = FeedbackRun.QUEUED, FeedbackRun.RUNNING, FeedbackRun.DONE, FeedbackRun.FAILED
+LEASE = Lease(FeedbackRun, FEEDBACK_ACTOR_NAME, lambda profile: queue_for(profile.slug), "feedback run",
+              claim_related=("problem", "profile"), logger=log)
 MAX_SIDE = 65536
 
 
@@ -227,44 +234,25 @@ def _insert(kind, submitter, profile, problem, code, sha256, filename, M, N, tri
         filename=filename, code=code, sha256=sha256, M=M, N=N, world_size=profile.world_size,
         device=profile.device, trials=trials, seeds=seeds.for_run(problem.id, trials),
         max_attempts=conf.get("PKB_FEEDBACK_MAX_ATTEMPTS"), enqueued_at=now, created_at=now)
-    _send_on_commit(run.pk, queue_for(profile.slug))
+    LEASE.send_on_commit(run.pk, queue_for(profile.slug))
     return run
-
-
-def _send_on_commit(run_id: int, queue: str) -> None:
-    transaction.on_commit(lambda: _send_quietly(run_id, queue))
-
-
-def _send_quietly(run_id: int, queue: str) -> None:
-    from leaderboard.feedback.actors import send
-
-    send_quietly(send, run_id, queue, "feedback run", log)
 
 
 # --- lifecycle on workers --------------------------------------------------------------------------------------------
 
 def run_claim(run_id: int, worker: str, now=None) -> FeedbackRun | None:
-    now = now or timezone.now()
-    taken = FeedbackRun.objects.filter(pk=run_id, status=QUEUED, attempts__lt=F("max_attempts")).update(
-        status=RUNNING, lease_owner=worker, lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS),
-        heartbeat_at=now, started_at=now, attempts=F("attempts") + 1)
-    if taken != 1:
-        return None
-    return FeedbackRun.objects.select_related("problem", "profile").get(pk=run_id)
+    return LEASE.claim(run_id, worker, now)
 
 
 def run_heartbeat(run_id: int, worker: str) -> bool:
-    now = timezone.now()
-    return FeedbackRun.objects.filter(pk=run_id, status=RUNNING, lease_owner=worker).update(
-        heartbeat_at=now, lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS)) == 1
+    return LEASE.heartbeat(run_id, worker)
 
 
 def run_finish(run_id: int, worker: str, document: dict, trace_gz: bytes | None = None) -> FeedbackRun | None:
     """Store the judge's document as feedback, metered; only the lease holder writes, exactly once."""
     with transaction.atomic():
-        run = FeedbackRun.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.status != RUNNING or run.lease_owner != worker:
-            log.warning("feedback run %s: result from %s dropped (lease not held)", run_id, worker)
+        run = LEASE.held(run_id, worker, related=("profile",))
+        if run is None:
             return None
         if document.get("verdict") == schema.INFRA_ERROR:
             return _infra_failure(run, document.get("message", schema.INFRA_ERROR))
@@ -272,9 +260,8 @@ def run_finish(run_id: int, worker: str, document: dict, trace_gz: bytes | None 
         gpu_ms = run.world_size * wall_ms if run.device == "cuda" else 0
         profile = document.get("profile") if isinstance(document.get("profile"), dict) else None
         summary = (profile.get("summary") or {"error": profile.get("error", "no summary")}) if profile else None
-        FeedbackRun.objects.filter(pk=run.pk).update(
-            status=DONE, finished_at=timezone.now(), lease_owner="", lease_expires_at=None, last_error="",
-            verdict=str(document.get("verdict"))[:20], document=document, wall_ms=wall_ms, gpu_ms=gpu_ms,
+        LEASE.done(
+            run, verdict=str(document.get("verdict"))[:20], document=document, wall_ms=wall_ms, gpu_ms=gpu_ms,
             feedback=report.build(document, wall_ms, gpu_ms, run.seeds),
             summary=summary,
             trace_gz=trace_gz)
@@ -289,13 +276,10 @@ def run_refused(run_id: int, worker: str, message: str) -> FeedbackRun | None:
     """The judge refused the arguments (exit status 2: e.g. a world size the problem does not allow): no verdict,
     no retry, refunded."""
     with transaction.atomic():
-        run = FeedbackRun.objects.select_for_update().filter(pk=run_id, status=RUNNING, lease_owner=worker).first()
+        run = LEASE.held(run_id, worker)
         if run is None:
             return None
-        now = timezone.now()
-        FeedbackRun.objects.filter(pk=run.pk).update(status=FAILED, finished_at=now, lease_owner="",
-                                                     lease_expires_at=None, last_error=message[:2000],
-                                                     refunded_at=now, feedback={"error": message[:2000]})
+        LEASE.failed(run, message, refunded_at=timezone.now(), feedback={"error": message[:2000]})
     run.refresh_from_db()
     return run
 
@@ -306,38 +290,16 @@ def run_infra_error(run_id: int, worker: str, message: str) -> FeedbackRun | Non
 
 def _infra_failure(run: FeedbackRun, message: str) -> FeedbackRun:
     """The platform failed this attempt: never the candidate's verdict, never metered; retried, then refunded."""
-    now = timezone.now()
-    common = dict(lease_owner="", lease_expires_at=None, last_error=message[:2000],
-                  infra_failures=F("infra_failures") + 1)
-    if run.attempts < run.max_attempts:
-        FeedbackRun.objects.filter(pk=run.pk).update(status=QUEUED, enqueued_at=now, **common)
-        _send_on_commit(run.pk, queue_for(run.profile.slug))
-    else:
-        FeedbackRun.objects.filter(pk=run.pk).update(status=FAILED, finished_at=now, refunded_at=now,
-                                                     feedback={"error": f"platform failure, not counted: {message}"},
-                                                     **common)
+    LEASE.retry_or_fail(run, message, infra_failures=F("infra_failures") + 1,
+                        on_fail={"refunded_at": timezone.now(),
+                                 "feedback": {"error": f"platform failure, not counted: {message}"}})
     run.refresh_from_db()
     return run
 
 
 def runs_reap(now=None, broker_depth=None, resend_all: bool = False) -> dict:
     """Re-queue runs whose worker lost its lease; re-send messages a broker lost (per feedback queue)."""
-    now = now or timezone.now()
-    counts = {"requeued": 0, "failed": 0, "resent": 0}
-    expired = list(FeedbackRun.objects.filter(status=RUNNING, lease_expires_at__lt=now)
-                   .values_list("pk", flat=True)[:1000])
-    for run_id in expired:
-        with transaction.atomic():
-            run = (FeedbackRun.objects.select_for_update(skip_locked=True).select_related("profile")
-                   .filter(pk=run_id, status=RUNNING, lease_expires_at__lt=now).first())
-            if run is None:
-                continue
-            run = _infra_failure(run, f"worker {run.lease_owner or '?'} lost: its lease expired")
-            counts["requeued" if run.status == QUEUED else "failed"] += 1
-    counts["resent"] = _resend_lost(now, broker_depth, resend_all)
-    return counts
+    def lost(run: FeedbackRun, message: str) -> str:
+        return "requeued" if _infra_failure(run, message).status == QUEUED else "failed"
 
-
-def _resend_lost(now, broker_depth, resend_all: bool) -> int:
-    return resend_lost(FeedbackRun, lambda profile: queue_for(profile.slug), lambda pk, queue: _send_quietly(pk, queue),
-                       now, broker_depth, resend_all)
+    return LEASE.reap(lost, now, broker_depth, resend_all)

@@ -8,11 +8,11 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from leaderboard import selectors as site_selectors
-from leaderboard import services as site_services
+from leaderboard.accounts import services as accounts_services
 from leaderboard.feedback import report, selectors, services
-from leaderboard.forms import IdForm
-from leaderboard.models import Candidate
+from leaderboard.pages.forms import IdForm
+from leaderboard.submissions import selectors as submissions_selectors
+from leaderboard.submissions.models import Candidate
 
 
 def session_detail(request, pk):
@@ -46,16 +46,16 @@ def run_trace(request, pk):
 @require_POST
 @login_required
 def submission_profile(request, pk):
-    submission = site_selectors.submission_get(pk, request.user)
+    submission = submissions_selectors.submission_get(pk, request.user)
     candidate = Candidate.objects.select_related("problem", "submission").filter(
         pk=IdForm.value(request.POST.get("candidate")) or -1, submission=submission).first()
     if candidate is None:
         raise Http404("no such file in this submission")
     try:
         run = services.profile_run_create(candidate, request.user)
-    except site_services.NotAllowed as exc:
+    except accounts_services.NotAllowed as exc:
         raise PermissionDenied(str(exc))
-    except (services.Refused, site_services.QuotaExceeded) as exc:
+    except (services.Refused, accounts_services.QuotaExceeded) as exc:
         messages.error(request, f"Profile run refused: {exc.message}")
         return redirect(submission.get_absolute_url() + "#profile-runs")
     messages.success(request, f"Profile run #{run.pk} queued for {candidate.filename} on {run.queue_name}.")
@@ -65,7 +65,7 @@ def submission_profile(request, pk):
 @require_POST
 @login_required
 def submission_link(request, pk):
-    submission = site_selectors.submission_get(pk, request.user)
+    submission = submissions_selectors.submission_get(pk, request.user)
     value = str(request.POST.get("session", "")).strip()
     session_id, session = IdForm.value(value), None
     if session_id is not None:
@@ -78,7 +78,7 @@ def submission_link(request, pk):
         return redirect(submission)
     try:
         services.session_link(session, submission, request.user)
-    except site_services.NotAllowed as exc:
+    except accounts_services.NotAllowed as exc:
         raise PermissionDenied(str(exc))
     except services.Refused as exc:
         messages.error(request, exc.message)

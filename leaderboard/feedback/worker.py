@@ -1,7 +1,7 @@
 """The module a feedback worker names on the dramatiq command line: the actor, the feedback queues of every hardware
 profile, and the feedback reaper thread (expired leases re-queued, lost messages re-sent).
 
-    dramatiq leaderboard.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8 \
+    dramatiq leaderboard.jobs.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8 \
         --processes 1 --threads 1
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ log = logging.getLogger("leaderboard.feedback")
 def feedback_reaper():
     """The jobs' reaper thread, passing over feedback runs (expired leases re-queued, lost messages re-sent)."""
     from leaderboard.feedback import services
-    from leaderboard.runner import Reaper
+    from leaderboard.jobs.runner import Reaper
 
     return Reaper(reap=lambda: services.runs_reap(), name="pkb-feedback-reaper", logger=log, what="feedback reaper")
 
@@ -39,7 +39,7 @@ class FeedbackReaperMiddleware(Middleware):
 
 def declare_feedback_queues(broker=None) -> list[str]:
     from leaderboard.feedback.models import queue_for
-    from leaderboard.models import HardwareProfile
+    from leaderboard.catalogue.models import HardwareProfile
 
     broker = broker or dramatiq.get_broker()
     try:

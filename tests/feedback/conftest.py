@@ -46,9 +46,9 @@ def session(owner, cpu):
 
 @pytest.fixture
 def token(owner, cpu):
-    from leaderboard import services
+    from leaderboard.accounts import services as accounts_services
 
-    return services.token_create(owner.submitter, "agent", ["read", "submit"])[1]
+    return accounts_services.token_create(owner.submitter, "agent", ["read", "submit"])[1]
 
 
 def fake_document(verdict="correct", wall_s=2.5, **extra) -> dict:

@@ -6,7 +6,8 @@ from rest_framework.test import APIClient
 
 from leaderboard.feedback import seeds
 from leaderboard.feedback.models import FeedbackRun
-from leaderboard.models import EvaluationJob, LeaderboardEntry, ProblemScore, Result
+from leaderboard.jobs.models import EvaluationJob, Result
+from leaderboard.scoring.models import LeaderboardEntry, ProblemScore
 from tests.feedback.conftest import source, wait_finished
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,9 +5,9 @@ import json
 
 from rest_framework.test import APIClient
 
-from leaderboard import services as site_services
 from leaderboard.feedback import services
 from leaderboard.feedback.models import FeedbackRun
+from leaderboard.submissions import services as submissions_services
 from tests.feedback.conftest import fake_document, source
 
 CODE = source("good_1.py")
@@ -45,11 +45,11 @@ def test_gpu_profile_metering_is_exact(owner, gpu, complete, submit):
     detail = client.get(f"/api/v1/feedback/sessions/{session.pk}/").json()
     assert detail["metering"]["wall_ms"] == totals["wall_ms"] and detail["metering"]["gpu_ms"] == totals["gpu_ms"]
     assert sum(r["gpu_ms"] for r in detail["runs"]) == totals["gpu_ms"]
-    site_services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     html = client.get("/leaderboard/gpu-h200x8/").content.decode()
     row = html[html.index(f'data-submission="{submission.pk}"'):]
     row = row[:row.index("</tr>")]
-    # One count of feedback runs (leaderboard/costs.py) and the session's cost in the profile's unit (GPU·s here).
+    # One count of feedback runs (leaderboard/scoring/costs.py) and the session's cost in the profile's unit (GPU·s here).
     assert ", 4 feedback runs" in row and f"{totals['gpu_ms'] / 1000:.1f} GPU·s" in row
     assert "self-reported</span> 123 k tokens" in row or "self-reported" in row
     page = client.get(submission.get_absolute_url()).content.decode()
@@ -80,6 +80,6 @@ def test_profile_runs_are_not_feedback(owner, session, submit, complete):
 
 def test_agentic_submission_without_a_session_is_shown_unmetered(owner, submit, client):
     submission = submit(owner, protocol="agentic_feedback")
-    site_services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     html = client.get("/").content.decode()
     assert "unmetered</span> no feedback session linked" in html

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evaluator import profiling
+from evaluator.rank import profiling
 from leaderboard.feedback import runner
 from leaderboard.feedback.models import FeedbackRun
 

@@ -9,10 +9,10 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from leaderboard import services as site_services
+from leaderboard.accounts import services as accounts_services
+from leaderboard.accounts.models import QuotaCharge
 from leaderboard.feedback import services
 from leaderboard.feedback.models import FeedbackQuota, FeedbackRun, FeedbackSession
-from leaderboard.models import QuotaCharge
 from tests.feedback.conftest import fake_document, source
 
 CODE = source("good_1.py")
@@ -31,7 +31,7 @@ def race(count, target):
         try:
             target()
             outcomes.append("ok")
-        except site_services.QuotaExceeded:
+        except accounts_services.QuotaExceeded:
             outcomes.append("quota")
         finally:
             connection.close()
@@ -70,7 +70,7 @@ def test_parallel_requests_cannot_overshoot_the_daily_limit_through_the_api(owne
                                format="json")
         statuses.append(response.status_code)
         if response.status_code == 429:
-            raise site_services.QuotaExceeded("refused")
+            raise accounts_services.QuotaExceeded("refused")
 
     outcomes = race(6, post)
     assert sorted(statuses) == [202] * 3 + [429] * 3 and outcomes.count("ok") == 3
@@ -104,7 +104,7 @@ def test_feedback_quota_is_separate_from_the_leaderboards(owner, session, submit
     owner.submitter.quota_total = 1
     owner.submitter.save()
     submit(owner)  # the last leaderboard evaluation
-    with pytest.raises(site_services.QuotaExceeded):
+    with pytest.raises(accounts_services.QuotaExceeded):
         submit(owner)
     run = services.run_create(owner.submitter, session.pk, "1", CODE)  # feedback still has room
     complete(run, fake_document())

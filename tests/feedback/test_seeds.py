@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import judge
-from leaderboard import runner as site_runner
+from evaluator.judge import evaluation as judge
 from leaderboard.feedback import runner, seeds, services
+from leaderboard.jobs import runner as site_runner
 from tests.feedback.conftest import source
 
 

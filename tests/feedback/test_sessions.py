@@ -2,7 +2,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from leaderboard import services as site_services
+from leaderboard.accounts import services as accounts_services
 from leaderboard.feedback import services
 from leaderboard.feedback.models import FeedbackRun
 from tests.feedback.conftest import source
@@ -11,7 +11,7 @@ CODE = source("good_1.py")
 
 
 def client_for(user, scopes=("read", "submit")):
-    raw = site_services.token_create(user.submitter, "t", list(scopes))[1]
+    raw = accounts_services.token_create(user.submitter, "t", list(scopes))[1]
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     return client
@@ -95,7 +95,7 @@ def test_linking_rules(owner, outsider, session, submit, gpu):
     gpu_session = services.session_open(owner.submitter, "gpu-h200x8")
     with pytest.raises(services.Refused, match="ran on gpu-h200x8"):
         services.session_link(gpu_session, other, owner)
-    with pytest.raises(site_services.NotAllowed):
+    with pytest.raises(accounts_services.NotAllowed):
         services.session_link(gpu_session, other, outsider)
 
 

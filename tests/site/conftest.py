@@ -25,23 +25,22 @@ def small_registry():
 @pytest.fixture
 def catalogue(db, small_registry):
     import problems
+    from leaderboard.catalogue import services as catalogue_services
 
-    from leaderboard import services
-
-    services.profiles_ensure_defaults()
-    services.problems_load(problems.catalogue(), small_registry)
+    catalogue_services.profiles_ensure_defaults()
+    catalogue_services.problems_load(problems.catalogue(), small_registry)
 
 
 @pytest.fixture
 def cpu(catalogue):
-    from leaderboard.models import HardwareProfile
+    from leaderboard.catalogue.models import HardwareProfile
 
     return HardwareProfile.objects.get(slug="cpu-gloo")
 
 
 @pytest.fixture
 def gpu(catalogue):
-    from leaderboard.models import HardwareProfile
+    from leaderboard.catalogue.models import HardwareProfile
 
     profile = HardwareProfile.objects.get(slug="gpu-h200x8")
     profile.accepting = True
@@ -50,10 +49,10 @@ def gpu(catalogue):
 
 
 def _user(django_user_model, name, **extra):
-    from leaderboard import services
+    from leaderboard.accounts import services as accounts_services
 
     user = django_user_model.objects.create_user(username=name, password="pw-" + name, **extra)
-    services.submitter_for(user)
+    accounts_services.submitter_for(user)
     return user
 
 
@@ -90,13 +89,13 @@ def meta(**changes) -> dict:
 @pytest.fixture
 def submit(cpu):
     """submit(user, files={path: bytes}, **metadata) -> Submission, through the real service."""
-    from leaderboard import services
+    from leaderboard.submissions import services as submissions_services
 
     def make(user, files=None, allow_duplicate=True, **changes):
         # Set-ups build several submissions from the same files; the refusal of identical re-uploads is tested with
         # allow_duplicate=False (tests/site/services/test_owner_control.py).
         files = files if files is not None else {"1_allreduce_torch.py": GOOD_1}
-        return services.submission_create(user.submitter, meta(**changes), list(files.items()),
+        return submissions_services.submission_create(user.submitter, meta(**changes), list(files.items()),
                                           allow_duplicate=allow_duplicate)
 
     return make
@@ -117,11 +116,11 @@ def judge_document(verdict="correct", speedup=1.3, lo=1.1, hi=1.5, faster=True, 
 @pytest.fixture
 def finish():
     """finish(job, document): claim the job as a worker would and store the document."""
-    from leaderboard import services
+    from leaderboard.jobs import services as jobs_services
 
     def run(job, document):
-        claimed = services.job_claim(job.pk, "test-worker")
+        claimed = jobs_services.job_claim(job.pk, "test-worker")
         assert claimed is not None, f"job {job.pk} could not be claimed"
-        return services.job_finish(job.pk, "test-worker", document)
+        return jobs_services.job_finish(job.pk, "test-worker", document)
 
     return run

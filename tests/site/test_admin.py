@@ -1,7 +1,9 @@
 """Staff tools in the admin: flag, hide, re-run, verify; results stay read-only."""
 import pytest
 
-from leaderboard.models import EvaluationJob, LeaderboardEntry, Result, Submission
+from leaderboard.jobs.models import EvaluationJob, Result
+from leaderboard.scoring.models import LeaderboardEntry
+from leaderboard.submissions.models import Submission
 from tests.site.conftest import judge_document
 
 
@@ -9,14 +11,14 @@ from tests.site.conftest import judge_document
 def judged(owner, submit, finish, gpu):
     submission = submit(owner, profile="gpu-h200x8")
     finish(submission.jobs.get(), judge_document())
-    from leaderboard import services
+    from leaderboard.submissions import services as submissions_services
 
-    services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     return submission
 
 
 def action(client, name, submission):
-    return client.post("/admin/leaderboard/submission/", {"action": name, "_selected_action": [submission.pk]})
+    return client.post("/admin/submissions/submission/", {"action": name, "_selected_action": [submission.pk]})
 
 
 def test_staff_flag_hide_verify_rerun(client, staff, gpu, judged):
@@ -40,12 +42,12 @@ def test_staff_flag_hide_verify_rerun(client, staff, gpu, judged):
 def test_results_are_read_only_in_the_admin(client, staff, gpu, judged):
     client.force_login(staff)
     result = Result.objects.get()
-    assert client.get(f"/admin/leaderboard/result/{result.pk}/change/").status_code == 200
-    response = client.post(f"/admin/leaderboard/result/{result.pk}/change/", {"verdict": "incorrect"})
+    assert client.get(f"/admin/jobs/result/{result.pk}/change/").status_code == 200
+    response = client.post(f"/admin/jobs/result/{result.pk}/change/", {"verdict": "incorrect"})
     assert response.status_code == 403
     assert Result.objects.get().verdict == "correct"
 
 
 def test_outsiders_cannot_use_the_admin(client, outsider, judged):
     client.force_login(outsider)
-    assert client.get("/admin/leaderboard/submission/").status_code == 302
+    assert client.get("/admin/submissions/submission/").status_code == 302

@@ -4,9 +4,9 @@ import zipfile
 
 import pytest
 
-from leaderboard import services
+from leaderboard.accounts import services as accounts_services
+from leaderboard.submissions.models import Submission
 from pkb_client import submit as client
-from leaderboard.models import Submission
 from tests.site.conftest import GOOD_1
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def token(owner, cpu):
-    return services.token_create(owner.submitter, "cli", ["read", "submit"])[1]
+    return accounts_services.token_create(owner.submitter, "cli", ["read", "submit"])[1]
 
 
 def pkb_layout(tmp_path, files):
@@ -80,8 +80,8 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from leaderboard import runner  # noqa: E402
-from leaderboard.models import EvaluationJob  # noqa: E402
+from leaderboard.jobs import runner  # noqa: E402
+from leaderboard.jobs.models import EvaluationJob  # noqa: E402
 from tests.site.conftest import WRONG_1  # noqa: E402
 
 PKB = [sys.executable, "-m", "evaluator.cli"]
@@ -199,7 +199,7 @@ def test_publish_asks_then_lists_it(live_server, token, tmp_path):
 
 
 def test_publish_someone_elses_submission_is_refused(live_server, token, outsider, tmp_path):
-    other = services.token_create(outsider.submitter, "cli", ["read", "submit"])[1]
+    other = accounts_services.token_create(outsider.submitter, "cli", ["read", "submit"])[1]
     folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": GOOD_1})
     assert pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
                "cpu-gloo", token=token, url=live_server.url).returncode == 0

@@ -6,7 +6,9 @@ from io import StringIO
 from django.core.management import call_command
 from django.utils import timezone
 
-from leaderboard.models import EvaluationJob, HardwareProfile, Problem, Submission
+from leaderboard.catalogue.models import HardwareProfile, Problem
+from leaderboard.jobs.models import EvaluationJob
+from leaderboard.submissions.models import Submission
 
 
 def test_load_problems_loads_87_and_the_registry(db):

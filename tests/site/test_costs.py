@@ -1,4 +1,4 @@
-"""leaderboard/costs.py: one definition of each measured cost, and the submission page, its leaderboard row, the API
+"""leaderboard/scoring/costs.py: one definition of each measured cost, and the submission page, its leaderboard row, the API
 and the CSV/JSON export all show the same numbers (the agentic case of issue 26: a CPU profile's rank-seconds never
 called GPU-seconds, and the feedback-run count the same everywhere)."""
 import csv
@@ -8,9 +8,9 @@ import re
 import pytest
 from rest_framework.test import APIClient
 
-from leaderboard import costs
 from leaderboard.feedback import services as feedback
-from leaderboard.models import Submission
+from leaderboard.scoring import costs
+from leaderboard.submissions.models import Submission
 from tests.feedback.conftest import complete, fake_document, source  # noqa: F401 (fixture)
 from tests.site.conftest import judge_document
 
@@ -31,8 +31,8 @@ def agentic_with_feedback(owner, submit, finish, complete, profile="cpu-gloo", w
     feedback.session_link(session, submission, owner)
     extra = submit(owner, profile=profile, feedback_for=submission.pk)
     finish(extra.jobs.get(), judge_document(verdict="incorrect"))
-    from leaderboard import services
-    services.submission_publish(submission, owner)
+    from leaderboard.submissions import services as submissions_services
+    submissions_services.submission_publish(submission, owner)
     submission.refresh_from_db()
     return submission
 
@@ -128,10 +128,10 @@ def test_a_run_landing_after_the_link_counts(owner, submit, finish, complete):  
 
 @pytest.mark.django_db(transaction=True)
 def test_feedback_show_names_rank_seconds_on_cpu(live_server, owner, cpu, complete, capsys):  # noqa: F811
-    from leaderboard import services
+    from leaderboard.accounts import services as accounts_services
     from pkb_client import feedback as client
 
-    token = services.token_create(owner.submitter, "cli", ["read", "submit"])[1]
+    token = accounts_services.token_create(owner.submitter, "cli", ["read", "submit"])[1]
     session = feedback.session_open(owner.submitter, "cpu-gloo")
     complete(feedback.run_create(owner.submitter, session.pk, "1", CODE), fake_document(wall_s=2.5))
     assert client.main(["show", str(session.pk), "--url", live_server.url, "--token", token]) == 0

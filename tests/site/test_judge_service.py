@@ -1,4 +1,4 @@
-"""leaderboard/judge_service.py + evaluator/serve.py: one long-lived judge with warm spares per worker thread (CPU gloo,
+"""leaderboard/jobs/judge_service.py + evaluator/serve.py: one long-lived judge with warm spares per worker thread (CPU gloo,
 W = 2, problem 1). Jobs run back to back in it; a bad job, an overrun or a lost lease never spoils the next one."""
 import json
 import pathlib
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from leaderboard import judge_service, runner
-from leaderboard.models import Result
+from leaderboard.jobs import judge_service, runner
+from leaderboard.jobs.models import Result
 
 CANDIDATES = pathlib.Path(__file__).resolve().parent.parent / "evaluator" / "candidates"
 

@@ -3,8 +3,10 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.db import IntegrityError, transaction
 
-from leaderboard import services
-from leaderboard.models import Candidate, EvaluationJob
+from leaderboard.accounts import services as accounts_services
+from leaderboard.jobs.models import EvaluationJob
+from leaderboard.submissions import services as submissions_services
+from leaderboard.submissions.models import Candidate
 
 
 def test_private_submission_is_the_owners(owner, outsider, staff, submit):
@@ -16,16 +18,16 @@ def test_private_submission_is_the_owners(owner, outsider, staff, submit):
 
 def test_published_submission_is_everyones(owner, outsider, submit):
     submission = submit(owner)
-    services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     submission.refresh_from_db()
     assert submission.visible_to(AnonymousUser()) and submission.code_visible_to(outsider)
 
 
 def test_hidden_submission_cannot_be_republished_by_its_owner(owner, submit):
     submission = submit(owner)
-    services.submission_set_visibility(submission, "hidden")
-    with pytest.raises(services.NotAllowed):
-        services.submission_publish(submission, owner)
+    submissions_services.submission_set_visibility(submission, "hidden")
+    with pytest.raises(accounts_services.NotAllowed):
+        submissions_services.submission_publish(submission, owner)
 
 
 def test_one_candidate_per_problem_and_attempt(owner, submit):

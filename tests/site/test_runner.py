@@ -1,4 +1,4 @@
-"""leaderboard/runner.py: the worker side of a job. Two tests run the real judge (W = 2, CPU gloo, problem 1);
+"""leaderboard/jobs/runner.py: the worker side of a job. Two tests run the real judge (W = 2, CPU gloo, problem 1);
 the others replace only the judge *command* to simulate platform failures (crash, garbage output, hang, lost
 lease): those must end as infra_error, never as a verdict against the candidate."""
 import sys
@@ -8,8 +8,9 @@ import time
 import pytest
 from django.db import connection
 
-from leaderboard import runner
-from leaderboard.models import EvaluationJob, QuotaCharge, Result
+from leaderboard.accounts.models import QuotaCharge
+from leaderboard.jobs import judge_process, runner
+from leaderboard.jobs.models import EvaluationJob, Result
 from tests.site.conftest import GOOD_1, WRONG_1
 
 
@@ -133,7 +134,7 @@ def test_judge_environment_has_no_secrets(monkeypatch, tmp_path):
     monkeypatch.setenv("DJANGO_SECRET_KEY", "k")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "k")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    env = runner._judge_env(tmp_path)
+    env = judge_process.judge_env(tmp_path)
     assert not {"DATABASE_URL", "BROKER_URL", "DJANGO_SECRET_KEY", "AWS_SECRET_ACCESS_KEY"} & set(env)
     assert env["CUDA_VISIBLE_DEVICES"] == "0,1" and env["TMPDIR"] == str(tmp_path)
 

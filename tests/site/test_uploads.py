@@ -1,4 +1,4 @@
-"""The upload parser (leaderboard/uploads.py): every refusal names the file and the rule. No database."""
+"""The upload parser (leaderboard/submissions/uploads/): every refusal names the file and the rule. No database."""
 from __future__ import annotations
 
 import io
@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from leaderboard import uploads
+from leaderboard.submissions import uploads
 from tests.site.conftest import GOOD_1, GOOD_13, zip_bytes
 
 STEMS = {"1_allreduce": 1, "2_allgather": 2, "13_gemm_allreduce": 13}

@@ -1,4 +1,4 @@
-"""A worker checks the candidate sandbox before taking any job (leaderboard/actors.py, check_sandbox): it refuses to
+"""A worker checks the candidate sandbox before taking any job (leaderboard/jobs/actors.py, check_sandbox): it refuses to
 start where a ranked profile's queue (or PKB_SANDBOX=required) would run candidates without the whole sandbox, and
 otherwise says loudly what is missing."""
 import logging
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from leaderboard import actors, judge_commands
+from leaderboard.jobs import actors, judge_commands
 
 INCOMPLETE = {"complete": False, "summary": "UNSANDBOXED (...): simulated", "missing": ["simulated: no bwrap"],
               "user": "x", "network": "x", "filesystem": "x"}
@@ -32,14 +32,14 @@ def test_required_by_the_deployment_refuses_any_queue(incomplete, cpu, settings)
 
 def test_an_unranked_queue_starts_and_says_so_loudly(incomplete, cpu, settings, caplog):
     settings.PKB_SANDBOX_REQUIRED = False
-    with caplog.at_level(logging.WARNING, logger="leaderboard.actors"):
+    with caplog.at_level(logging.WARNING, logger="leaderboard.jobs.actors"):
         support = actors.check_sandbox({"cpu-gloo"})
     assert support["complete"] is False
     assert "UNSANDBOXED" in caplog.text and "never rank" in caplog.text
 
 
 def test_the_judge_command_of_a_ranked_profile_requires_the_sandbox(owner, gpu, cpu, submit):
-    from leaderboard import runner
+    from leaderboard.jobs import runner
 
     ranked_job = submit(owner, profile="gpu-h200x8").jobs.get()
     dev_job = submit(owner).jobs.get()
@@ -48,7 +48,7 @@ def test_the_judge_command_of_a_ranked_profile_requires_the_sandbox(owner, gpu, 
 
 
 def test_the_worker_reads_the_sandbox_and_sweeps_through_the_judges_command_line(tmp_path):
-    """No monkeypatch: leaderboard/judge_commands.py runs ``python -m evaluator.cli sandbox-check|sweep --json``."""
+    """No monkeypatch: leaderboard/jobs/judge_commands.py runs ``python -m evaluator.cli sandbox-check|sweep --json``."""
     support = judge_commands.host_support()
     assert isinstance(support["complete"], bool) and support["summary"] and isinstance(support["missing"], list)
     assert support["complete"] == (not support["missing"])
@@ -61,11 +61,11 @@ def test_a_worker_directory_is_swept_only_when_its_owner_is_gone(tmp_path):
     import subprocess
     import sys
 
-    from leaderboard import workspace
+    from leaderboard.jobs import workspace
 
     live = workspace.claim(tmp_path, "host:1:live")
     # A worker that exits without cleaning up (killed): its lock goes with it, its directory stays.
-    subprocess.run([sys.executable, "-c", "import os, sys; from leaderboard import workspace; "
+    subprocess.run([sys.executable, "-c", "import os, sys; from leaderboard.jobs import workspace; "
                     f"workspace.claim({str(tmp_path)!r}, 'host:2:dead'); os._exit(0)"], check=True)
     released = []
     report = workspace.recover_dead(tmp_path, release=lambda worker: released.append(worker) or 1)

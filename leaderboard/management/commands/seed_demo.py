@@ -8,8 +8,12 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboard import runner, services
-from leaderboard.models import EvaluationJob, Submission
+from leaderboard.accounts import services as accounts_services
+from leaderboard.catalogue import services as catalogue_services
+from leaderboard.jobs import runner
+from leaderboard.jobs.models import EvaluationJob
+from leaderboard.submissions import services as submissions_services
+from leaderboard.submissions.models import Submission
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 DEMOS = [
@@ -35,23 +39,23 @@ class Command(BaseCommand):
         parser.add_argument("--no-eval", action="store_true", help="only queue the jobs (a worker runs them)")
 
     def handle(self, *args, **options):
-        services.profiles_ensure_defaults()
+        catalogue_services.profiles_ensure_defaults()
         user, _ = get_user_model().objects.get_or_create(username="demo", defaults={"is_active": True})
         if not user.has_usable_password():
             user.set_unusable_password()
             user.save()
-        submitter = services.submitter_for(user)
+        submitter = accounts_services.submitter_for(user)
         if Submission.objects.filter(submitter=submitter).exists() and not options["force"]:
             self.stdout.write("demo already seeded (use --force to add it again)")
             return
         created = []
         for folder, fields in DEMOS:
             try:
-                submission = services.submission_create(submitter, {**fields, "profile": options["profile"]},
+                submission = submissions_services.submission_create(submitter, {**fields, "profile": options["profile"]},
                                                         read_dir(DEMO_DIR / folder), allow_duplicate=options["force"])
             except Exception as exc:
                 raise CommandError(f"demo {folder}: {exc}") from exc
-            services.submission_publish(submission, user)
+            submissions_services.submission_publish(submission, user)
             created.append(submission)
             self.stdout.write(f"submission #{submission.pk} ({folder}): {submission.jobs.count()} job(s)")
         if options["no_eval"]:

@@ -2,7 +2,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from leaderboard import services
+from leaderboard.submissions import services as submissions_services
 from tests.site.conftest import judge_document
 
 
@@ -10,7 +10,7 @@ from tests.site.conftest import judge_document
 def published(owner, submit, finish):
     submission = submit(owner)
     finish(submission.jobs.get(), judge_document())
-    services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     return submission
 
 
@@ -52,9 +52,9 @@ def test_ranks_on_a_ranked_profile_skip_flagged_entries_and_pages(owner, submit,
     for speed in (3.0, 2.0, 1.5):
         submission = submit(owner, profile="gpu-h200x8", model=f"m{speed}")
         finish(submission.jobs.get(), judge_document(speedup=speed, lo=speed - 0.1, hi=speed + 0.1))
-        services.submission_publish(submission, owner)
+        submissions_services.submission_publish(submission, owner)
         made.append(submission)
-    services.submission_flag(made[0], "suspicious")
+    submissions_services.submission_flag(made[0], "suspicious")
     body = APIClient().get("/api/v1/leaderboard/gpu-h200x8/?protocol=one_shot&sort=geomean").json()
     ranks = [(e["submission"]["model_name"], e["rank"]) for e in body["sections"][0]["entries"]]
     assert ranks == [("m3.0", None), ("m2.0", 1), ("m1.5", 2)]

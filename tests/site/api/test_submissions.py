@@ -2,8 +2,10 @@
 import pytest
 from rest_framework.test import APIClient
 
-from leaderboard import services
-from leaderboard.models import Candidate, EvaluationJob, QuotaCharge, Submission
+from leaderboard.accounts import services as accounts_services
+from leaderboard.accounts.models import QuotaCharge
+from leaderboard.jobs.models import EvaluationJob
+from leaderboard.submissions.models import Candidate, Submission
 from tests.site.conftest import GOOD_1, GOOD_13, zip_bytes
 
 URL = "/api/v1/submissions/"
@@ -12,7 +14,7 @@ FIELDS = {"model": "m", "protocol": "one_shot", "attempts": "1", "profile": "cpu
 
 @pytest.fixture
 def api(owner, cpu):
-    _, raw = services.token_create(owner.submitter, "test", ["read", "submit"])
+    _, raw = accounts_services.token_create(owner.submitter, "test", ["read", "submit"])
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     return client
@@ -135,7 +137,7 @@ def test_bad_token_is_401(cpu):
 
 
 def test_read_only_token_cannot_upload(owner, cpu):
-    _, raw = services.token_create(owner.submitter, "ro", ["read"])
+    _, raw = accounts_services.token_create(owner.submitter, "ro", ["read"])
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert client.get(URL).status_code == 200

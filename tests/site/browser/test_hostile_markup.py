@@ -4,37 +4,16 @@ on every page that names it, with no script of its running; the plots still draw
 and an inline script slipped into a page (a missed escape) is refused by that policy."""
 from __future__ import annotations
 
-import io
-import zipfile
-from pathlib import Path
-
-from tests.site.browser.test_upload_flow import OUTPUT, page, server  # noqa: F401 - fixtures
+from tests.site.browser.conftest import OUTPUT, sign_up, watch, zipped
 from tests.site.conftest import GOOD_1
 
 XSS = '</script><script>window.__xss=1;alert(1)</script><img src=x onerror="window.__xss=2">'
 
 
-def _watch(tab) -> dict:
-    seen = {"dialogs": [], "csp": []}
-    tab.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
-    tab.on("console", lambda m: seen["csp"].append(m.text) if "Content Security Policy" in m.text else None)
-    return seen
-
-
-def test_hostile_model_name_is_text_and_no_script_runs(server, page, tmp_path):  # noqa: F811
-    seen = _watch(page)
-    page.goto(f"{server}/accounts/signup/")
-    page.fill("#id_username", "hostile-user")
-    page.fill("#id_password1", "a-long-pass-phrase-9")
-    page.fill("#id_password2", "a-long-pass-phrase-9")
-    page.click("form.stack button")
-    page.wait_for_url(f"{server}/account/")
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("1_allreduce_torch.py", GOOD_1)
-    path = Path(tmp_path) / "run.zip"
-    path.write_bytes(buffer.getvalue())
+def test_hostile_model_name_is_text_and_no_script_runs(server, page, tmp_path):
+    seen = watch(page)
+    sign_up(page, server, "hostile-user")
+    path = zipped(tmp_path, {"1_allreduce_torch.py": GOOD_1})
     page.goto(f"{server}/submit/")
     page.set_input_files("#id_archive", str(path))
     page.fill("#id_model", XSS)
@@ -70,9 +49,9 @@ def test_hostile_model_name_is_text_and_no_script_runs(server, page, tmp_path): 
     assert seen["csp"] == []  # the site's own pages need no inline script
 
 
-def test_an_inline_script_slipped_into_a_page_is_refused_by_the_policy(server, page):  # noqa: F811
+def test_an_inline_script_slipped_into_a_page_is_refused_by_the_policy(server, page):
     """What the CSP is for: were some value ever printed unescaped, its script would still not run."""
-    seen = _watch(page)
+    seen = watch(page)
 
     def inject(route):
         response = route.fetch()

@@ -6,44 +6,7 @@ from __future__ import annotations
 
 import urllib.request
 
-import pytest
-
-from tests.site.browser.test_upload_flow import OUTPUT, embedded_site, manage, page  # noqa: F401 - fixture
-
-PRELUDE = """
-import random
-from django.contrib.auth import get_user_model
-from leaderboard import services
-from leaderboard.models import HardwareProfile, LeaderboardEntry, ProblemScore, Submission
-p = HardwareProfile.objects.get(slug="cpu-gloo")
-u, _ = get_user_model().objects.get_or_create(username="plotter")
-sub = services.submitter_for(u)
-def make(n, protocol, k=1, name="m"):
-    subs = Submission.objects.bulk_create([Submission(submitter=sub, profile=p, model_name=f"{name}-{i}",
-        backend="torch", protocol=protocol, attempts_k=k, visibility="public") for i in range(n)])
-    return subs
-def entries(subs, faster):
-    LeaderboardEntry.objects.bulk_create([LeaderboardEntry(submission=s, profile=p, protocol=s.protocol,
-        backend="torch", attempts_k=s.attempts_k, listed=True, correct=faster(i) + 1, faster=faster(i))
-        for i, s in enumerate(subs)])
-def scores(subs, problem, status, speedup=None):
-    ProblemScore.objects.bulk_create([ProblemScore(submission=s, problem_id=problem, profile=p,
-        protocol=s.protocol, listed=True, status=status, attempt=1, attempts_total=1,
-        correct=status == "correct", speedup=speedup(i) if speedup else None,
-        speedup_lo=speedup(i) * 0.9 if speedup else None, speedup_hi=speedup(i) * 1.1 if speedup else None)
-        for i, s in enumerate(subs)])
-"""
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """The embedded server on a fresh SQLite database, and a way to add rows to it (manage.py shell)."""
-    with embedded_site(tmp_path_factory.mktemp("plots")) as (url, env):
-        def seed(code: str) -> None:
-            manage(env, "shell", "-c", PRELUDE + code)
-
-        yield url, seed
-
+from tests.site.browser.conftest import OUTPUT
 
 DRAWN = """(id) => {
   const gd = document.getElementById(id), fl = gd._fullLayout;
@@ -63,7 +26,7 @@ def drawn(tab, plot: str) -> dict:
     return tab.evaluate(DRAWN, plot)
 
 
-def test_search_cost_plot_in_every_state(site, page):  # noqa: F811
+def test_search_cost_plot_in_every_state(site, page):
     url, seed = site
     # A fresh install: no published submission. A sentence, not empty axes.
     page.goto(f"{url}/")
@@ -77,7 +40,7 @@ def test_search_cost_plot_in_every_state(site, page):  # noqa: F811
     got = drawn(page, "pareto")
     assert got["points"] == 1 and got["outside"] == 0, got
     assert got["x"][0] < 0 < got["x"][1] and got["y"][0] < 0 < got["y"][1], got
-    assert got["xtitle"] == "measured rank-hours of feedback runs", got  # leaderboard/costs.py's CPU unit
+    assert got["xtitle"] == "measured rank-hours of feedback runs", got  # leaderboard/scoring/costs.py's CPU unit
     page.locator("#pareto").screenshot(path=str(OUTPUT / "plots-pareto-one.png"))
 
     # Best-of-k submissions are points too (the caption says every published submission is one).
@@ -98,7 +61,7 @@ def test_search_cost_plot_in_every_state(site, page):  # noqa: F811
     page.locator("#pareto").screenshot(path=str(OUTPUT / "plots-pareto-many.png"))
 
 
-def test_problem_strip_plot_in_every_state(site, page):  # noqa: F811
+def test_problem_strip_plot_in_every_state(site, page):
     url, seed = site
     # No submission: the sentence as before.
     page.goto(f"{url}/problems/5/")
@@ -133,7 +96,7 @@ def test_problem_strip_plot_in_every_state(site, page):  # noqa: F811
     page.locator("#strip").screenshot(path=str(OUTPUT / "plots-strip-many.png"))
 
 
-def test_static_files_compressed_and_cached(site, page):  # noqa: F811
+def test_static_files_compressed_and_cached(site, page):
     """WhiteNoise serves the collected files: hashed names, gzip to browsers that accept it, a year's
     cache. The home page's load is printed (timings belong in benchmarks/page_load.py; only a loose bound here)."""
     url, _ = site

@@ -2,14 +2,13 @@
 from the site's own files and draws every operation of the schema; no CSP violation on either page."""
 from __future__ import annotations
 
-from tests.site.browser.test_plots import site  # noqa: F401 - fixture
-from tests.site.browser.test_upload_flow import OUTPUT, page  # noqa: F401 - fixture
+from tests.site.browser.conftest import OUTPUT, sign_up, watch, zipped
+from tests.site.conftest import GOOD_1
 
 
-def test_swagger_ui_draws_the_api_under_the_csp(site, page):  # noqa: F811
+def test_swagger_ui_draws_the_api_under_the_csp(site, page):
     url, _ = site
-    violations = []
-    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+    violations = watch(page)["csp"]
     external = []
     page.on("request", lambda r: external.append(r.url) if not r.url.startswith(url) and
             not r.url.startswith("data:") else None)
@@ -32,25 +31,10 @@ def test_swagger_ui_draws_the_api_under_the_csp(site, page):  # noqa: F811
     page.screenshot(path=str(OUTPUT / "site-404.png"))
 
 
-def test_owner_confirms_publish_withdraws_and_is_sent_to_the_earlier_upload(site, page, tmp_path):  # noqa: F811
-    import io
-    import zipfile
-    from pathlib import Path
-
-    from tests.site.conftest import GOOD_1
-
+def test_owner_confirms_publish_withdraws_and_is_sent_to_the_earlier_upload(site, page, tmp_path):
     url, _ = site
-    page.goto(f"{url}/accounts/signup/")
-    page.fill("#id_username", "owner-26")
-    page.fill("#id_password1", "a-long-pass-phrase-9")
-    page.fill("#id_password2", "a-long-pass-phrase-9")
-    page.click("form.stack button")
-    page.wait_for_url(f"{url}/account/")
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("1_allreduce_torch.py", GOOD_1)
-    path = Path(tmp_path) / "run.zip"
-    path.write_bytes(buffer.getvalue())
+    sign_up(page, url, "owner-26")
+    path = zipped(tmp_path, {"1_allreduce_torch.py": GOOD_1})
 
     def upload():
         page.goto(f"{url}/submit/")

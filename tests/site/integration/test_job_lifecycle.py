@@ -1,5 +1,5 @@
 """The job lifecycle end to end, against the real PostgreSQL and a real broker (RabbitMQ, and Redis for the lost-message
-case), with real `dramatiq leaderboard.actors` worker processes and the real judge (W = 2, CPU gloo, problem 1).
+case), with real `dramatiq leaderboard.jobs.actors` worker processes and the real judge (W = 2, CPU gloo, problem 1).
 
     worker killed mid-job   -> its judge dies with it, the reaper re-queues, another worker finishes: one result
     worker child killed     -> no rank process and no scratch left; a restarted worker re-queues the job at boot
@@ -21,8 +21,9 @@ import dramatiq
 import pytest
 from django.db import connection
 
-from leaderboard import services
-from leaderboard.models import EvaluationJob, HardwareProfile, Result
+from leaderboard.catalogue.models import HardwareProfile
+from leaderboard.jobs.models import EvaluationJob, Result
+from leaderboard.submissions import services as submissions_services
 from tests.site.conftest import GOOD_1, meta
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -40,8 +41,9 @@ def database_url() -> str:
 
 
 def make_broker(url: str):
-    from leaderboard.env import broker_from_url
     from django.utils.module_loading import import_string
+
+    from leaderboard.env import broker_from_url
 
     path, options = broker_from_url(url)
     return import_string(path)(**options)
@@ -75,7 +77,7 @@ def broker(request, profile):
 
 
 class Workers:
-    """`dramatiq leaderboard.actors --queues <profile> --processes 1 --threads 1`, as on a GPU host."""
+    """`dramatiq leaderboard.jobs.actors --queues <profile> --processes 1 --threads 1`, as on a GPU host."""
 
     def __init__(self, broker_url: str, queue: str, tmp: Path):
         self.broker_url, self.queue, self.tmp = broker_url, queue, tmp
@@ -90,7 +92,7 @@ class Workers:
                    PKB_LOG_LEVEL="INFO")
         env.update(extra_env)
         log = open(self.tmp / f"worker{len(self.procs)}.log", "wb")
-        proc = subprocess.Popen([DRAMATIQ, "leaderboard.actors", "--queues", self.queue, "--processes", "1",
+        proc = subprocess.Popen([DRAMATIQ, "leaderboard.jobs.actors", "--queues", self.queue, "--processes", "1",
                                  "--threads", "1"], cwd=str(ROOT), env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         self.procs.append(proc)
@@ -119,7 +121,7 @@ def workers(broker, profile, tmp_path):
 
 
 def submit_one(owner, profile) -> EvaluationJob:
-    submission = services.submission_create(owner.submitter, meta(profile=profile.slug),
+    submission = submissions_services.submission_create(owner.submitter, meta(profile=profile.slug),
                                             [("1_allreduce_torch.py", GOOD_1)], allow_duplicate=True)  # several a test
     return submission.jobs.get()
 
@@ -200,7 +202,7 @@ def test_broker_connections_dropped_then_the_job_finishes(owner, profile, worker
 def test_messages_the_broker_lost_are_resent_by_the_reaper(owner, profile, broker, workers):
     job = submit_one(owner, profile)
     broker.flush(profile.slug)  # a broker restart without persistence: the message is gone, the row remains
-    from leaderboard.broker import queue_depth
+    from leaderboard.jobs.broker import queue_depth
 
     assert queue_depth(profile.slug) == 0 and job_status(job) == "queued"
     workers.start()
@@ -244,11 +246,11 @@ def _uid_of(pid: int) -> int | None:
 @pytest.mark.skipif(os.geteuid() != 0, reason="reading other processes' environments needs root (CI is root)")
 def test_worker_child_killed_leaves_nothing_and_a_restarted_worker_requeues_at_once(owner, profile, workers,
                                                                                       tmp_path):
-    from evaluator import processes
+    from evaluator.process import processes
 
     # The candidate sleeps while loading, so every rank (reference and candidate) is alive when the worker dies.
     slow = b"import time\ntime.sleep(120)\n" + GOOD_1
-    submission = services.submission_create(owner.submitter, meta(profile=profile.slug),
+    submission = submissions_services.submission_create(owner.submitter, meta(profile=profile.slug),
                                             [("1_allreduce_torch.py", slow)])
     job = submission.jobs.get()
     # A lease far longer than the test waits: only the restarted worker's sweep can re-queue the job in time.

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from leaderboard import uploads
+from leaderboard.submissions import uploads
 from tests.site.conftest import GOOD_1
 from tests.site.security import bombs
 

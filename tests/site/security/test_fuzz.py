@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from leaderboard import services
+from leaderboard.accounts import services as accounts_services
+from leaderboard.submissions import services as submissions_services
 from tests.site.conftest import judge_document
 
 API_EXAMPLES = 40
@@ -29,8 +30,8 @@ def fuzz_world(owner, submit, finish):
 
     submission = submit(owner)
     finish(submission.jobs.get(), judge_document())
-    services.submission_publish(submission, owner)
-    _, raw = services.token_create(owner.submitter, "fuzz", ["read", "submit"])
+    submissions_services.submission_publish(submission, owner)
+    _, raw = accounts_services.token_create(owner.submitter, "fuzz", ["read", "submit"])
     # The WSGI handler closes the database connection after each request; the test's transaction lives on it
     # (Django's test Client disconnects the same receivers).
     request_started.disconnect(close_old_connections)

@@ -18,7 +18,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from leaderboard import services
+from leaderboard.accounts import services as accounts_services
+from leaderboard.submissions import services as submissions_services
 from tests.site.conftest import GOOD_1, judge_document, zip_bytes
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,14 +30,14 @@ XSS = '</script><script>window.__xss=1</script><img src=x onerror="window.__xss=
 def published(owner, submit, finish):
     submission = submit(owner, model=XSS, agent=XSS, label=XSS)
     finish(submission.jobs.get(), judge_document())
-    services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     return submission
 
 
 @pytest.fixture
 def api(owner):
     client = APIClient()
-    _, raw = services.token_create(owner.submitter, "t", ["read", "submit"])
+    _, raw = accounts_services.token_create(owner.submitter, "t", ["read", "submit"])
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     return client
 
@@ -237,7 +238,7 @@ def test_a_forced_500_reaches_the_log_with_its_traceback(tmp_path):
     script = (
         "import django\n"
         "django.setup()\n"
-        "import leaderboard.views as v\n"
+        "import leaderboard.pages.views as v\n"
         "def boom(request):\n"
         "    raise RuntimeError('forced failure for the log test')\n"
         "v.healthz = boom  # before the URLconf is first loaded\n"
@@ -281,7 +282,7 @@ def test_list_endpoints_cost_the_same_queries_at_two_sizes(owner, submit, finish
         for _ in range(count):
             submission = submit(owner)
             finish(submission.jobs.get(), judge_document())
-            services.submission_publish(submission, owner)
+            submissions_services.submission_publish(submission, owner)
             feedback_services.session_open(owner.submitter, "cpu-gloo", "s")
 
     grow(2)

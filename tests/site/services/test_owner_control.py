@@ -9,8 +9,12 @@ import io
 import pytest
 from rest_framework.test import APIClient
 
-from leaderboard import services, uploads
-from leaderboard.models import QuotaCharge, Submission
+from leaderboard.accounts import selectors as accounts_selectors
+from leaderboard.accounts import services as accounts_services
+from leaderboard.accounts.models import QuotaCharge
+from leaderboard.submissions import services as submissions_services
+from leaderboard.submissions import uploads
+from leaderboard.submissions.models import Submission
 from tests.site.conftest import GOOD_1, GOOD_13, judge_document, meta
 
 
@@ -39,12 +43,12 @@ def _listed_everywhere(client, submission) -> dict:
 def test_withdraw_takes_it_off_every_listing_and_keeps_it_for_the_owner(client, owner, outsider, submit, finish):
     submission = submit(owner)
     result = finish(submission.jobs.get(), judge_document())
-    services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     assert all(_listed_everywhere(client, submission).values()), _listed_everywhere(client, submission)
 
-    with pytest.raises(services.NotAllowed):
-        services.submission_withdraw(submission, outsider)
-    services.submission_withdraw(submission, owner)
+    with pytest.raises(accounts_services.NotAllowed):
+        submissions_services.submission_withdraw(submission, outsider)
+    submissions_services.submission_withdraw(submission, owner)
     submission.refresh_from_db()
     assert submission.visibility == "withdrawn" and submission.withdrawn_at is not None
     assert not any(_listed_everywhere(client, submission).values()), _listed_everywhere(client, submission)
@@ -58,43 +62,43 @@ def test_withdraw_takes_it_off_every_listing_and_keeps_it_for_the_owner(client, 
     assert client.get(f"/candidates/{submission.candidates.get().pk}/code").content == GOOD_1
     # A private submission is deleted, not withdrawn.
     private = submit(owner, {"13_gemm_allreduce_torch.py": GOOD_13})
-    with pytest.raises(services.NotAllowed, match="can be deleted"):
-        services.submission_withdraw(private, owner)
+    with pytest.raises(accounts_services.NotAllowed, match="can be deleted"):
+        submissions_services.submission_withdraw(private, owner)
 
 
 def test_delete_an_unpublished_submission_keeps_its_quota_charge(owner, outsider, submit, finish):
     submission = submit(owner)
-    with pytest.raises(services.NotAllowed, match="queued or running"):
-        services.submission_delete(submission, owner)
+    with pytest.raises(accounts_services.NotAllowed, match="queued or running"):
+        submissions_services.submission_delete(submission, owner)
     finish(submission.jobs.get(), judge_document())
-    with pytest.raises(services.NotAllowed):
-        services.submission_delete(submission, outsider)
+    with pytest.raises(accounts_services.NotAllowed):
+        submissions_services.submission_delete(submission, outsider)
     charges = QuotaCharge.objects.filter(submitter=owner.submitter).count()
-    services.submission_delete(submission, owner)
+    submissions_services.submission_delete(submission, owner)
     assert not Submission.objects.filter(pk=submission.pk).exists()
     assert QuotaCharge.objects.filter(submitter=owner.submitter).count() == charges  # still counted
-    assert services.quota_usage(owner.submitter)["daily"] == charges
+    assert accounts_selectors.quota_usage(owner.submitter)["daily"] == charges
 
     published = submit(owner, {"13_gemm_allreduce_torch.py": GOOD_13})
     finish(published.jobs.get(), judge_document())
-    services.submission_publish(published, owner)
-    services.submission_withdraw(published, owner)
+    submissions_services.submission_publish(published, owner)
+    submissions_services.submission_withdraw(published, owner)
     published.refresh_from_db()
-    with pytest.raises(services.NotAllowed, match="withdraw"):
-        services.submission_delete(published, owner)  # once published, the record stays
+    with pytest.raises(accounts_services.NotAllowed, match="withdraw"):
+        submissions_services.submission_delete(published, owner)  # once published, the record stays
 
 
 def test_identical_reupload_is_refused_with_a_link(owner, outsider, cpu):
     files = [("attempt_1/1_allreduce_torch.py", GOOD_1)]
-    first = services.submission_create(owner.submitter, meta(), files)
+    first = submissions_services.submission_create(owner.submitter, meta(), files)
     with pytest.raises(uploads.UploadRejected) as refused:
-        services.submission_create(owner.submitter, meta(model="renamed"), files)  # same files, other metadata
+        submissions_services.submission_create(owner.submitter, meta(model="renamed"), files)  # same files, other metadata
     [error] = refused.value.errors
     assert error.rule == "duplicate" and f"/submissions/{first.pk}/" in error.message
     assert Submission.objects.filter(submitter=owner.submitter).count() == 1  # nothing stored
     # Another user, or other files, are not duplicates.
-    services.submission_create(outsider.submitter, meta(), files)
-    services.submission_create(owner.submitter, meta(), [("1_allreduce_torch.py", GOOD_1 + b"\n# v2\n")])
+    submissions_services.submission_create(outsider.submitter, meta(), files)
+    submissions_services.submission_create(owner.submitter, meta(), [("1_allreduce_torch.py", GOOD_1 + b"\n# v2\n")])
 
 
 def test_pages_confirm_withdraw_and_delete(client, owner, submit, finish):
@@ -138,7 +142,7 @@ def test_api_withdraw_and_delete(owner, outsider, submit, finish):
     api = APIClient()
     published = submit(owner)
     finish(published.jobs.get(), judge_document())
-    services.submission_publish(published, owner)
+    submissions_services.submission_publish(published, owner)
     private = submit(owner, {"13_gemm_allreduce_torch.py": GOOD_13})
     finish(private.jobs.get(), judge_document())
 

@@ -7,8 +7,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from leaderboard import services
-from leaderboard.models import QuotaCharge, Submission
+from leaderboard.accounts import services as accounts_services
+from leaderboard.accounts.models import QuotaCharge
+from leaderboard.submissions import services as submissions_services
+from leaderboard.submissions.models import Submission
 from tests.site.conftest import GOOD_1, GOOD_13, meta
 
 
@@ -21,7 +23,7 @@ def limit(user, **values):
 def test_concurrent_limit(owner, submit):
     limit(owner, concurrent=2)
     submit(owner, {"1_allreduce_torch.py": GOOD_1, "13_gemm_allreduce_torch.py": GOOD_13})
-    with pytest.raises(services.QuotaExceeded, match="queued or running") as caught:
+    with pytest.raises(accounts_services.QuotaExceeded, match="queued or running") as caught:
         submit(owner)
     assert "when 1 of them finish" in caught.value.message
     assert Submission.objects.count() == 1
@@ -32,7 +34,7 @@ def test_daily_limit_names_the_next_free_slot(owner, submit):
     first = submit(owner)
     QuotaCharge.objects.filter(job__submission=first).update(created_at=timezone.now() - timedelta(hours=20))
     submit(owner)
-    with pytest.raises(services.QuotaExceeded) as caught:
+    with pytest.raises(accounts_services.QuotaExceeded) as caught:
         submit(owner)
     expected = QuotaCharge.objects.order_by("created_at").first().created_at + timedelta(days=1)
     assert caught.value.next_free_at == expected
@@ -49,7 +51,7 @@ def test_daily_window_rolls(owner, submit):
 def test_total_limit(owner, submit):
     limit(owner, total=1)
     submit(owner)
-    with pytest.raises(services.QuotaExceeded, match="in total"):
+    with pytest.raises(accounts_services.QuotaExceeded, match="in total"):
         submit(owner)
 
 
@@ -57,7 +59,7 @@ def test_refund_frees_the_slot(owner, submit):
     limit(owner, total=1, concurrent=5)
     submission = submit(owner)
     job = submission.jobs.get()
-    services.quota_refund(job)
+    accounts_services.quota_refund(job)
     submit(owner)
 
 
@@ -79,9 +81,9 @@ def test_parallel_uploads_cannot_both_pass_the_check(owner, cpu):
     def upload():
         barrier.wait()
         try:
-            services.submission_create(owner.submitter, meta(), [("1_allreduce_torch.py", GOOD_1)])
+            submissions_services.submission_create(owner.submitter, meta(), [("1_allreduce_torch.py", GOOD_1)])
             outcomes.append("ok")
-        except services.QuotaExceeded:
+        except accounts_services.QuotaExceeded:
             outcomes.append("quota")
         finally:
             connection.close()

@@ -3,8 +3,9 @@ import math
 
 import pytest
 
-from leaderboard import services
-from leaderboard.models import LeaderboardEntry
+from leaderboard.jobs import services as jobs_services
+from leaderboard.scoring.models import LeaderboardEntry
+from leaderboard.submissions import services as submissions_services
 from tests.site.conftest import GOOD_1, GOOD_13, judge_document
 
 TWO = {"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1}
@@ -72,13 +73,13 @@ def test_listing_follows_visibility_and_flags(owner, staff, submit, finish, gpu)
     finish(submission.jobs.get(), judge_document())
     entry = LeaderboardEntry.objects.get(submission=submission)
     assert not entry.listed and not entry.ranked
-    services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     entry.refresh_from_db()
     assert entry.listed and entry.ranked and submission.scores.filter(listed=True).count() == 87
-    services.submission_flag(submission, "copied kernels")
+    submissions_services.submission_flag(submission, "copied kernels")
     entry.refresh_from_db()
     assert entry.listed and not entry.ranked
-    services.submission_set_visibility(submission, "hidden")
+    submissions_services.submission_set_visibility(submission, "hidden")
     entry.refresh_from_db()
     assert not entry.listed
 
@@ -86,7 +87,7 @@ def test_listing_follows_visibility_and_flags(owner, staff, submit, finish, gpu)
 def test_unranked_profile_never_ranks(owner, submit, finish):
     submission = submit(owner)
     finish(submission.jobs.get(), judge_document())
-    services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     entry = LeaderboardEntry.objects.get(submission=submission)
     assert entry.listed and not entry.ranked
 
@@ -102,15 +103,15 @@ def test_measured_cost(owner, submit, finish):
 
 
 def test_problem_stats_follow_listing(owner, submit, finish):
-    from leaderboard.models import ProblemStat
+    from leaderboard.scoring.models import ProblemStat
 
     submission = submit(owner)
     finish(submission.jobs.get(), judge_document())
     assert not ProblemStat.objects.filter(tried__gt=0).exists()  # private: not counted
-    services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     stat = ProblemStat.objects.get(problem_id=1, protocol="one_shot")
     assert (stat.tried, stat.solved, stat.faster, stat.best_speedup) == (1, 1, 1, 1.3)
-    services.submission_set_visibility(submission, "hidden")
+    submissions_services.submission_set_visibility(submission, "hidden")
     stat.refresh_from_db()
     assert (stat.tried, stat.solved) == (0, 0)
 
@@ -122,20 +123,20 @@ def test_problem_stats_do_not_lose_parallel_updates(owner, submit):
 
     from django.db import connection
 
-    from leaderboard.models import ProblemStat
+    from leaderboard.scoring.models import ProblemStat
 
     jobs = []
     for _ in range(2):
         submission = submit(owner)
-        services.submission_publish(submission, owner)
+        submissions_services.submission_publish(submission, owner)
         jobs.append(submission.jobs.get())
     for i, job in enumerate(jobs):
-        assert services.job_claim(job.pk, f"w{i}")
+        assert jobs_services.job_claim(job.pk, f"w{i}")
     barrier = threading.Barrier(2)
 
     def finish_one(i, job):
         barrier.wait()
-        services.job_finish(job.pk, f"w{i}", judge_document())
+        jobs_services.job_finish(job.pk, f"w{i}", judge_document())
         connection.close()
 
     threads = [threading.Thread(target=finish_one, args=(i, job)) for i, job in enumerate(jobs)]

@@ -3,8 +3,14 @@ one leaves nothing behind."""
 import dramatiq
 import pytest
 
-from leaderboard import services, uploads
-from leaderboard.models import (Candidate, EvaluationJob, LeaderboardEntry, ProblemScore, QuotaCharge, Submission)
+from leaderboard.accounts.models import QuotaCharge
+from leaderboard.catalogue import services as catalogue_services
+from leaderboard.jobs import services as jobs_services
+from leaderboard.jobs.models import EvaluationJob
+from leaderboard.scoring.models import LeaderboardEntry, ProblemScore
+from leaderboard.submissions import services as submissions_services
+from leaderboard.submissions import uploads
+from leaderboard.submissions.models import Candidate, Submission
 from tests.site.conftest import GOOD_1, GOOD_13, meta
 
 
@@ -52,8 +58,8 @@ def test_jobs_are_created_when_the_problem_lands(owner, submit, small_registry):
 
     submission = submit(owner, {"2_allgather_torch.py": GOOD_1})
     assert submission.jobs.count() == 0
-    services.problems_load(problems.catalogue(), {**small_registry, 2: problems.get(2)})
-    assert services.jobs_create_missing() == 1
+    catalogue_services.problems_load(problems.catalogue(), {**small_registry, 2: problems.get(2)})
+    assert jobs_services.jobs_create_missing() == 1
     assert ProblemScore.objects.get(submission=submission, problem_id=2).status == "pending"
 
 
@@ -69,17 +75,17 @@ def test_jobs_are_created_when_the_problem_lands(owner, submit, small_registry):
 def test_refused_uploads_store_nothing(owner, cpu, files, fields, rule):
     before = stored()
     with pytest.raises(uploads.UploadRejected) as caught:
-        services.submission_create(owner.submitter, meta(**fields), list(files.items()))
+        submissions_services.submission_create(owner.submitter, meta(**fields), list(files.items()))
     assert rule in {e.rule for e in caught.value.errors}
     assert stored() == before
 
 
 def test_closed_profile_is_refused(owner, cpu):
-    from leaderboard.models import HardwareProfile
+    from leaderboard.catalogue.models import HardwareProfile
 
     assert not HardwareProfile.objects.get(slug="gpu-h200x8").accepting
     with pytest.raises(uploads.UploadRejected) as caught:
-        services.submission_create(owner.submitter, meta(profile="gpu-h200x8"), [("1_allreduce_torch.py", GOOD_1)])
+        submissions_services.submission_create(owner.submitter, meta(profile="gpu-h200x8"), [("1_allreduce_torch.py", GOOD_1)])
     assert caught.value.errors[0].rule == "unknown_profile"
 
 
@@ -88,7 +94,7 @@ def test_archive_upload(owner, cpu):
 
     data = zip_bytes({"run/attempt_1/1_allreduce_torch.py": GOOD_1, "run/attempt_2/1_allreduce_torch.py": GOOD_1,
                       "run/submission.json": b'{"model": "zipped", "protocol": "best_of_k", "attempts": 2}'})
-    submission = services.submission_create(owner.submitter, {"profile": "cpu-gloo"}, [("run.zip", data)])
+    submission = submissions_services.submission_create(owner.submitter, {"profile": "cpu-gloo"}, [("run.zip", data)])
     assert submission.model_name == "zipped" and submission.attempts_k == 2
     assert sorted(submission.candidates.values_list("attempt", flat=True)) == [1, 2]
 
@@ -97,7 +103,7 @@ def test_archive_and_loose_files_together_are_refused(owner, cpu):
     from tests.site.conftest import zip_bytes
 
     with pytest.raises(uploads.UploadRejected):
-        services.submission_create(owner.submitter, meta(), [("a.zip", zip_bytes({"x": b""})),
+        submissions_services.submission_create(owner.submitter, meta(), [("a.zip", zip_bytes({"x": b""})),
                                                              ("1_allreduce_torch.py", GOOD_1)])
 
 

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from leaderboard import services
+from leaderboard.submissions import services as submissions_services
 from tests.site.conftest import GOOD_1, GOOD_13, judge_document
 
 PAGES = ["/", "/leaderboard/cpu-gloo/", "/problems/", "/problems/1_allreduce/", "/problems/13_gemm_allreduce/"]
@@ -28,7 +28,7 @@ def make_published(owner, submit, finish):
             first, second = submission.jobs.order_by("id")
             finish(first, judge_document(speedup=1.0 + counter["n"] / 10))
             finish(second, judge_document(verdict="incorrect"))
-            services.submission_publish(submission, owner)
+            submissions_services.submission_publish(submission, owner)
             made.append(submission)
         return made
 
@@ -146,7 +146,7 @@ def test_code_and_logs_are_the_owners_until_published(client, owner, outsider, s
     client.logout()
     assert client.get(f"/candidates/{candidate.pk}/code").status_code == 404
     assert client.get(f"/results/{result.pk}/logs").status_code == 404
-    services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     client.force_login(outsider)
     assert client.get(f"/candidates/{candidate.pk}/code").status_code == 200
     assert "secret log line" in client.get(f"/results/{result.pk}.json").content.decode()
@@ -155,7 +155,7 @@ def test_code_and_logs_are_the_owners_until_published(client, owner, outsider, s
 def test_environment_is_public_logs_are_not(client, owner, outsider, submit, finish):
     submission = submit(owner)
     result = finish(submission.jobs.get(), judge_document())
-    services.submission_set_visibility(submission, "private")
+    submissions_services.submission_set_visibility(submission, "private")
     client.force_login(owner)
     submission.refresh_from_db()
     assert "gloo" in client.get(submission.get_absolute_url()).content.decode()
@@ -295,7 +295,7 @@ def test_csv_exports_never_hand_a_spreadsheet_a_formula(client, owner, submit, f
     # A model name is the submitter's text; opened in a spreadsheet, "=HYPERLINK(...)" would be a live formula.
     submission = submit(owner, model='=HYPERLINK("http://evil.example","x")', agent="+cmd|' /C calc'!A0")
     finish(submission.jobs.get(), judge_document())
-    services.submission_publish(submission, owner)
+    submissions_services.submission_publish(submission, owner)
     rows = list(csv.DictReader(io.StringIO(client.get("/?format=csv").content.decode())))
     cells = [v for row in rows for v in row.values() if v]
     assert any("HYPERLINK" in v for v in cells)

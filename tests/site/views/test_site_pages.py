@@ -37,7 +37,7 @@ def test_styled_404_html_and_json_for_the_api(client, db):
 
 
 def test_500_page_is_styled_and_needs_no_database(rf):
-    from leaderboard import views
+    from leaderboard.pages import views
 
     response = views.server_error(rf.get("/problems/"))
     assert response.status_code == 500 and b'id="server-error"' in response.content and b"site" in response.content

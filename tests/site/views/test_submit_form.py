@@ -1,7 +1,8 @@
 """The upload form and the account page (tokens, quota)."""
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from leaderboard.models import ApiToken, Submission
+from leaderboard.accounts.models import ApiToken
+from leaderboard.submissions.models import Submission
 from tests.site.conftest import GOOD_1, zip_bytes
 
 FORM = {"model": "form-model", "protocol": "one_shot", "attempts": "1", "profile": "cpu-gloo"}

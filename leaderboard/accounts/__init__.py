@@ -1,0 +1,1 @@
+"""Submitters, their API tokens and their evaluation quota."""

@@ -1,0 +1,1 @@
+"""The 87 problems and the hardware profiles (queues) jobs run on."""

@@ -1,0 +1,50 @@
+"""The judge's helper commands, run as subprocesses like its ``eval`` (leaderboard/jobs/runner.py): the site imports
+nothing of the judge but ``evaluator.schema`` (tests/test_layers.py), so what the worker needs from the judge's
+process plumbing it asks the judge's command line for, as JSON.
+
+    host_support()      ``python -m evaluator.cli sandbox-check --json``  (evaluator/sandbox.py, host_support)
+    sweep_orphans(DIR)  ``python -m evaluator.cli sweep DIR --json``      (evaluator/processes.py, sweep_orphans)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from django.conf import settings
+
+JUDGE = [sys.executable, "-m", "evaluator.cli"]
+TIMEOUT_S = 120
+
+
+class JudgeCommandFailed(RuntimeError):
+    pass
+
+
+def call(*args: str, timeout: float = TIMEOUT_S) -> dict:
+    """Run one judge command with ``--json`` and return its document; JudgeCommandFailed when it fails."""
+    env = dict(os.environ)
+    env.pop("PKB_SCRATCH", None)  # the sweep kills processes whose PKB_SCRATCH lies under its directory
+    env["PYTHONPATH"] = str(settings.BASE_DIR)
+    try:
+        done = subprocess.run([*JUDGE, *args, "--json"], cwd=str(settings.BASE_DIR), env=env, capture_output=True,
+                              text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise JudgeCommandFailed(f"{' '.join(args[:1])}: {exc}") from exc
+    if done.returncode != 0:
+        raise JudgeCommandFailed(f"{' '.join(args[:1])} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    try:
+        return json.loads(done.stdout)
+    except ValueError as exc:
+        raise JudgeCommandFailed(f"{' '.join(args[:1])}: unreadable output {done.stdout[:200]!r}") from exc
+
+
+def host_support() -> dict:
+    """What a candidate sandbox on this host would be: ``complete``, ``summary``, ``missing`` and one line per layer."""
+    return call("sandbox-check")
+
+
+def sweep_orphans(root: str) -> dict:
+    """Kill what a killed judge left under ``root``; returns {"killed_outliving", "removed_files"}."""
+    return call("sweep", str(root))

@@ -1,0 +1,48 @@
+"""``runserver`` plus an in-process dramatiq worker (one thread) and the reaper: the embedded mode of `make serve`.
+
+The worker is dramatiq's own Worker consuming the configured broker (the in-memory StubBroker by default), so jobs
+take the same path as on a GPU host: message with the job id -> actor -> runner.run_job -> judge subprocess.
+"""
+import dramatiq
+from django.conf import settings
+from django.core.management.commands.runserver import Command as RunserverCommand
+
+from leaderboard.jobs import services as jobs_services
+
+
+class Command(RunserverCommand):
+    help = "Serve the site with an in-process evaluation worker (embedded mode)."
+
+    def add_arguments(self, parser):
+        super().add_arguments(parser)
+        parser.add_argument("--queues", default=f"{settings.PKB_DEFAULT_PROFILE},feedback-{settings.PKB_DEFAULT_PROFILE}",
+                            help="comma-separated hardware profile queues this process evaluates")
+
+    def handle(self, *args, **options):
+        options["use_reloader"] = False  # one process: the worker must not be started twice
+        if settings.PKB_SERVE_STATIC:
+            # WhiteNoise serves STATIC_ROOT: hashed, compressed copies made here (unchanged files are kept).
+            from django.core.management import call_command
+
+            call_command("collectstatic", interactive=False, verbosity=0)
+        worker = start_worker([q.strip() for q in options["queues"].split(",") if q.strip()])
+        try:
+            super().handle(*args, **options)
+        finally:
+            worker.stop(timeout=5000)
+
+
+def start_worker(queues: list[str]) -> dramatiq.Worker:
+    import leaderboard.feedback.actors  # noqa: F401  (the feedback and profile runs' actor)
+    import leaderboard.jobs.actors  # noqa: F401  (declares the actor, the queues and the reaper middleware)
+    from leaderboard.feedback import services as feedback_services
+
+    broker = dramatiq.get_broker()
+    for queue in queues:
+        broker.declare_queue(queue)
+    worker = dramatiq.Worker(broker, queues=set(queues), worker_threads=1)
+    worker.start()
+    # The in-memory broker starts empty: re-send every job the database says is waiting.
+    jobs_services.jobs_reap(resend_all=True)
+    feedback_services.runs_reap(resend_all=True)
+    return worker

@@ -1,0 +1,167 @@
+"""What a worker does with one job id: claim, run the judge in a subprocess, heartbeat, store the document.
+
+The candidate's code never enters this process: it is written to a private directory and handed to
+``python -m evaluator.cli eval`` (the trusted judge), which runs it in its own rank processes. A judge that exits
+non-zero, writes unreadable JSON, hangs past the job's timeout, or dies with this worker is an ``infra_error``:
+retried, never scored against the candidate, refunded when retries run out. With ``PKB_WARM_SPARES`` the same eval
+command goes to this thread's long-lived judge instead (leaderboard/jobs/judge_service.py), under the same rules.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import random
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from django.conf import settings
+
+from evaluator.schema import VERDICTS
+from leaderboard.jobs import judge_process, judge_service, lease
+from leaderboard.jobs import services as jobs_services
+from leaderboard.jobs import workspace
+from leaderboard.jobs.judge_process import JUDGE, WORKER_ID, close_old_connections, supervise
+
+log = logging.getLogger("leaderboard.jobs.runner")
+TAIL = 8000
+
+
+def run_job(job_id: int, worker: str = WORKER_ID) -> str:
+    """Evaluate one job if this worker can claim it. Returns what happened (for logs and tests)."""
+    job = jobs_services.job_claim(job_id, worker)
+    if job is None:
+        return "not_claimed"
+    log.info("job %s: claimed by %s (attempt %s, run %s)", job.pk, worker, job.attempts, job.run)
+    workdir = Path(tempfile.mkdtemp(prefix=f"job{job.pk}-", dir=judge_process.work_root()))
+    try:
+        document, error = _judge(job, workdir, worker)
+        close_old_connections()
+        if document is not None:
+            stored = jobs_services.job_finish(job.pk, worker, document)
+            return "done" if stored is not None else "lease_lost"
+        stored = jobs_services.job_infra_error(job.pk, worker, error["message"], error.get("logs"))
+        return "infra_error" if stored is not None else "lease_lost"
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
+    profile = job.profile
+    command = JUDGE + ["eval", job.candidate.problem.stem, str(candidate_path),
+                       "--world-size", str(profile.world_size), "--device", profile.device,
+                       "--trials", str(profile.trials), "--json", str(out_path)]
+    if profile.device == "cpu":
+        command.append("--reduced")
+    if profile.timing_pairs > 1:
+        command += ["--pairs", str(profile.timing_pairs)]
+    if profile.multicast_allowed:
+        command.append("--multicast-allowed")
+    if profile.ranked or settings.PKB_SANDBOX_REQUIRED:
+        command.append("--require-sandbox")  # fail closed: never a ranked result from an unsandboxed candidate
+    command.extend(hidden_check_flags(job))
+    return command
+
+
+# World sizes a CPU profile may use for the hidden run: gloo ranks are processes, but more than 4 of them on a CI host
+# only costs time.
+CPU_HIDDEN_MAX_WORLD_SIZE = 4
+
+
+def hidden_check_flags(job) -> list[str]:
+    """Hidden checks for a job whose result can rank (its profile is ranked; a private submission may still be
+    published): a trial at a shape the judge draws, and a correctness-only run at a world size the candidate cannot
+    predict (drawn here from the OS, never from the job id). None with ``PKB_HIDDEN_CHECKS`` off or on unranked
+    profiles, and no hidden world size where the problem and the profile's devices leave no other one (W = 1 hosts)."""
+    profile = job.profile
+    if not settings.PKB_HIDDEN_CHECKS or not profile.ranked:
+        return []
+    flags = ["--hidden-shape"]
+    other = hidden_world_sizes(job.candidate.problem_id, profile)
+    if other:
+        flags += ["--hidden-world-size", str(random.SystemRandom().choice(other))]
+    return flags
+
+
+def hidden_world_sizes(problem_id: int, profile) -> list[int]:
+    """Every world size other than the profile's that the problem allows and the profile's host can run: up to its
+    GPUs (the profile's W) on CUDA, 1..4 on CPU."""
+    import problems
+
+    try:
+        problem = problems.get(problem_id)
+    except Exception:  # noqa: BLE001 - not implemented or broken here: the judge will say so; no hidden run
+        return []
+    top = profile.world_size if profile.device == "cuda" else CPU_HIDDEN_MAX_WORLD_SIZE
+    return [w for w in range(1, top + 1) if w != profile.world_size and problem.allows_world_size(w)]
+
+
+def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:
+    candidate = job.candidate
+    path = workdir / Path(candidate.filename).name
+    path.write_text(candidate.code, encoding="utf-8")
+    out = workdir / "result.json"
+    command = judge_command(job, path, out)
+    started = time.monotonic()
+    heartbeat = lambda: jobs_services.job_heartbeat(job.pk, worker)  # noqa: E731
+    deadline = started + settings.PKB_JOB_TIMEOUT_SECONDS
+    if settings.PKB_WARM_SPARES and command[:len(JUDGE)] == JUDGE:
+        service = judge_service.for_thread(job.profile.world_size, job.profile.device, settings.PKB_WARM_SPARES)
+        outcome, returncode = service.run(command[len(JUDGE):], workdir, heartbeat, deadline, f"job {job.pk}")
+    else:
+        outcome, returncode = supervise(command, workdir, heartbeat, deadline, f"job {job.pk}")
+    tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
+    logs = [{"role": "judge", "rank": None, "stdout": tail, "stderr": ""}]
+    if outcome == "lease_lost":
+        return None, {"message": "lease lost while judging", "logs": logs}
+    if outcome == "timeout":
+        return None, {"message": f"judge exceeded the job timeout ({settings.PKB_JOB_TIMEOUT_SECONDS} s)",
+                      "logs": logs}
+    if returncode != 0:
+        return None, {"message": f"judge exited with status {returncode}", "logs": logs}
+    try:
+        document = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return None, {"message": f"judge wrote no readable result: {exc}", "logs": logs}
+    if not isinstance(document, dict) or document.get("verdict") not in VERDICTS:
+        return None, {"message": "judge result has no known verdict", "logs": logs}
+    document.setdefault("wall_s", round(time.monotonic() - started, 3))
+    return document, None
+
+
+def recover_dead_workers() -> dict:
+    """What a worker that died without cleaning up left on this host: its processes and scratch, and its leases
+    (ended now, so its jobs are re-queued at once instead of when their leases expire). Run at boot and by the
+    reaper."""
+    return workspace.recover_dead(settings.PKB_WORK_DIR, release=lease.release_leases_of)
+
+
+# --- the reaper, run periodically inside workers and by `manage.py reap_jobs` --------------------------------------
+
+class Reaper(threading.Thread):
+    """Calls ``reap`` (jobs_services.jobs_reap unless given: the feedback worker passes its own) every
+    PKB_REAPER_INTERVAL_SECONDS until stopped; a failed pass is logged and the next one runs as planned."""
+
+    def __init__(self, interval: float | None = None, reap=None, name: str = "pkb-reaper",
+                 logger: logging.Logger | None = None, what: str = "reaper"):
+        super().__init__(name=name, daemon=True)
+        self.interval = interval or settings.PKB_REAPER_INTERVAL_SECONDS
+        self.reap = reap or (lambda: jobs_services.jobs_reap())  # looked up at each pass, as before
+        self.log = logger or log
+        self.what = what
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                close_old_connections()
+                recover_dead_workers()
+                self.reap()
+            except Exception:
+                self.log.exception("%s pass failed", self.what)
+            self.stopped.wait(self.interval)
+
+    def stop(self) -> None:
+        self.stopped.set()

@@ -1,0 +1,99 @@
+"""Each worker process's own directory under PKB_WORK_DIR, and what a restarted worker does about a dead one's.
+
+A worker killed with SIGKILL (OOM killer, a crash, a host reboot of the container) runs no clean-up: its jobs' scratch
+directories stay on disk, its rank processes may outlive it, and its leases run until they expire. So every worker
+process works in ``PKB_WORK_DIR/<host>--<id>/`` and holds an exclusive ``flock`` on its ``.lock`` for as long as it
+lives; the kernel drops that lock at the process's death, whatever killed it. Any worker of the same host that can
+take the lock knows the owner is gone, and then (:func:`recover_dead`) kills what still runs from that directory,
+removes it, and ends the dead worker's leases at once, so its jobs are re-queued in seconds rather than after the
+lease (PKB_LEASE_SECONDS). Workers on other hosts sharing the directory are left alone (their names differ).
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import re
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from leaderboard.jobs import judge_commands
+
+log = logging.getLogger("leaderboard.jobs.workspace")
+LOCK = ".lock"
+OWNER = "owner"
+
+
+@dataclass
+class Workspace:
+    path: str
+    worker: str
+    lock_fd: int
+
+
+def _host_prefix() -> str:
+    return _safe(socket.gethostname()) + "--"
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:120]
+
+
+def claim(root: Path | str, worker: str) -> Workspace:
+    """This process's directory, locked until it exits."""
+    path = Path(root) / (_host_prefix() + _safe(worker.split(":", 1)[-1]))
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a live owner of the same name: an error, never shared
+    (path / OWNER).write_text(worker)
+    return Workspace(str(path), worker, fd)
+
+
+def release(space: Workspace) -> None:
+    """A worker's normal exit: its jobs' directories are gone already; remove its own, then let the lock go."""
+    shutil.rmtree(space.path, ignore_errors=True)
+    try:
+        os.close(space.lock_fd)
+    except OSError:
+        pass
+
+
+def recover_dead(root: Path | str, release=None) -> dict:
+    """Sweep every directory of this host's dead workers: kill what still runs there (rank processes, daemons of its
+    candidates' uids), remove it, and call ``release(worker_id)`` to end the dead worker's leases. Returns counts."""
+    report = {"workers": 0, "killed": 0, "removed": 0, "released": 0}
+    root = Path(root)
+    if not root.is_dir():
+        return report
+    for path in sorted(root.glob(_host_prefix() + "*")):
+        lock = path / LOCK
+        if not lock.is_file():
+            continue
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its owner lives
+            try:
+                worker = (path / OWNER).read_text().strip()
+            except OSError:
+                worker = ""
+            swept = judge_commands.sweep_orphans(str(path))
+            report["workers"] += 1
+            report["killed"] += swept["killed_outliving"]
+            shutil.rmtree(path, ignore_errors=True)
+            report["removed"] += not path.exists()
+            if worker and release is not None:
+                report["released"] += release(worker)
+            log.warning("dead worker %s: killed %s leftover processes, removed %s, released %s leases",
+                        worker or path.name, swept["killed_outliving"], path, report["released"])
+        finally:
+            os.close(fd)
+    return report

@@ -1,0 +1,1 @@
+"""The HTML pages: views, forms and template tags (no models)."""

@@ -1,0 +1,360 @@
+"""Server-rendered pages: short functions over selectors (reads) and services (writes)."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import content_disposition_header
+from django.views.decorators.http import require_POST
+
+from evaluator.schema import ONE_PAIR_FLOOR
+from leaderboard.accounts import selectors as accounts_selectors
+from leaderboard.accounts import services as accounts_services
+from leaderboard.accounts.models import ApiToken
+from leaderboard.catalogue import selectors as catalogue_selectors
+from leaderboard.pages.forms import SignupForm, SubmitForm, TokenForm
+from leaderboard.scoring import export, plots
+from leaderboard.scoring import selectors as scoring_selectors
+from leaderboard.submissions import selectors as submissions_selectors
+from leaderboard.submissions import services as submissions_services
+from leaderboard.submissions import upload_handlers, uploads
+from leaderboard.validators import BadQuery
+
+
+def site_context(request) -> dict:
+    return {"site_name": "pkb-arena", "open_signup": settings.PKB_OPEN_SIGNUP}
+
+
+# --- leaderboard -------------------------------------------------------------------------------------------------------
+
+def home(request):
+    return leaderboard(request, None)
+
+
+def leaderboard(request, slug):
+    profile = catalogue_selectors.profile_get(slug)
+    filters = scoring_selectors.Filters.from_query(request.GET)
+    fmt = export.wanted(request)
+    if fmt:
+        columns, rows = export.leaderboard_table(scoring_selectors.leaderboard_export(profile, filters))
+        return export.table_response(fmt, f"leaderboard-{profile.slug}", columns, rows)
+    sections = scoring_selectors.leaderboard_sections(profile, filters)
+    return render(request, "leaderboard/leaderboard.html", {
+        "profile": profile, "profiles": catalogue_selectors.profiles(), "sections": sections, "filters": filters,
+        "choices": scoring_selectors.filter_choices(profile), "query": request.GET.urlencode(),
+    })
+
+
+# --- problems ----------------------------------------------------------------------------------------------------------
+
+def problems_index(request):
+    profile = catalogue_selectors.profile_get(request.GET.get("profile"))
+    protocol = scoring_selectors.Filters.from_query(request.GET).protocol
+    problems = scoring_selectors.problems_index(profile, protocol)
+    fmt = export.wanted(request)
+    if fmt:
+        columns, rows = export.problems_table(problems)
+        return export.table_response(fmt, f"problems-{profile.slug}", columns, rows)
+    heat = scoring_selectors.heatmap(profile, protocol)
+    return render(request, "leaderboard/problems.html", {
+        "profile": profile, "profiles": catalogue_selectors.profiles(), "problems": problems, "protocol": protocol,
+        "protocols": scoring_selectors.PROTOCOL_LABELS.items(), "heatmap_rows": len(heat["rows"]),
+        "heatmap": plots.heatmap_figure(heat, problems), "heatmap_legend": plots.LEGEND,
+    })
+
+
+def problem_detail(request, key):
+    problem = catalogue_selectors.problem_get(key)
+    if key != problem.stem:
+        return redirect(reverse("problem", args=[problem.stem]) + (f"?{request.GET.urlencode()}" if request.GET else ""))
+    profile = catalogue_selectors.profile_get(request.GET.get("profile"))
+    filters = scoring_selectors.Filters.from_query(request.GET)
+    data = scoring_selectors.problem_scores(problem, profile, filters.protocol, filters.page)
+    fmt = export.wanted(request)
+    if fmt:
+        columns, rows = export.problem_scores_table(data["points"])
+        return export.table_response(fmt, f"problem-{problem.stem}-{profile.slug}", columns, rows)
+    return render(request, "leaderboard/problem.html", {
+        "problem": problem, "profile": profile, "profiles": catalogue_selectors.profiles(), "data": data,
+        "protocol": filters.protocol, "protocols": scoring_selectors.PROTOCOL_LABELS.items(),
+        "strip": plots.strip_figure(data["points"]),
+        "light": problem.light.get(str(profile.world_size)) or problem.light.get("8") or {},
+    })
+
+
+# --- submissions ------------------------------------------------------------------------------------------------------
+
+def submission_detail(request, pk):
+    submission = submissions_selectors.submission_get(pk, request.user)
+    grid = submissions_selectors.submission_grid(submission)
+    fmt = export.wanted(request)
+    if fmt:
+        columns, rows = export.submission_table(grid)
+        return export.table_response(fmt, f"submission-{submission.pk}", columns, rows)
+    status = submissions_selectors.submission_status(submission)
+    return render(request, "leaderboard/submission.html", {
+        "submission": submission, "grid": grid, "status": status, "entry": getattr(submission, "entry", None),
+        "is_owner": submission.is_owner(request.user), "code_visible": submission.code_visible_to(request.user),
+        "environment": submissions_selectors.submission_environment(submission),
+        "sandbox": submissions_selectors.submission_sandbox(submission),
+        "one_pair_floor": f"{ONE_PAIR_FLOOR.get(submission.profile.device, 0.0):.1%}",
+    })
+
+
+def submission_status(request, pk):
+    submission = submissions_selectors.submission_get(pk, request.user)
+    return JsonResponse(submissions_selectors.submission_status(submission))
+
+
+def _confirmed(request, submission, what: str) -> bool:
+    """Publishing, withdrawing and deleting ask for a ticked box in the same form (no script: the CSP)."""
+    if request.POST.get("confirm") == "yes":
+        return True
+    messages.error(request, f"Not {what}: tick the box that confirms it.")
+    return False
+
+
+# Confirmed visibility changes of an owner's submission: the service that makes it, and what the page then says.
+_VISIBILITY = {
+    "published": (lambda s, user: submissions_services.submission_publish(s, user),
+                  "Published: the submission is listed and its code is public."),
+    "withdrawn": (lambda s, user: submissions_services.submission_withdraw(s, user),
+                  "Withdrawn: the submission is off every leaderboard and export; its results stay visible to you."),
+}
+
+
+def _change_visibility(request, pk, what: str):
+    submission = submissions_selectors.submission_get(pk, request.user)
+    if not _confirmed(request, submission, what):
+        return redirect(submission)
+    change, done = _VISIBILITY[what]
+    try:
+        change(submission, request.user)
+    except accounts_services.NotAllowed as exc:
+        raise PermissionDenied(str(exc))
+    messages.success(request, done)
+    return redirect(submission)
+
+
+@require_POST
+@login_required
+def submission_publish(request, pk):
+    return _change_visibility(request, pk, "published")
+
+
+@require_POST
+@login_required
+def submission_withdraw(request, pk):
+    return _change_visibility(request, pk, "withdrawn")
+
+
+@require_POST
+@login_required
+def submission_delete(request, pk):
+    submission = submissions_selectors.submission_get(pk, request.user)
+    if not _confirmed(request, submission, "deleted"):
+        return redirect(submission)
+    try:
+        submissions_services.submission_delete(submission, request.user)
+    except accounts_services.NotAllowed as exc:
+        messages.error(request, f"Not deleted: {exc}.")
+        return redirect(submission)
+    messages.success(request, f"Submission #{pk} deleted.")
+    return redirect("account")
+
+
+@require_POST
+@login_required
+def submission_rerun(request, pk):
+    submission = submissions_selectors.submission_get(pk, request.user)
+    try:
+        count = submissions_services.submission_rerun(submission, request.user, only_failed=request.POST.get("only") == "failed")
+    except accounts_services.NotAllowed as exc:
+        raise PermissionDenied(str(exc))
+    except accounts_services.QuotaExceeded as exc:
+        messages.error(request, f"Quota: {exc.message}")
+        return redirect(submission)
+    messages.success(request, f"{count} evaluation(s) queued again.")
+    return redirect(submission)
+
+
+def candidate_code(request, pk):
+    candidate = submissions_selectors.candidate_for_viewer(pk, request.user)
+    response = HttpResponse(candidate.code, content_type="text/plain; charset=utf-8")
+    # Django quotes or percent-encodes the name (a stored name may predate the file-name checks).
+    response["Content-Disposition"] = content_disposition_header(False, candidate.filename.split("/")[-1])
+    return response
+
+
+def result_detail(request, pk):
+    """The judge's document; logs only for whoever may see the code (the owner until published)."""
+    result = submissions_selectors.result_for_viewer(pk, request.user)
+    document = dict(result.document)
+    if not result.job.submission.code_visible_to(request.user):
+        document["logs"] = "visible to the owner until the submission is published"
+    return JsonResponse(document, json_dumps_params={"indent": 1})
+
+
+def candidate_page(request, pk):
+    """The code of one candidate inside the site's page (navigation, the submission it belongs to, a raw link)."""
+    candidate = submissions_selectors.candidate_for_viewer(pk, request.user)
+    return render(request, "leaderboard/code.html", {"candidate": candidate, "submission": candidate.submission})
+
+
+def _log_sections(result) -> list[tuple[str, str]]:
+    sections = []
+    for log in result.logs:
+        where = f"{log.get('role', '?')} rank {log.get('rank')}"
+        for stream in ("stdout", "stderr"):
+            text = (log.get(stream) or "").rstrip()
+            if text:
+                sections.append((f"{where} {stream}", text))
+    return sections
+
+
+def _logs_result(request, pk):
+    result = submissions_selectors.result_for_viewer(pk, request.user)
+    if not result.job.submission.code_visible_to(request.user):
+        raise Http404("logs are visible to the owner until the submission is published")
+    return result
+
+
+def result_logs_page(request, pk):
+    """A result's verdict and its ranks' log tails inside the site's page: the owner's until published."""
+    result = _logs_result(request, pk)
+    return render(request, "leaderboard/logs.html", {"result": result, "submission": result.job.submission,
+                                                      "candidate": result.job.candidate,
+                                                      "sections": _log_sections(result)})
+
+
+def result_logs(request, pk):
+    """The bounded stdout/stderr tails of every rank, as text: the owner's until the submission is published."""
+    result = _logs_result(request, pk)
+    parts = [f"result {result.pk}: {result.verdict} - {result.message}"]
+    parts += [f"--- {where} ---\n{text}" for where, text in _log_sections(result)]
+    response = HttpResponse("\n\n".join(parts) + "\n", content_type="text/plain; charset=utf-8")
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@login_required
+def submit(request):
+    submitter = accounts_services.submitter_for(request.user)
+    form = SubmitForm(request.POST or None)
+    errors = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            submission = submissions_services.submission_create(submitter, form.metadata(),
+                                                    upload_handlers.request_files(request.FILES, request.POST))
+        except uploads.UploadRejected as exc:
+            errors = exc.errors
+        except accounts_services.QuotaExceeded as exc:
+            errors = [uploads.UploadError("(upload)", "quota", exc.message)]
+        else:
+            if form.cleaned_data.get("publish"):
+                submissions_services.submission_publish(submission, request.user)
+            messages.success(request, f"Submission #{submission.pk} accepted: "
+                                      f"{submission.jobs.count()} evaluation(s) queued.")
+            return redirect(submission)
+    return render(request, "leaderboard/submit.html", {
+        "form": form, "errors": errors, "quota": accounts_selectors.quota_status(submitter),
+        "max_upload": settings.PKB_MAX_UPLOAD_BYTES, "max_file": settings.PKB_MAX_FILE_BYTES,
+    }, status=400 if errors else 200)
+
+
+# --- account -----------------------------------------------------------------------------------------------------------
+
+@login_required
+def account(request):
+    submitter = accounts_services.submitter_for(request.user)
+    form = TokenForm(request.POST or None)
+    new_token = None
+    if request.method == "POST" and form.is_valid():
+        token, new_token = accounts_services.token_create(submitter, form.cleaned_data["name"], form.cleaned_data["scopes"],
+                                                 form.cleaned_data["days"])
+        form = TokenForm()
+    return render(request, "leaderboard/account.html", {
+        "submitter": submitter, "form": form, "new_token": new_token, "tokens": accounts_selectors.tokens_of(request.user),
+        "submissions": submissions_selectors.submissions_of(request.user), "quota": accounts_selectors.quota_status(submitter),
+    })
+
+
+@require_POST
+@login_required
+def token_revoke(request, pk):
+    token = get_object_or_404(ApiToken, pk=pk, submitter__user=request.user)
+    accounts_services.token_revoke(token)
+    messages.success(request, f"Token {token.name} revoked.")
+    return redirect("account")
+
+
+def signup(request):
+    if not settings.PKB_OPEN_SIGNUP:
+        raise Http404("sign-up is closed")
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        accounts_services.submitter_for(user)
+        login(request, user)
+        return redirect("account")
+    return render(request, "registration/signup.html", {"form": form})
+
+
+# --- errors ------------------------------------------------------------------------------------------------------------
+
+def bad_request(request, exception=None):
+    """handler400: a query parameter that failed its form shows the form's messages; a body over the limits says
+    so (413); anything else Django refused (bad multipart, too many fields) a generic line."""
+    from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+
+    status, errors, message = 400, {}, "The request could not be read."
+    if isinstance(exception, BadQuery):
+        errors, message = exception.errors, "A query parameter is not valid."
+    elif isinstance(exception, RequestDataTooBig):
+        status, message = 413, f"The request is too large: uploads are limited to {settings.PKB_MAX_UPLOAD_BYTES:,} bytes."
+    elif isinstance(exception, (TooManyFieldsSent, TooManyFilesSent)):
+        message = "The request has too many fields or files."
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": message, "errors": errors}, status=status)
+    return render(request, "leaderboard/bad_request.html", {"message": message, "errors": errors}, status=status)
+
+
+def not_found(request, exception=None):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return render(request, "404.html", {"path": request.path}, status=404)
+
+
+def server_error(request):
+    """handler500: no database, no context processors (whatever failed may fail again)."""
+    from django.template import loader
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Server error: the operator's log has the details."}, status=500)
+    try:
+        body = loader.get_template("500.html").render()
+    except Exception:  # the error page itself must not fail
+        body = "Server error: the operator's log has the details."
+    return HttpResponse(body, status=500)
+
+
+def favicon(request):
+    """Browsers that ask for /favicon.ico get the page's icon (its hashed name is known only once collected)."""
+    from django.templatetags.static import static
+
+    return redirect(static("favicon.svg"))
+
+
+# --- health -----------------------------------------------------------------------------------------------
+
+def healthz(request):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return HttpResponse("ok", content_type="text/plain")

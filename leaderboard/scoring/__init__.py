@@ -1,0 +1,1 @@
+"""Materialised scores, solve rates and leaderboard rows; exports, plots and measured costs."""

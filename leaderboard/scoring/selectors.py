@@ -1,0 +1,186 @@
+"""Reads for the leaderboards, problem pages and heatmap, shared by the HTML views and the API.
+
+Every selector that feeds a public page issues a fixed number of queries whatever the amount of data (the tests
+pin the counts), and works on the materialised tables (LeaderboardEntry, ProblemScore) rather than on raw results.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+from leaderboard.catalogue.models import HardwareProfile, Problem
+from leaderboard.scoring.forms import QueryForm
+from leaderboard.scoring.models import LeaderboardEntry, ProblemScore, ProblemStat
+from leaderboard.submissions.models import Submission
+from leaderboard.submissions.uploads.metadata import PROTOCOLS
+from leaderboard.validators import BadQuery
+
+PROTOCOL_ORDER = list(PROTOCOLS)
+PROTOCOL_LABELS = dict(Submission.PROTOCOLS)
+SORTS = {
+    "correct": ("-correct", "-faster", "-geomean_speedup", "submission_id"),
+    "faster": ("-faster", "-correct", "-geomean_speedup", "submission_id"),
+    "fast_1_5": ("-fast_1_5", "-faster", "-correct", "submission_id"),
+    "fast_2_0": ("-fast_2_0", "-fast_1_5", "-correct", "submission_id"),
+    "geomean": ("-geomean_speedup", "-correct", "submission_id"),
+    "recent": ("-submission__created_at",),
+}
+SECTION_ROWS = 20  # per protocol on the overview; "All ... entries" pages through 50 at a time
+PAGE_ROWS = 50
+
+
+def query_clean(query) -> dict:
+    """The query string through scoring/forms.py QueryForm: cleaned values, or BadQuery."""
+    form = QueryForm(query)
+    if not form.is_valid():
+        raise BadQuery({field: [str(m) for m in messages] for field, messages in form.errors.items()})
+    return form.cleaned_data
+
+
+@dataclasses.dataclass
+class Filters:
+    backend: str = ""
+    protocol: str = ""
+    k: int | None = None
+    sort: str = "correct"
+    page: int = 1
+
+    @classmethod
+    def from_query(cls, query) -> "Filters":
+        data = query_clean(query)
+        sort = data["sort"] or "correct"
+        if sort not in SORTS:
+            raise BadQuery({"sort": [f"choose one of {', '.join(SORTS)}"]})
+        return cls(backend=data["backend"], protocol=data["protocol"], k=data["k"], sort=sort,
+                   page=data["page"] or 1)
+
+
+def _entries(profile: HardwareProfile, filters: Filters):
+    query = (LeaderboardEntry.objects.filter(profile=profile, listed=True)
+             .select_related("submission__submitter__user", "submission__profile"))
+    if filters.backend:
+        query = query.filter(backend=filters.backend)
+    if filters.k is not None:
+        query = query.filter(attempts_k=filters.k)
+    return query.order_by(*SORTS[filters.sort])
+
+
+def leaderboard_sections(profile: HardwareProfile, filters: Filters) -> list[dict]:
+    """One ranked table per protocol (protocols are never mixed in a ranking); one query per protocol shown."""
+    protocols = [filters.protocol] if filters.protocol else PROTOCOL_ORDER
+    rows = PAGE_ROWS if filters.protocol else SECTION_ROWS
+    offset = (filters.page - 1) * rows if filters.protocol else 0
+    sections = []
+    for protocol in protocols:
+        entries = leaderboard_slice(profile, dataclasses.replace(filters, protocol=protocol), offset, rows + 1)
+        more = len(entries) > rows
+        entries = entries[:rows]
+        sections.append({"protocol": protocol, "label": PROTOCOL_LABELS[protocol], "entries": entries,
+                         "more": more, "offset": offset})
+    return sections
+
+
+def _number(entries: list[LeaderboardEntry], offset: int) -> None:
+    """Rank numbers for ranked entries; flagged or unranked ones show without a rank and never take one."""
+    rank = offset
+    for entry in entries:
+        if entry.ranked:
+            rank += 1
+            entry.rank = rank
+        else:
+            entry.rank = None
+
+
+EXPORT_FIELDS = ("submission_id", "submission__model_name", "submission__agent", "submission__agent_version",
+                 "submission__submitter__display_name", "submission__submitter__user__username", "protocol",
+                 "attempts_k", "submission__selection_rule", "backend", "correct", "faster", "fast_1_0", "fast_1_5",
+                 "fast_2_0", "geomean_speedup", "judged", "pending", "flagged_results", "ranked",
+                 "submission__verified", "submission__reported_tokens", "submission__reported_dollars",
+                 "submission__gpu_seconds", "submission__feedback_runs", "submission__created_at")
+
+
+def leaderboard_export(profile: HardwareProfile, filters: Filters) -> list[dict]:
+    """Every listed entry matching the filters as plain dicts (one query), ranked within each protocol."""
+    query = _entries(profile, filters)
+    if filters.protocol:
+        query = query.filter(protocol=filters.protocol)
+    rows = list(query.order_by("protocol", *SORTS[filters.sort]).values(*EXPORT_FIELDS))
+    ranks: dict[str, int] = defaultdict(int)
+    for row in rows:
+        if row["ranked"]:
+            ranks[row["protocol"]] += 1
+        row["rank"] = ranks[row["protocol"]] if row["ranked"] else None
+    return rows
+
+
+def leaderboard_slice(profile: HardwareProfile, filters: Filters, offset: int, limit: int) -> list:
+    """A window of one protocol's table, rank numbers included (ranks count the ranked rows before the window)."""
+    query = _entries(profile, filters).filter(protocol=filters.protocol)
+    ranked_before = sum(query[:offset].values_list("ranked", flat=True)) if offset else 0
+    entries = list(query[offset:offset + limit])
+    _number(entries, ranked_before)
+    return entries
+
+
+def filter_choices(profile: HardwareProfile) -> dict:
+    listed = LeaderboardEntry.objects.filter(profile=profile, listed=True)
+    return {
+        "backends": sorted(set(listed.values_list("backend", flat=True).distinct())),
+        "ks": sorted(set(listed.values_list("attempts_k", flat=True).distinct())),
+        "protocols": [(p, PROTOCOL_LABELS[p]) for p in PROTOCOL_ORDER],
+        "sorts": list(SORTS),
+    }
+
+
+def problems_index(profile: HardwareProfile, protocol: str = "") -> list[Problem]:
+    """The 87 problems with solve rates over listed submissions on the profile (two queries, materialised stats)."""
+    stats = ProblemStat.objects.filter(profile=profile)
+    if protocol:
+        stats = stats.filter(protocol=protocol)
+    totals: dict[int, dict] = defaultdict(lambda: {"tried": 0, "solved": 0, "faster": 0, "best": None})
+    for pid, tried, solved, faster, best in stats.values_list("problem_id", "tried", "solved", "faster",
+                                                              "best_speedup"):
+        row = totals[pid]
+        row["tried"] += tried
+        row["solved"] += solved
+        row["faster"] += faster
+        if best is not None and (row["best"] is None or best > row["best"]):
+            row["best"] = best
+    problems = list(Problem.objects.defer("docstring", "reference_source", "reference_html"))
+    for problem in problems:
+        row = totals.get(problem.id) or {"tried": 0, "solved": 0, "faster": 0, "best": None}
+        problem.tried, problem.solved, problem.faster_count, problem.best = (row["tried"], row["solved"],
+                                                                              row["faster"], row["best"])
+        problem.solve_rate = problem.solved / problem.tried if problem.tried else None
+    return problems
+
+
+def heatmap(profile: HardwareProfile, protocol: str = "", limit: int = 40) -> dict:
+    """Submissions x problems: the top ``limit`` listed entries and their 87 statuses (two queries)."""
+    entries = LeaderboardEntry.objects.filter(profile=profile, listed=True)
+    if protocol:
+        entries = entries.filter(protocol=protocol)
+    top = list(entries.order_by(*SORTS["correct"]).values_list(
+        "submission_id", "submission__model_name", "submission__agent", "protocol", "attempts_k")[:limit])
+    ids = [row[0] for row in top]
+    grid = defaultdict(dict)
+    for sid, pid, status, correct, faster, speedup in ProblemScore.objects.filter(submission_id__in=ids).values_list(
+            "submission_id", "problem_id", "status", "correct", "faster", "speedup"):
+        grid[sid][pid] = (status, correct, faster, speedup)
+    return {"rows": top, "grid": grid}
+
+
+def problem_scores(problem: Problem, profile: HardwareProfile, protocol: str = "", page: int = 1) -> dict:
+    """Every listed submission's outcome on one problem: a page of rows and all points for the strip plot."""
+    scores = (ProblemScore.objects.filter(problem=problem, profile=profile, listed=True)
+              .exclude(status=ProblemScore.NO_CANDIDATE))
+    if protocol:
+        scores = scores.filter(protocol=protocol)
+    offset = (page - 1) * PAGE_ROWS
+    rows = list(scores.order_by("protocol", "-correct", "-faster", "-speedup", "submission_id").values(
+        "submission_id", "submission__model_name", "submission__submitter__user__username",
+        "submission__submitter__display_name", "protocol", "attempt", "attempts_total", "status", "flagged", "faster",
+        "correct", "speedup", "speedup_lo", "speedup_hi", "problem_id", "attempts_correct")[offset:offset + PAGE_ROWS + 1])
+    points = list(scores.values_list("submission_id", "submission__model_name", "protocol", "status", "speedup",
+                                     "speedup_lo", "speedup_hi", "correct", "flagged"))
+    return {"rows": rows[:PAGE_ROWS], "more": len(rows) > PAGE_ROWS, "points": points, "page": page}

@@ -1,0 +1,1 @@
+"""Uploads (the parser), submissions and their candidate files; owner and staff changes."""
