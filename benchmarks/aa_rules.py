@@ -9,8 +9,9 @@ With several sensitivity files it also pools their counts and prints each rate's
 for A/A files, the spread of the stored speedups.
 
 A rule chosen from some runs is tested on others: this reads the raw numbers each run kept (one pair's bootstrap
-interval, or every pair's speedup and interval) and applies today's ``timing_rules.noise_floor`` and ``pairs.interval`` to
-them, so a change of constant shows at once what it does to every recorded A/A run. Nothing here times anything.
+interval, or every pair's speedup and interval) and applies today's ``timing_rules.noise_floor`` and
+``pairs.interval`` to them, so a change of constant shows at once what it does to every recorded A/A run. Nothing here
+times anything.
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ from evaluator.timing import rules as timing_rules  # noqa: E402
 
 
 def _reference_spun_short(row: dict) -> bool:
-    """Whether a stored row's reference had a block that timed its host (timing_rules._timing_document withholds "faster"
-    then); rows stored before GPU run 10 kept no per-block shares and count as not."""
+    """Whether a stored row's reference had a block that timed its host (timing_rules._timing_document withholds
+    "faster" then); rows stored before GPU run 10 kept no per-block shares and count as not."""
     return bool(timing_rules.blocks_spun_short((row.get("spin_short_per_block") or {}).get("reference")))
 
 
@@ -140,7 +141,8 @@ def aa_spread(rows: list[dict]) -> dict:
 
 def main(paths: list[str]) -> int:
     print(f"rules: one pair widened by {calibration.PROCESS_NOISE_FLOOR['cuda']:.2%} (host-bound "
-          f"{calibration.HOST_BOUND_NOISE_FLOOR:.0%}); pairs: offset SD {pairs.PAIR_OFFSET_SD['cuda']}, z {pairs.PAIR_Z}")
+          f"{calibration.HOST_BOUND_NOISE_FLOOR:.0%}); "
+          f"pairs: offset SD {pairs.PAIR_OFFSET_SD['cuda']}, z {pairs.PAIR_Z}")
     probes = []
     for path, doc in documents(paths):
         if "rows" in doc:

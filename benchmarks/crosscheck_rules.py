@@ -1,13 +1,14 @@
-"""Re-judge the spun blocks' cross-check (timing_rules._crosscheck) on stored GPU runs with the noise term in the code now.
+"""Re-judge the spun blocks' cross-check (timing_rules._crosscheck) on stored GPU runs with the noise term in the code
+now.
 
     python benchmarks/crosscheck_rules.py benchmarks/calibration/run9.json
 
 It reads the compact calibration record (benchmarks/calibration_record.py) or a raw document just written.
 
 Every stored cross-check keeps each block's wall and reported median per call and the allowance then in force, so
-the reference's own spread (timing_rules.crosscheck_noise_ms) can be tried on old runs without a GPU. The allowance here is
-the larger of the stored one and that noise term. Each block's spin is taken out of the walls where the run stored
-it (``blocks_spin_ms`` from GPU run 9's code on; before that a row's ``spin_us_per_block``, where the row had one
+the reference's own spread (timing_rules.crosscheck_noise_ms) can be tried on old runs without a GPU. The allowance
+here is the larger of the stored one and that noise term. Each block's spin is taken out of the walls where the run
+stored it (``blocks_spin_ms`` from GPU run 9's code on; before that a row's ``spin_us_per_block``, where the row had one
 try); other tries of older runs, whose spins ratcheted from block to block (GPU run 8), read as noisier than they
 were. Prints, per
 file, how many honest cross-checks (A/A rows and every pair of them, sensitivity pairs, set-aside pairs) were suspect

@@ -7,8 +7,8 @@
     python3 benchmarks/judge_gpu.py sensitivity --device cuda -W 1 [--problem 13] [--repeats 20] [--warm 3] [--pairs 6]
     python3 benchmarks/judge_gpu.py backends  --device cuda -W 1
 
-Every number is measured in the same run that prints it. ``--out DIR`` writes the raw JSON as well. ``--warm D``
-judges with a pool of D warm spares (evaluator/process/warm.py: groups started before their job; every job still in fresh
+Every number is measured in the same run that prints it. ``--out DIR`` writes the raw JSON as well. ``--warm D`` judges
+with a pool of D warm spares (evaluator/process/warm.py: groups started before their job; every job still in fresh
 processes); without it every job starts cold.
 """
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _checks(row: dict) -> str:
     most = max((x for side in short.values() for x in side), default=0.0)
     if most:  # calls whose spin ran out before the host had queued them (evaluator/rank/timed.py)
         text += f" spin short up to {most:.0%} of a block's calls"
-    if row.get("faster_withheld"):  # ... in a reference block, for half its calls or more (timing_rules._timing_document)
+    if row.get("faster_withheld"):  # ... in a reference block, for half its calls or more (rules._timing_document)
         text += " FASTER WITHHELD (reference blocks timed its host)"
     return text
 
@@ -378,7 +378,8 @@ def main() -> int:
     parser.add_argument("--warm", type=int, default=0,
                         help="overhead, aa, sensitivity: depth of the warm-spare pool (0: cold)")
     parser.add_argument("--pairs", type=int, default=1,
-                        help="aa, sensitivity: time each judged run in K fresh process pairs (evaluator/timing/pairs.py)")
+                        help="aa, sensitivity: time each judged run in K fresh process pairs "
+                             "(evaluator/timing/pairs.py)")
     parser.add_argument("--replace-memory", action="store_true",
                         help="aa: place each timing block's data anew in device memory (Config.replace_memory)")
     parser.add_argument("--untrusted", action="store_true",

@@ -200,7 +200,8 @@ def _sandbox_check(args) -> int:
 
 
 def _sweep(args) -> int:
-    """Kill what a judge killed before its own clean-up left under DIR (evaluator/process/processes.py, sweep_orphans)."""
+    """Kill what a judge killed before its own clean-up left under DIR (evaluator/process/processes.py,
+    sweep_orphans)."""
     from evaluator.process import processes
 
     report = processes.sweep_orphans(args.directory)

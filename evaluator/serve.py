@@ -1,9 +1,9 @@
 """A long-lived judge for one worker: ``python -m evaluator.serve --world-size W --device D --warm N --reply-fd FD``.
 
-It holds a WarmPool (evaluator/process/warm.py) and runs, one after another, the ``pkb eval`` commands it reads on stdin as
-JSON lines ``{"id": ..., "argv": ["eval", ...], "log": PATH}``: exactly what ``python -m evaluator.cli`` would do with
-that argv (the result goes where its ``--json`` says), except that the job's rank groups come from the pool. What the
-command prints goes to ``log``; when it is done, ``{"id": ..., "status": EXIT_STATUS}`` is written to the reply fd.
+It holds a WarmPool (evaluator/process/warm.py) and runs, one after another, the ``pkb eval`` commands it reads on stdin
+as JSON lines ``{"id": ..., "argv": ["eval", ...], "log": PATH}``: exactly what ``python -m evaluator.cli`` would do
+with that argv (the result goes where its ``--json`` says), except that the job's rank groups come from the pool. What
+the command prints goes to ``log``; when it is done, ``{"id": ..., "status": EXIT_STATUS}`` is written to the reply fd.
 
 It runs no candidate code itself (that only ever runs in rank processes), so one crashed or killed job does not
 spoil the next: its owner (leaderboard.judge_service) kills and restarts it whenever a job overruns or it dies.

@@ -44,7 +44,8 @@ class Config:
     # Explicit, published trial seeds (feedback runs): each carries PUBLIC_SEED_BIT, which the judge's own secret
     # draws never do, so public and hidden seeds cannot mix. ``trials`` + 1 of them (the last re-checks after timing).
     seeds: Optional[list] = None
-    profile_dir: Optional[str] = None  # profile mode: torch profiler traces of both groups (evaluator/rank/profiling.py)
+    # Profile mode: torch profiler traces of both groups (evaluator/rank/profiling.py).
+    profile_dir: Optional[str] = None
     # Time in this many fresh process pairs and combine them (evaluator/timing/pairs.py); 1: one pair, the 8.3% floor.
     pairs: int = 1
     # A calibration switch, not a production setting (the site never sets it; docs/calibration.md): each timing
@@ -55,11 +56,11 @@ class Config:
     # and a cold estimate sets a judge's spin many times too long, whose wall then varies with the GPU clock and reads
     # as a candidate's unexplained time (honest candidates flagged; docs/calibration.md).
     timing_estimate_ms: Optional[float] = None
-    # The same for the reference's own call alone: what the judge's spin starts from (evaluator/judge/schedule.py), so that a
-    # candidate's reported call time cannot lengthen it.
+    # The same for the reference's own call alone: what the judge's spin starts from (evaluator/judge/schedule.py), so
+    # that a candidate's reported call time cannot lengthen it.
     timing_reference_estimate_ms: Optional[float] = None
-    # Timing blocks with no spin, after the spun ones (evaluator/judge/schedule.py, _probe_check); None: three on CUDA (their
-    # median is read), none on CPU, where no block spins.
+    # Timing blocks with no spin, after the spun ones (evaluator/judge/schedule.py, _probe_check); None: three on CUDA
+    # (their median is read), none on CPU, where no block spins.
     probe: Optional[int] = None
     # A calibration switch, not a production setting: probe blocks in every pair, also where the candidate cannot be
     # faster. Kept because benchmarks/judge_gpu.py measures the probe check's honest noise with it, and red-team tests

@@ -1,12 +1,12 @@
 """The trusted judge: evaluates one candidate for one problem on W ranks and returns the result document.
 
 Protocol (one job): start the reference ranks and the candidate ranks as two separate process groups; for each of
-``trials`` fresh seeds, run the reference (its ranks hold their outputs on their devices), run the candidate (its
-ranks write theirs to files), and have each reference rank compare the candidate's file with what it holds
-(evaluator/rank/outputs.py); then time both sides in alternating blocks (reference block, candidate block, ...), each block
-on freshly built inputs with rotating clones of the timed argument; then one more trial on a new seed to re-check the
-candidate's outputs after the timed loop. The candidate never sees expected outputs: they never leave the reference's
-processes, which are stopped whenever the candidate's ranks run.
+``trials`` fresh seeds, run the reference (its ranks hold their outputs on their devices), run the candidate (its ranks
+write theirs to files), and have each reference rank compare the candidate's file with what it holds
+(evaluator/rank/outputs.py); then time both sides in alternating blocks (reference block, candidate block, ...), each
+block on freshly built inputs with rotating clones of the timed argument; then one more trial on a new seed to re-check
+the candidate's outputs after the timed loop. The candidate never sees expected outputs: they never leave the
+reference's processes, which are stopped whenever the candidate's ranks run.
 """
 from __future__ import annotations
 
@@ -58,9 +58,9 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
         if result["verdict"] != schema.INFRA_ERROR or result.get("_final"):
             break
     result.pop("_final", None)
-    # A cross-check flag in the first pair is weighed with the other pairs' (timing/pairs.py, triage); any other flag is final.
-    # One pair (the default) whose cross-check was suspect is timed once more in fresh processes: honest candidates
-    # sometimes exceed the allowance (docs/calibration.md), and a flag keeps a result off the rankings.
+    # A cross-check flag in the first pair is weighed with the other pairs' (timing/pairs.py, triage); any other flag is
+    # final. One pair (the default) whose cross-check was suspect is timed once more in fresh processes: honest
+    # candidates sometimes exceed the allowance (docs/calibration.md), and a flag keeps a result off the rankings.
     flags = set(result.get("flags") or [])
     if (result["verdict"] == schema.CORRECT and result.get("timing") and not flags - {schema.FLAG_TIMING_CROSSCHECK}
             and (cfg.pairs > 1 or schema.FLAG_TIMING_CROSSCHECK in flags)):
@@ -92,10 +92,10 @@ def _never_rank_flagged(result: dict) -> None:
 
 
 def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, pool, count: int) -> None:
-    """Time pairs 2..count, each in fresh groups with one trial of its own (correctness is checked in every pair),
-    and combine the timings (evaluator/timing/pairs.py). A pair the platform fails is dropped and said so; any other failure
-    in a pair is the verdict, as in the first one. With ``cfg.pairs`` = 1 this is the retiming of a suspect pair:
-    the result is flagged only if the second pair is suspect too, and otherwise takes the second pair's timing."""
+    """Time pairs 2..count, each in fresh groups with one trial of its own (correctness is checked in every pair), and
+    combine the timings (evaluator/timing/pairs.py). A pair the platform fails is dropped and said so; any other failure
+    in a pair is the verdict, as in the first one. With ``cfg.pairs`` = 1 this is the retiming of a suspect pair: the
+    result is flagged only if the second pair is suspect too, and otherwise takes the second pair's timing."""
     # ``pairs`` stays K: every pair times its 1/K share (evaluator/judge/schedule.py).
     one = dataclasses.replace(cfg, trials=1, hidden_shape=False, hidden_world_size=None, profile_dir=None,
                               timing_estimate_ms=result["timing"].get("estimate_ms"),

@@ -12,7 +12,8 @@ from evaluator import schema
 from evaluator.judge.config import Config
 from evaluator.judge.replies import _Stop, _call_ms
 from evaluator.judge.schedule import Schedule
-from evaluator.process.group import GroupFailure, RankGroup, close_all
+from evaluator.process.group import RankGroup, close_all
+from evaluator.process.protocol import GroupFailure
 from problems.base import derive_seed
 
 

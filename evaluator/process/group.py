@@ -6,10 +6,8 @@ go to files whose tails end up in the result.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import selectors
 import shutil
 import signal
 import socket
@@ -18,36 +16,16 @@ import sys
 import time
 from typing import Optional
 
-from evaluator.process import builds, processes, sandbox
+from evaluator.process import builds, environment, processes, protocol, sandbox
+from evaluator.process.protocol import Rank
 
 LOG_TAIL_BYTES = 8192
-
-
-class GroupFailure(Exception):
-    """A command did not complete on every rank. ``kind`` is a verdict-like word; ``rank`` the first rank at fault."""
-
-    def __init__(self, kind: str, message: str, rank: Optional[int] = None):
-        super().__init__(message)
-        self.kind = kind
-        self.rank = rank
-        self.message = message
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@dataclasses.dataclass
-class _Rank:
-    rank: int
-    proc: subprocess.Popen
-    reply_fd: int
-    buffer: bytes = b""
-    stdout_path: str = ""
-    stderr_path: str = ""
-    initialized: bool = False  # past process-group init: the candidate's code may have run since
 
 
 class RankGroup:
@@ -58,7 +36,7 @@ class RankGroup:
         self.world_size = world_size
         self.workdir = workdir
         self.trusted = trusted
-        self.ranks: list[_Rank] = []
+        self.ranks: list[Rank] = []
         self.seq = 0
         self.closed = False
         self.killed = False
@@ -129,12 +107,12 @@ class RankGroup:
                 "--out", self.out_dir, "--reply-fd", str(write_fd)] + (["--reduced"] if reduced else [])
         box = self.sandbox
         if box is None:
-            env = sandbox.rank_environment(rank, world_size, port, rank_dir, trusted=True)
-            preexec = sandbox.die_with_judge
+            env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=True)
+            preexec = environment.die_with_judge
         else:
-            env = sandbox.rank_environment(rank, world_size, port, rank_dir, trusted=False,
-                                           loopback_only=box.loopback_only, user=box.user_name,
-                                           build_dir=self.build_dir)
+            env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=False,
+                                               loopback_only=box.loopback_only, user=box.user_name,
+                                               build_dir=self.build_dir)
             box.own(rank_dir)
             preexec = box.preexec()
             argv = box.command(argv, rank_dir, writable=[self.out_dir, self.build_dir], readable=[self.src_dir])
@@ -145,7 +123,7 @@ class RankGroup:
         finally:
             os.close(write_fd)
         os.set_blocking(read_fd, False)
-        self.ranks.append(_Rank(rank, proc, read_fd, stdout_path=stdout_path, stderr_path=stderr_path))
+        self.ranks.append(Rank(rank, proc, read_fd, stdout_path=stdout_path, stderr_path=stderr_path))
 
     def load_command(self, problem: str, candidate: str, shape: Optional[dict] = None) -> dict:
         """The ``load`` that switches the ranks to ``problem`` and ``candidate`` (a self-check's next problem, or a
@@ -200,99 +178,13 @@ class RankGroup:
         return self.seq
 
     def collect(self, timeout: float, expect_seq: Optional[int] = None, grace: float = 3.0) -> list[dict]:
-        """Wait for one reply per rank. Raises GroupFailure on an error reply, an early exit or the deadline.
-
-        After the first failure the other ranks get a short grace period (they are usually blocked in a collective
-        with the failed rank); the failure reported is the root cause: a rank that died without answering, or one
-        that raised its own error, rather than the peers whose collectives broke because of it.
-        """
-        replies: dict[int, dict] = {}
-        failures: list[GroupFailure] = []
-        deadline = time.monotonic() + timeout
-        selector = selectors.DefaultSelector()
-        for r in self.ranks:
-            selector.register(r.reply_fd, selectors.EVENT_READ, r)
-
-        def fail(failure: GroupFailure) -> None:
-            nonlocal deadline
-            failures.append(failure)
-            deadline = min(deadline, time.monotonic() + grace)
-
-        try:
-            while len(replies) < self.world_size:
-                now = time.monotonic()
-                if now >= deadline:
-                    if failures:
-                        break
-                    missing = [r.rank for r in self.ranks if r.rank not in replies]
-                    if not self.trusted and not all(r.initialized for r in self.ranks):
-                        stuck = [r.rank for r in self.ranks if not r.initialized]
-                        raise GroupFailure("infra_error", f"ranks {stuck} did not finish process-group start-up "
-                                                          f"within {timeout:.0f} s (before any candidate code ran)",
-                                           stuck[0])
-                    raise GroupFailure("timeout", f"ranks {missing} did not answer within {timeout:.0f} s "
-                                                  "(hang or distributed deadlock); the process group was killed",
-                                       missing[0])
-                for key, _ in selector.select(timeout=min(0.2, max(0.0, deadline - now))):
-                    r = key.data
-                    for reply in self._read(r):
-                        self._accept(r, reply, expect_seq, replies, fail)
-                for r in self.ranks:
-                    if r.rank not in replies and r.proc.poll() is not None:
-                        for reply in self._read(r):  # what it said before dying
-                            self._accept(r, reply, expect_seq, replies, fail)
-                        if r.rank not in replies:
-                            replies[r.rank] = {"ok": False}
-                            # Dying before process-group init is the platform's problem: no candidate code ran yet.
-                            kind = "exited" if self.trusted or r.initialized else "infra_error"
-                            fail(GroupFailure(kind, _exit_message(r.rank, r.proc.returncode), r.rank))
-            if failures:
-                raise _root_cause(failures)
-            return [replies[r.rank] for r in self.ranks]
-        finally:
-            selector.close()
-
-    def _accept(self, r: _Rank, reply: dict, expect_seq, replies: dict, fail) -> None:
-        if reply.get("event") == "initialized":  # process group up; the candidate's module is loaded next
-            r.initialized = True
-            return
-        if expect_seq is not None and reply.get("seq") not in (None, expect_seq):
-            fail(GroupFailure("protocol", f"rank {r.rank} answered out of turn (seq {reply.get('seq')})", r.rank))
-            return
-        if r.rank in replies:
-            return
-        replies[r.rank] = reply
-        if not reply.get("ok"):
-            kind = reply.get("kind", "runtime_error")
-            if kind == "infra_error" and not self.trusted and r.initialized:
-                # Once the candidate's code has run in this process it can write any reply; a claim that the
-                # platform failed is believed only before that (process-group init), never from the candidate.
-                kind = "runtime_error"
-            fail(GroupFailure(kind, reply.get("error", "failed"), r.rank))
+        """Wait for one reply per rank (evaluator/process/protocol.py): GroupFailure on an error reply, an early exit
+        or the deadline."""
+        return protocol.collect(self.ranks, self.trusted, timeout, expect_seq, grace)
 
     def command(self, cmd: dict, timeout: float) -> list[dict]:
         seq = self.send(cmd)
         return self.collect(timeout, expect_seq=seq)
-
-    def _read(self, r: _Rank) -> list[dict]:
-        out = []
-        while True:
-            try:
-                chunk = os.read(r.reply_fd, 65536)
-            except BlockingIOError:
-                break
-            except OSError:
-                break
-            if not chunk:
-                break
-            r.buffer += chunk
-        while b"\n" in r.buffer:
-            line, r.buffer = r.buffer.split(b"\n", 1)
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                out.append({"ok": False, "kind": "protocol", "error": f"unreadable reply: {line[:200]!r}"})
-        return out
 
     # --- teardown ---------------------------------------------------------------------------------------------------
     def close(self, timeout: float = 10.0) -> None:
@@ -300,7 +192,8 @@ class RankGroup:
         close_all([self], timeout)
 
     def request_exit(self) -> None:
-        """Tell every rank to exit (it leaves at once, without tearing down its process group: see evaluator/rank/worker.py)."""
+        """Tell every rank to exit (it leaves at once, without tearing down its process group: see
+        evaluator/rank/worker.py)."""
         if self.closed:
             return
         self.closed = True
@@ -338,7 +231,8 @@ class RankGroup:
             builds.harvest(self.build_key, self.build_dir)
 
     def build_report(self) -> dict:
-        """The group's builds (evaluator/process/builds.py): compiled here, loaded already built, taken from the cache."""
+        """The group's builds (evaluator/process/builds.py): compiled here, loaded already built, taken from the
+        cache."""
         if not self.build_dir:
             return {}
         return dict(builds.report(self.build_dir), from_cache=self.build_restored)
@@ -347,12 +241,6 @@ class RankGroup:
         return [{"role": "candidate" if self.role == "cand" else "reference", "rank": r.rank,
                  "exit_code": r.proc.returncode,
                  "stdout": _tail(r.stdout_path), "stderr": _tail(r.stderr_path)} for r in self.ranks]
-
-
-# Text of errors that a rank raises only because a peer failed (its collective lost the other side).
-_PEER_FAILURE_MARKERS = ("Connection closed by peer", "Connection reset", "remote worker", "Broken pipe",
-                         "communicator was aborted", "NCCL Error", "ncclRemoteError", "Socket Timeout",
-                         "Connection refused", "peer", "Timed out")
 
 
 def close_all(groups: list, timeout: float = 10.0) -> None:
@@ -370,31 +258,6 @@ def close_all(groups: list, timeout: float = 10.0) -> None:
                 pass
     for group in groups:
         group.kill()
-
-
-def _root_cause(failures: list[GroupFailure]) -> GroupFailure:
-    def rank_order(f: GroupFailure) -> int:
-        if f.kind in ("exited",):
-            return 0
-        if any(marker in f.message for marker in _PEER_FAILURE_MARKERS):
-            return 2
-        return 1
-
-    best = sorted(failures, key=rank_order)[0]
-    others = sorted({f.rank for f in failures if f is not best and f.rank is not None})
-    if others:
-        best.message += f"\n(ranks {others} failed afterwards, as their peers were gone)"
-    return best
-
-
-def _exit_message(rank: int, code: Optional[int]) -> str:
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = str(-code)
-        return f"rank {rank} was killed by {name} before answering"
-    return f"rank {rank} exited early with status {code} before answering"
 
 
 def _tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:

@@ -1,9 +1,8 @@
-"""What a rank process may see and do: a scrubbed environment, a private scratch directory, limits, isolation.
+"""What a candidate's rank process may see and do: a private scratch directory, limits, isolation.
 
-Every rank (reference and candidate) gets only an allow-list of environment variables (no credentials, no broker or
-database URLs, no proxies), NVLink multicast switched off (multicast can take a shared host's GPUs out of service),
-and dies with the judge (a parent-death signal; the judge also kills each rank's process session). Candidate ranks
-(untrusted code) are further confined by a :class:`Sandbox`, one per candidate group, in three layers:
+Every rank (reference and candidate) gets a scrubbed environment and dies with the judge
+(evaluator/process/environment.py). Candidate ranks (untrusted code) are further confined by a :class:`Sandbox`, one
+per candidate group, in three layers:
 
 - **user**: a fresh numeric uid per job, no groups, no capabilities, ``no_new_privs``, so they cannot read the
   judge's or the reference's memory and environment (``/proc/PID/environ``, ``/proc/PID/mem``), 0600 files such as
@@ -29,7 +28,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import pathlib
 import resource
 import shutil
 import signal
@@ -39,18 +37,7 @@ import tempfile
 from typing import Iterable, Optional
 
 from evaluator.process import bwrap, processes
-
-REPO_ROOT = str(pathlib.Path(__file__).resolve().parents[2])
-PKB_UTILS = str(pathlib.Path(REPO_ROOT) / "evaluator" / "pkb_utils")
-
-# Never let NCCL, symmetric memory or NVSHMEM use NVLink multicast (docs/architecture.md; the lent GPU hosts forbid it).
-MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-
-# Host variables a rank may inherit: toolchain and device plumbing only.
-PASS_THROUGH = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "TORCH_CUDA_ARCH_LIST",
-                "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CC", "CXX", "TRITON_PTXAS_PATH",
-                "NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE",
-                "GLOO_SOCKET_IFNAME", "PKB_THREADS_PER_RANK", "LANG", "LC_ALL")
+from evaluator.process.environment import _LIBC, PKB_UTILS, PR_SET_PDEATHSIG, REPO_ROOT
 
 FILE_SIZE_LIMIT = 2 * 2**30  # one file a candidate writes (logs included)
 PROCESS_LIMIT = 8192  # processes and threads of one candidate group (its own uid), i.e. no fork bomb
@@ -58,11 +45,7 @@ UID_RANGE = processes.UID_RANGE
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
-PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
-# Loaded at import, before any fork: functions that run between fork and exec only call into it.
-_LIBC = ctypes.CDLL(None, use_errno=True)
-
 # A tiny program (no site, no torch) that enters new network and IPC namespaces, brings loopback up and waits; the
 # judge keeps handles on both namespaces and every candidate rank joins them.
 _NAMESPACE_HOLDER = r"""
@@ -108,45 +91,6 @@ def enabled_by_default() -> bool:
 
 def required_by_default() -> bool:
     return mode() == "required"
-
-
-def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trusted: bool,
-                     loopback_only: bool = False, user: Optional[str] = None,
-                     build_dir: Optional[str] = None) -> dict:
-    tmp = os.path.join(rank_dir, "tmp")
-    os.makedirs(tmp, exist_ok=True)
-    python_bin = os.path.dirname(sys.executable)
-    env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
-    env.update(
-        PATH=os.pathsep.join([python_bin, "/usr/local/cuda/bin", "/usr/local/bin", "/usr/bin", "/bin"]),
-        HOME=rank_dir, TMPDIR=tmp, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
-        PYTHONPATH=os.pathsep.join([REPO_ROOT, PKB_UTILS]),
-        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
-        WORLD_SIZE=str(world_size), LOCAL_WORLD_SIZE=str(world_size), OMP_NUM_THREADS="1",
-        TORCH_EXTENSIONS_DIR=os.path.join(rank_dir, "torch_extensions"),
-        TRITON_CACHE_DIR=os.path.join(rank_dir, "triton_cache"),
-        PKB_SCRATCH=rank_dir,
-        # The judge stops the idle group (SIGSTOP) while the other runs and keeps its own deadlines; torch's NCCL
-        # heartbeat monitor would count a long stop as a hung watchdog and kill the rank on resume.
-        TORCH_NCCL_ENABLE_MONITORING="0",
-    )
-    if build_dir:  # one build directory for the whole group (evaluator/process/builds.py): compiled once, not per rank
-        env.update(TORCH_EXTENSIONS_DIR=os.path.join(build_dir, "torch_extensions"),
-                   TRITON_CACHE_DIR=os.path.join(build_dir, "triton_cache"),
-                   PKB_BUILD_LOG=os.path.join(build_dir, "builds.log"))
-    if user:  # getpass.getuser() (torch, triton caches) must not need a passwd entry for a numeric uid
-        env.update(USER=user, LOGNAME=user)
-    if loopback_only:  # the rank's namespace has nothing but lo: collectives must bootstrap over it
-        env.update(GLOO_SOCKET_IFNAME="lo", NCCL_SOCKET_IFNAME="lo")
-    env.setdefault("LANG", "C.UTF-8")
-    env.update(MULTICAST_OFF)
-    return env
-
-
-def die_with_judge() -> None:
-    """Between fork and exec of a trusted rank: killed when the judge's thread that started it dies, so a judge
-    killed with SIGKILL (a worker crash) leaves no reference rank behind, stopped or not."""
-    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def host_support() -> dict:
@@ -404,8 +348,8 @@ def _probe_user_access() -> Optional[str]:
     import torch  # noqa: F401 - its location is what must be readable
 
     paths = [os.path.realpath(sys.executable), os.path.dirname(os.__file__), os.path.dirname(torch.__file__),
-             os.path.join(REPO_ROOT, "evaluator", "rank", "worker.py"), os.path.join(REPO_ROOT, "problems", "__init__.py"),
-             PKB_UTILS]
+             os.path.join(REPO_ROOT, "evaluator", "rank", "worker.py"),
+             os.path.join(REPO_ROOT, "problems", "__init__.py"), PKB_UTILS]
     # GPU device nodes (present on GPU hosts only): the candidate's uid must be able to open them.
     paths += ["rw:" + os.path.join("/dev", name) for name in ("nvidiactl", "nvidia-uvm", "nvidia0")
               if os.path.exists(os.path.join("/dev", name))]

@@ -1,9 +1,9 @@
 """Warm spares: rank groups started before the job that will use them, so back-to-back jobs do not wait for start-up.
 
 Starting a pair of groups (Python, torch, the CUDA context, the process group) is most of a job's wall time on a GPU
-(about 4 s of 5: docs/calibration.md, Throughput), and none of it depends on the job. A :class:`WarmPool` keeps ``depth``
-pairs started with the problem left open (``evaluator.rank.worker --problem -``); the judge takes one, gives it the job's
-problem, candidate and shape in a ``load`` and judges as usual, and the pool starts a replacement at once.
+(about 4 s of 5: docs/calibration.md, Throughput), and none of it depends on the job. A :class:`WarmPool` keeps
+``depth`` pairs started with the problem left open (``evaluator.rank.worker --problem -``); the judge takes one, gives
+it the job's problem, candidate and shape in a ``load`` and judges as usual, and the pool starts a replacement at once.
 
 What stays as it was:
 - every job still runs in processes of its own, used once and killed after: a spare has run nothing but the harness
@@ -29,7 +29,8 @@ from typing import Optional
 from evaluator.process import sandbox as sandboxing
 from evaluator.process.group import RankGroup, close_all
 
-# ``--problem`` of a spare's ranks (evaluator/rank/worker.py): start the process group, then wait for the job's first ``load``.
+# ``--problem`` of a spare's ranks (evaluator/rank/worker.py): start the process group, then wait for the job's first
+# ``load``.
 DEFERRED = "-"
 
 

@@ -3,11 +3,11 @@
 The judge starts W of these per role (reference ranks and candidate ranks are separate process groups, never the same
 processes) and drives them with JSON commands on stdin; replies go back as JSON lines on the file descriptor given by
 --reply-fd. Commands: ``trial`` (build inputs from a seed, run ``solution``; a candidate's ranks save their outputs as
-tensor files in --out, a reference's ranks, asked to ``hold``, keep theirs on their device), ``check`` (reference
-ranks only: compare the candidate's file for the held trial with the held output, see evaluator/rank/outputs.py), ``time``
-(one timing block: evaluator/rank/timed.py), ``kept`` (write the output a timing block kept), ``load`` (switch problem: trusted references in
-self-checks; or the job's problem and candidate, once, in a warm spare started with ``--problem -`` before the job was
-known), ``exit``.
+tensor files in --out, a reference's ranks, asked to ``hold``, keep theirs on their device), ``check`` (reference ranks
+only: compare the candidate's file for the held trial with the held output, see evaluator/rank/outputs.py), ``time``
+(one timing block: evaluator/rank/timed.py), ``kept`` (write the output a timing block kept), ``load`` (switch problem:
+trusted references in self-checks; or the job's problem and candidate, once, in a warm spare started with
+``--problem -`` before the job was known), ``exit``.
 
 Everything here runs in an untrusted process when the role is ``cand``: nothing it reports is believed without a
 check (its outputs are compared by the reference's ranks, its timings cross-checked against the judge's own clock).
@@ -33,6 +33,7 @@ from evaluator.rank import messages, outputs, timed
 from evaluator.rank.clocks import (
     _all_reduce, _barrier, _empty_cache, _memory_reserved, _perf_counter, randbelow, synchronize,
 )
+from evaluator.rank.host import environment, pin_to_cores
 from evaluator.timing.calibration import RELEASE_CACHE_BYTES, RELEASE_CACHE_SHARE
 from problems.base import InputContext
 
@@ -108,46 +109,6 @@ def resolve_solution(problem, candidate: str):
     return load_candidate(candidate)
 
 
-def _driver_version():
-    """The kernel driver's version from /proc (instant), else nvidia-smi (a subprocess: ~0.5 s of a rank's start)."""
-    try:
-        with open("/proc/driver/nvidia/version") as f:
-            words = f.readline().split()
-        return next(w for w in words if w[0].isdigit() and w.count(".") >= 1)
-    except Exception:  # noqa: BLE001 - not there in containers without /proc/driver: ask the tool
-        pass
-    try:
-        import subprocess
-
-        return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20).stdout.split("\n")[0].strip() or None
-    except Exception:  # noqa: BLE001 - informative only
-        return None
-
-
-def environment(backend: str) -> dict:
-    import platform
-    import socket
-
-    env = {"host": socket.gethostname(), "python": platform.python_version(), "torch": torch.__version__,
-           "backend": backend, "gpus": [], "driver": None, "cuda": torch.version.cuda, "nccl": None, "triton": None}
-    if torch.cuda.is_available():
-        env["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        try:
-            env["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
-        except Exception:  # noqa: BLE001 - informative only
-            pass
-        env["driver"] = _driver_version()
-    try:
-        # The installed version, without importing triton (an import costs a rank's start ~0.5 s for one string).
-        from importlib import metadata
-
-        env["triton"] = metadata.version("triton")
-    except Exception:  # noqa: BLE001 - informative only
-        pass
-    return env
-
-
 class Worker:
     def __init__(self, args):
         self.args = args
@@ -195,7 +156,7 @@ class Worker:
             return False
         self.env = environment(backend) if self.rank == 0 else None
         self.reply(ok=True, event="initialized")  # before any candidate code runs (see group.RankGroup._accept)
-        if self.args.problem == DEFERRED:  # a warm spare (evaluator/process/warm.py): the job arrives with the first load
+        if self.args.problem == DEFERRED:  # a warm spare (evaluator/process/warm.py): the job comes with the first load
             self.reply(ok=True, event="ready", env=self.env)
             return True
         return self.load(self.args.problem, self.args.candidate, first=True)
@@ -354,7 +315,7 @@ class Worker:
                     self.check(cmd)
                 elif op == "load":
                     self.load(cmd["problem"], cmd["candidate"], shape=_shape_of(cmd))
-                elif op == "profile":  # profile mode (evaluator/rank/profiling.py): a torch profiler trace of a few calls
+                elif op == "profile":  # profile mode (evaluator/rank/profiling.py): a torch profiler trace
                     from evaluator.rank import profiling
                     profiling.rank_profile(self, cmd, _barrier, synchronize)
             except BaseException as exc:  # noqa: BLE001 - a candidate exception on this rank
@@ -365,19 +326,6 @@ class Worker:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
-
-
-def pin_to_cores(rank: int, world_size: int) -> None:
-    """Rank r of every role runs on the same cores, so reference and candidate ranks see the same CPU speed."""
-    if not hasattr(os, "sched_setaffinity"):
-        return
-    cpus = sorted(os.sched_getaffinity(0))
-    per_rank = max(1, len(cpus) // max(1, world_size))
-    start = (rank * per_rank) % len(cpus)
-    try:
-        os.sched_setaffinity(0, cpus[start:start + per_rank])
-    except OSError:
-        pass
 
 
 def parse_args(argv=None):

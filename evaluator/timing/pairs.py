@@ -15,8 +15,8 @@ A pair in which either side was host-paced brings the host-bound floor back (tho
 
 With eight pairs, A/A runs on an H200 gave no false "faster" and 5% differences were detected; a miss was a false
 cross-check flag in one pair, hence ``triage`` below. Eight pairs cost several times a one-pair judgement, so the
-default ``pairs`` is 1 (the single-pair rule in evaluator/timing/rules.py) and a profile that ranks 5% differences asks for more
-(HardwareProfile.timing_pairs). The numbers: docs/calibration.md, "Config.pairs".
+default ``pairs`` is 1 (the single-pair rule in evaluator/timing/rules.py) and a profile that ranks 5% differences asks
+for more (HardwareProfile.timing_pairs). The numbers: docs/calibration.md, "Config.pairs".
 """
 from __future__ import annotations
 

@@ -55,12 +55,11 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
         if light["violated"]:
             flags.append(schema.FLAG_FASTER_THAN_LIGHT)
     ranked = cfg.device == "cuda" and not flags
-    # Reference blocks whose calls mostly began before the host had queued them (evaluator/rank/timed.py, spin_short): the GPU
-    # waited for the reference's host inside the timed window, so those blocks timed its launches, not its kernels,
-    # and the reference read slower than it is (identical code once read 5x "faster": docs/calibration.md,
-    # SPIN_SHORT_BLOCK_SHARE). The reference's share
-    # is trusted (a candidate's is not read here: its own short spins only make it look slower), and it is tied to
-    # no interval width, so "faster" is withheld outright.
+    # Reference blocks whose calls mostly began before the host had queued them (evaluator/rank/timed.py, spin_short):
+    # the GPU waited for the reference's host inside the timed window, so those blocks timed its launches, not its
+    # kernels, and the reference read slower than it is (identical code once read 5x "faster": docs/calibration.md,
+    # SPIN_SHORT_BLOCK_SHARE). The reference's share is trusted (a candidate's is not read here: its own short spins
+    # only make it look slower), and it is tied to no interval width, so "faster" is withheld outright.
     short_blocks = blocks_spun_short(reference_spin_short)
     doc = {
         "reference_ms": round(ref_ms, 6), "candidate_ms": round(cand_ms, 6),

@@ -1,5 +1,5 @@
-"""Compile once (evaluator/process/builds.py): the ranks of a job share one build, and a later job of the same file compiles
-nothing. Real judge, real C++ extension (the CPU path of compile_cuda_extension), W = 2 on gloo."""
+"""Compile once (evaluator/process/builds.py): the ranks of a job share one build, and a later job of the same file
+compiles nothing. Real judge, real C++ extension (the CPU path of compile_cuda_extension), W = 2 on gloo."""
 import pathlib
 import shutil
 

@@ -28,7 +28,8 @@ def test_reference_a_a_on_gpu():
 
 
 def test_placement_experiment_and_pairs_on_gpu():
-    # Each block's data placed anew (evaluator/rank/worker.py, _new_placement: cache handed back, a random pad held) in two pairs.
+    # Each block's data placed anew (evaluator/rank/worker.py, _new_placement: cache handed back, a random pad held) in
+    # two pairs.
     result = judge.evaluate(13, "reference", 1, "cuda", seed=6, pairs=2, replace_memory=True)
     assert result["verdict"] == schema.CORRECT, result["message"]
     assert result["timing"]["pairs"]["count"] == 2 and not result["timing"]["faster"]

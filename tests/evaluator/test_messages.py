@@ -1,5 +1,6 @@
-"""evaluator/rank/messages.py: a candidate's failure is told by its root cause (exception, then the candidate's innermost
-frame), without the judge's frames or the server's paths; build failures are compile errors with the first error."""
+"""evaluator/rank/messages.py: a candidate's failure is told by its root cause (exception, then the candidate's
+innermost frame), without the judge's frames or the server's paths; build failures are compile errors with the first
+error."""
 import importlib.util
 import subprocess
 import textwrap

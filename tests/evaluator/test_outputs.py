@@ -1,5 +1,5 @@
-"""Output files between processes (evaluator/rank/outputs.py): what a reference rank accepts from a candidate's file, and
-the copy that takes a kept output out of the candidate's reach."""
+"""Output files between processes (evaluator/rank/outputs.py): what a reference rank accepts from a candidate's file,
+and the copy that takes a kept output out of the candidate's reach."""
 import os
 import types
 

@@ -407,8 +407,6 @@ def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_mo
 
 
 def test_a_ranks_spin_wish_is_capped_and_only_numbers_count():
-    from evaluator.rank import worker as rank_worker
-
     assert replies._spin_wanted([{"spin_wanted_us": 1e12}]) == calibration.SPIN_MAX_US
     assert replies._spin_wanted([{"spin_wanted_us": "9"}, {"spin_wanted_us": float("inf")}, {}]) == 0.0
     assert replies._spin_wanted([{"spin_wanted_us": 40}, {"spin_wanted_us": 90.5}]) == 90.5
@@ -420,8 +418,6 @@ def test_a_ranks_reported_share_is_shown_only_when_it_is_one():
 
 
 def test_a_ranks_spin_wish_follows_its_typical_host_time_not_its_slowest_call():
-    from evaluator.rank import worker as rank_worker
-
     margin, factor = calibration.SPIN_MARGIN_US, calibration.SPIN_HOST_FACTOR
     assert timed.spin_wish_us([]) == margin
     block0 = [50.0, 55.0, 60.0, 52.0]

@@ -1,4 +1,5 @@
-"""Warm spares (evaluator/process/warm.py): groups started before their job judge exactly as cold ones, on a CPU gloo world."""
+"""Warm spares (evaluator/process/warm.py): groups started before their job judge exactly as cold ones, on a CPU gloo
+world."""
 import os
 import pathlib
 import signal

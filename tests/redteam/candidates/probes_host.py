@@ -4,8 +4,8 @@
 - connect to Unix sockets: PostgreSQL's, the broker's, Docker's, one the test opens, an abstract one the test opens;
 - write into the source tree;
 - leave files in /dev/shm and /tmp, and keep a process running after the job.
-Each attempt prints one line "probe NAME: ..."; the test reads them. Defences: own uid, own network and IPC
-namespaces, a private filesystem view (evaluator/process/bwrap.py), reaping of the uid's processes and the group's shared
+Each attempt prints one line "probe NAME: ..."; the test reads them. Defences: own uid, own network and IPC namespaces,
+a private filesystem view (evaluator/process/bwrap.py), reaping of the uid's processes and the group's shared
 directories at the end of the job."""
 import os
 import socket

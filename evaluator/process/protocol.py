@@ -1,0 +1,167 @@
+"""The command protocol between the judge and a group's rank processes, judge side: JSON commands go to each rank's
+stdin, one JSON reply line comes back per rank on a private pipe. ``collect`` waits for every rank's reply and turns
+an error reply, an early exit or a missed deadline into one ``GroupFailure``, naming the root cause rather than the
+peers whose collectives broke because of it. The rank side of the protocol: evaluator/rank/worker.py.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import selectors
+import signal
+import subprocess
+import time
+from typing import Optional
+
+
+class GroupFailure(Exception):
+    """A command did not complete on every rank. ``kind`` is a verdict-like word; ``rank`` the first rank at fault."""
+
+    def __init__(self, kind: str, message: str, rank: Optional[int] = None):
+        super().__init__(message)
+        self.kind = kind
+        self.rank = rank
+        self.message = message
+
+
+@dataclasses.dataclass
+class Rank:
+    """One rank process of a group and its end of the reply pipe."""
+
+    rank: int
+    proc: subprocess.Popen
+    reply_fd: int
+    buffer: bytes = b""
+    stdout_path: str = ""
+    stderr_path: str = ""
+    initialized: bool = False  # past process-group init: the candidate's code may have run since
+
+
+def collect(ranks: list[Rank], trusted: bool, timeout: float, expect_seq: Optional[int] = None,
+            grace: float = 3.0) -> list[dict]:
+    """Wait for one reply from each of ``ranks`` (``trusted``: a reference group's). Raises GroupFailure on an error
+    reply, an early exit or the deadline.
+
+    After the first failure the other ranks get a short grace period (they are usually blocked in a collective
+    with the failed rank); the failure reported is the root cause: a rank that died without answering, or one
+    that raised its own error, rather than the peers whose collectives broke because of it.
+    """
+    replies: dict[int, dict] = {}
+    failures: list[GroupFailure] = []
+    deadline = time.monotonic() + timeout
+    selector = selectors.DefaultSelector()
+    for r in ranks:
+        selector.register(r.reply_fd, selectors.EVENT_READ, r)
+
+    def fail(failure: GroupFailure) -> None:
+        nonlocal deadline
+        failures.append(failure)
+        deadline = min(deadline, time.monotonic() + grace)
+
+    try:
+        while len(replies) < len(ranks):
+            now = time.monotonic()
+            if now >= deadline:
+                if failures:
+                    break
+                missing = [r.rank for r in ranks if r.rank not in replies]
+                if not trusted and not all(r.initialized for r in ranks):
+                    stuck = [r.rank for r in ranks if not r.initialized]
+                    raise GroupFailure("infra_error", f"ranks {stuck} did not finish process-group start-up "
+                                                      f"within {timeout:.0f} s (before any candidate code ran)",
+                                       stuck[0])
+                raise GroupFailure("timeout", f"ranks {missing} did not answer within {timeout:.0f} s "
+                                              "(hang or distributed deadlock); the process group was killed",
+                                   missing[0])
+            for key, _ in selector.select(timeout=min(0.2, max(0.0, deadline - now))):
+                r = key.data
+                for reply in read(r):
+                    _accept(r, reply, trusted, expect_seq, replies, fail)
+            for r in ranks:
+                if r.rank not in replies and r.proc.poll() is not None:
+                    for reply in read(r):  # what it said before dying
+                        _accept(r, reply, trusted, expect_seq, replies, fail)
+                    if r.rank not in replies:
+                        replies[r.rank] = {"ok": False}
+                        # Dying before process-group init is the platform's problem: no candidate code ran yet.
+                        kind = "exited" if trusted or r.initialized else "infra_error"
+                        fail(GroupFailure(kind, _exit_message(r.rank, r.proc.returncode), r.rank))
+        if failures:
+            raise _root_cause(failures)
+        return [replies[r.rank] for r in ranks]
+    finally:
+        selector.close()
+
+def _accept(r: Rank, reply: dict, trusted: bool, expect_seq, replies: dict, fail) -> None:
+    if reply.get("event") == "initialized":  # process group up; the candidate's module is loaded next
+        r.initialized = True
+        return
+    if expect_seq is not None and reply.get("seq") not in (None, expect_seq):
+        fail(GroupFailure("protocol", f"rank {r.rank} answered out of turn (seq {reply.get('seq')})", r.rank))
+        return
+    if r.rank in replies:
+        return
+    replies[r.rank] = reply
+    if not reply.get("ok"):
+        kind = reply.get("kind", "runtime_error")
+        if kind == "infra_error" and not trusted and r.initialized:
+            # Once the candidate's code has run in this process it can write any reply; a claim that the
+            # platform failed is believed only before that (process-group init), never from the candidate.
+            kind = "runtime_error"
+        fail(GroupFailure(kind, reply.get("error", "failed"), r.rank))
+
+
+
+def read(r: Rank) -> list[dict]:
+    """The complete reply lines waiting on ``r``'s pipe (an unreadable one is a protocol failure)."""
+    out = []
+    while True:
+        try:
+            chunk = os.read(r.reply_fd, 65536)
+        except BlockingIOError:
+            break
+        except OSError:
+            break
+        if not chunk:
+            break
+        r.buffer += chunk
+    while b"\n" in r.buffer:
+        line, r.buffer = r.buffer.split(b"\n", 1)
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            out.append({"ok": False, "kind": "protocol", "error": f"unreadable reply: {line[:200]!r}"})
+    return out
+
+
+
+# Text of errors that a rank raises only because a peer failed (its collective lost the other side).
+_PEER_FAILURE_MARKERS = ("Connection closed by peer", "Connection reset", "remote worker", "Broken pipe",
+                         "communicator was aborted", "NCCL Error", "ncclRemoteError", "Socket Timeout",
+                         "Connection refused", "peer", "Timed out")
+
+
+def _root_cause(failures: list[GroupFailure]) -> GroupFailure:
+    def rank_order(f: GroupFailure) -> int:
+        if f.kind in ("exited",):
+            return 0
+        if any(marker in f.message for marker in _PEER_FAILURE_MARKERS):
+            return 2
+        return 1
+
+    best = sorted(failures, key=rank_order)[0]
+    others = sorted({f.rank for f in failures if f is not best and f.rank is not None})
+    if others:
+        best.message += f"\n(ranks {others} failed afterwards, as their peers were gone)"
+    return best
+
+
+def _exit_message(rank: int, code: Optional[int]) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        return f"rank {rank} was killed by {name} before answering"
+    return f"rank {rank} exited early with status {code} before answering"
