@@ -2,7 +2,7 @@
 null answers (zeros, inputs unchanged, no communication) rejected, for W = 1, 2, 4 (issues 3, 5 and 6)."""
 import pytest
 
-from evaluator import selfcheck
+from evaluator.judge import selfcheck
 
 RANGES = {"1-29": range(1, 30), "30-58": range(30, 59), "59-87": range(59, 88)}
 
