@@ -49,7 +49,7 @@ RUN pip install -e ".[site]" \
  && chmod -R a+rX /opt/venv /srv/pkb-arena \
  && mkdir -p $PKB_DATA_DIR && chmod 700 $PKB_DATA_DIR
 
-# The worker stays root inside the container on purpose: the judge (evaluator/sandbox.py) then runs each candidate
+# The worker stays root inside the container on purpose: the judge (evaluator/process/sandbox.py) then runs each candidate
 # group under a fresh numeric uid with no capabilities and no_new_privs, in its own network and IPC namespaces, and
 # each rank in a bubblewrap mount namespace that shows only the system, the interpreter, evaluator/ and problems/
 # (needs --cap-add SYS_ADMIN and no AppArmor/seccomp profile forbidding mount). Candidate code can then read neither

@@ -184,14 +184,14 @@ PKB_REAPER_INTERVAL_SECONDS = env_int("PKB_REAPER_INTERVAL_SECONDS", 30, minimum
 # at a shape it draws (--hidden-shape) and a correctness-only run at another world size the worker picks at random
 # (--hidden-world-size). PKB_HIDDEN_CHECKS=0 switches both off (an extra trial and an extra launch per job).
 PKB_HIDDEN_CHECKS = env_bool("PKB_HIDDEN_CHECKS", True)
-# Warm spares (evaluator/warm.py): with N > 0 each worker thread keeps one long-lived judge (evaluator.serve) whose
+# Warm spares (evaluator/process/warm.py): with N > 0 each worker thread keeps one long-lived judge (evaluator.serve) whose
 # pool holds N pairs of rank groups started ahead of the jobs; every job still gets processes of its own. 0: a fresh
 # judge per job. Worth it on GPU hosts, where start-up is most of a job (docs/calibration.md, Throughput).
 PKB_WARM_SPARES = env_int("PKB_WARM_SPARES", 0, minimum=0)
 # Where the worker keeps candidate files and judge output while a job runs (one locked directory per worker process:
 # leaderboard/jobs/workspace.py).
 PKB_WORK_DIR = Path(env_str("PKB_WORK_DIR", str(DATA_DIR / "work")))
-# The candidate sandbox (evaluator/sandbox.py): "required" (production: a worker on a host that cannot give every
+# The candidate sandbox (evaluator/process/sandbox.py): "required" (production: a worker on a host that cannot give every
 # layer refuses to start), "auto" (the embedded default: every layer the host allows; results without the whole
 # sandbox are flagged unsandboxed and never rank) or "off" (debugging). Ranked profiles' jobs require it regardless.
 PKB_SANDBOX = env_str("PKB_SANDBOX", "auto").strip().lower()

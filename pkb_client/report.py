@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def withheld_line(timing: dict) -> str:
     """Why an interval above 1.0 is not called faster because the reference's own timing blocks timed its host
-    (evaluator/judge.py, ``reference_blocks_spun_short``), or nothing."""
+    (evaluator/timing/rules.py, ``reference_blocks_spun_short``), or nothing."""
     blocks, short_pairs = timing.get("reference_blocks_spun_short"), timing.get("reference_spun_short_pairs")
     if not (blocks or short_pairs):
         return ""

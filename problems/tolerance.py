@@ -3,7 +3,7 @@ check every problem is judged by. It lives with the problems because some proble
 it to parts of their output, and problems never import the evaluator; the judge takes it from here
 (evaluator/compare.py).
 
-Used only in trusted processes: the reference's ranks (evaluator/outputs.py, where the reference's output is, on the
+Used only in trusted processes: the reference's ranks (evaluator/rank/outputs.py, where the reference's output is, on the
 GPU or the host) and tests. Returns None when equal, otherwise a message that says which output, where and by how
 much, with error statistics the JSON reports.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The candidate sandbox's tools (evaluator/sandbox.py): bubblewrap for the private filesystem view, setpriv
+# The candidate sandbox's tools (evaluator/process/sandbox.py): bubblewrap for the private filesystem view, setpriv
 # (util-linux) to drop to the candidate's uid. Installed from Debian's packages when this runs as root and they are
 # missing; without root the sandbox cannot be complete anyway, and the judge says so on every result.
 set -uo pipefail

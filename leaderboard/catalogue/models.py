@@ -57,7 +57,7 @@ class HardwareProfile(models.Model):
     trials = models.PositiveSmallIntegerField(default=5)
     timing_pairs = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_PAIRS)],
-        help_text="time each job in this many fresh process pairs (pkb eval --pairs; evaluator/pairs.py)")
+        help_text="time each job in this many fresh process pairs (pkb eval --pairs; evaluator/timing/pairs.py)")
     accepting = models.BooleanField(default=True, help_text="open for new submissions")
     description = models.TextField(blank=True)
 

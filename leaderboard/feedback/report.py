@@ -13,7 +13,7 @@
                         "bytes_per_rank", "flops_per_rank", "ceilings"},
      "shape", "world_size", "device", "seeds", "environment", "metering": {"wall_s", "gpu_seconds"}}
 
-Speed of light: the judge's own floor (evaluator/physics.py: the bytes each rank must move over NVLink at 450 GB/s
+Speed of light: the judge's own floor (evaluator/timing/physics.py: the bytes each rank must move over NVLink at 450 GB/s
 and the FLOPs at 790 TFLOP/s bf16, on H200-class GPUs) over the measured candidate time; ``hbm_ms`` is the same bytes
 at the HBM rate (4.3 TB/s), for reference. "n/a" on CPU profiles (no peak rates) and wherever the catalogue's
 estimate does not hold (a shape other than the catalogue defaults M = N = 1024, bf16, W = 8 for problems without a
@@ -26,7 +26,7 @@ from evaluator import schema
 # The text renderers live with the client (standard library), so the site's run page and ``pkb feedback`` agree.
 from pkb_client.report import crosscheck_line, first_line, text, withheld_line  # noqa: F401
 
-HBM_BYTES_PER_S = 4.3e12  # H200 measured copy rate, as evaluator.physics.H200["hbm_bytes_per_s"]
+HBM_BYTES_PER_S = 4.3e12  # H200 measured copy rate, as evaluator.timing.physics.H200["hbm_bytes_per_s"]
 CEILINGS_TEXT = "H200: NVLink 450 GB/s per direction, HBM 4.3 TB/s, 790 TFLOP/s dense bf16"
 LOG_FIELDS = ("rank", "exit_code", "stdout", "stderr")
 

@@ -55,7 +55,7 @@ def _attempt_cell(candidate_id: int, attempt: int, job, results) -> dict:
             "status": final[3] if final else (job[2] if job else "not_judged"),
             "result_id": final[0] if final else None, "message": final[4] if final else "",
             "flags": final[5] if final else [], "retries": sum(1 for r in history if r[3] == schema.INFRA_ERROR),
-            # Timing pairs whose cross-check was suspect, left out of the speedup (evaluator/pairs.py, triage).
+            # Timing pairs whose cross-check was suspect, left out of the speedup (evaluator/timing/pairs.py, triage).
             "set_aside": len(final[6]) if final and isinstance(final[6], list) else 0,
             "timing_note": _timing_note(final),
             "failed": bool(job and job[2] == "failed"), "error": job[4] if job else ""}

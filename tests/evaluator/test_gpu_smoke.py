@@ -22,7 +22,7 @@ def test_reference_a_a_on_gpu():
     assert timing["speedup_ci"][0] <= 1.0 <= timing["speedup_ci"][1] or not timing["faster"]
     assert result["environment"]["backend"] == "nccl" and result["environment"]["gpus"]
     # Both sides' spin wishes come from block 0's warm-up calls, so the spin is one value from block 1 on (it grew
-    # from block to block before, GPU runs 8 and 9, with no change in the calls' medians).
+    # from block to block before (docs/calibration.md), with no change in the calls' medians).
     spins = timing["spin_us_per_block"]
     assert len(set(spins[1:])) == 1, spins
 

@@ -67,7 +67,7 @@ def test_one_pair_is_not_a_combination():
 
 
 def test_the_rule_keeps_false_faster_rare_and_finds_five_percent_if_offsets_are_as_run_4_measured():
-    """Simulated: each pair's log speedup = true effect + a normal offset of run 4's spread (0.025) + a little
+    """Simulated: each pair's log speedup = true effect + a normal offset of the measured spread (0.025, docs/calibration.md) + a little
     within-pair noise. With K = 8: A/A "faster" below 1%, a real 5% found in at least 95% of runs (K = 6 finds it in
     ~96%, K = 4 in ~71%)."""
     rng = random.Random(7)
@@ -145,7 +145,7 @@ def test_stored_runs_are_rejudged_with_the_rules_the_judge_uses():
     assert one["low"] == pytest.approx(1.04 / (1 + floor)) and one["high"] == pytest.approx(1.06 * (1 + floor))
     summary = aa_rules.summarise([{"speedup": 1.12, "bootstrap_ci": [1.11, 1.13], "host_bound": False}])
     assert summary["false_faster"] == 1 and summary["missing_1"] == 1  # a 12% A/A offset clears the floor
-    # GPU run 10: a reference block that timed its host withholds "faster"; the interval still misses 1.0.
+    # Measured on an H200 (docs/calibration.md): a reference block that timed its host withholds "faster"; the interval still misses 1.0.
     short = {"speedup": 5.32, "bootstrap_ci": [2.21, 6.97], "host_bound": False,
              "spin_short_per_block": {"reference": [0.79, 0.74, 0.95, 0.98, 0.93, 0.64], "candidate": [0.9] + [0.0] * 5}}
     summary = aa_rules.summarise([short])
@@ -186,7 +186,7 @@ def test_stored_sensitivity_runs_are_rejudged_with_the_pair_triage():
     assert aa_rules.rejudge_probe({"case": "10% faster", "pairs": three})["detected"] is False  # flagged
     assert aa_rules.rejudge_probe({"case": "5% slower", "pairs": [_suspect(timing(0.95), False)] * 8})["detected"]
     assert aa_rules.rejudge_probe({"case": "5% slower", "pairs": None}) == {"rejudged": False}
-    # From run 7 on, the pairs the judge set aside are stored beside the combined ones and count again.
+    # The pairs the judge set aside are stored beside the combined ones and count again.
     aside = [{"pair": k, "speedup": 1.1, "crosscheck": {"suspect": True}} for k in (2, 5)]
     clean = [_suspect(timing(1.10), False) for _ in range(6)]
     assert aa_rules.rejudge_probe({"case": "10% faster", "pairs": clean, "set_aside": aside}) == {
@@ -198,7 +198,7 @@ def test_stored_sensitivity_runs_are_rejudged_with_the_pair_triage():
 
 def test_pooled_sensitivity_counts_bound_the_detection_rate_exactly():
     # The issue's ">= 95% of repeats" is read as a one-sided 95% lower bound on the rate: 59 straight detections
-    # show it, 58 do not, and one miss in 62 does not either (GPU runs 7-13 with run 8's first call counted).
+    # show it, 58 do not, and one miss in 62 does not either (the stored H200 runs, benchmarks/calibration/).
     import benchmarks.aa_rules as aa_rules
 
     fifty_nine = aa_rules.lower_bound(59, 59)
@@ -226,7 +226,7 @@ def test_the_a_a_spread_reads_gpu_paced_and_host_bound_runs_apart():
 
 
 def test_a_cross_check_flag_in_one_pair_of_four_sets_that_pair_aside(monkeypatch):
-    # GPU run 6: honest candidates exceeded the allowance in ~4% of pairs; with 8 pairs, one such pair flagged a
+    # Measured on an H200: honest candidates exceeded the allowance in ~4% of pairs; with 8 pairs, one such pair flagged a
     # quarter of the results. The first pair's flag no longer stops the other pairs either.
     _crosscheck_suspect_in(monkeypatch, {1})
     result = judge.evaluate(1, "reference", 1, "cpu", pairs=4, **SMALL)
@@ -244,7 +244,7 @@ def test_cross_check_flags_in_most_pairs_flag_the_result(monkeypatch):
 
 
 def test_a_suspect_single_pair_is_timed_again_and_flagged_only_if_that_is_suspect_too(monkeypatch):
-    # GPU run 8: 4 of 54 honest one-pair A/A runs exceeded the cross-check's allowance, and a flag keeps a result off
+    # Measured on an H200: 4 of 54 honest one-pair A/A runs exceeded the cross-check's allowance, and a flag keeps a result off
     # the rankings. The retimed pair's timing stands; the suspect one is shown as set aside.
     _crosscheck_suspect_in(monkeypatch, {1})
     result = judge.evaluate(1, "reference", 1, "cpu", **SMALL)
@@ -368,7 +368,7 @@ def test_a_rank_hands_its_cache_back_above_an_eighth_of_the_device_and_only_betw
 
 def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_most_double_it(monkeypatch):
     # Each process once lengthened its spin from its own noisy host times, so the two sides' spins differed and the
-    # difference read as unexplained time in the cross-check (H200, run 7). From block 1 on, the judge sets one spin:
+    # difference read as unexplained time in the cross-check (measured on an H200). From block 1 on, the judge sets one spin:
     # the reference's wish, or the candidate's up to twice that (a candidate can use the spin's idle GPU).
     real, sent = judge.Pair._timed_command, []
     wishes = {("ref", 0): 300.0, ("cand", 0): 5000.0, ("ref", 2): 800.0, ("cand", 2): 5000.0,
@@ -421,7 +421,7 @@ def test_a_ranks_spin_wish_follows_its_typical_host_time_not_its_slowest_call():
     margin, factor = calibration.SPIN_MARGIN_US, calibration.SPIN_HOST_FACTOR
     assert timed.spin_wish_us([]) == margin
     block0 = [50.0, 55.0, 60.0, 52.0]
-    # A few slow warm-up calls (GPU run 8: a running maximum tripled the spins) move the wish little.
+    # A few slow warm-up calls (measured: a running maximum tripled the spins) move the wish little.
     later = block0 + [900.0, 700.0]
     assert timed.spin_wish_us(block0) == factor * 53.5 + margin
     assert timed.spin_wish_us(later) == factor * 57.5 + margin

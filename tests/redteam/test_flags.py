@@ -61,7 +61,7 @@ def test_never_rank_guard_applies_to_any_flag():
 
 
 def test_the_judges_spin_does_not_widen_the_allowance():
-    # GPU red-team run 5 (1 ms of side-stream work per call): the candidate's wall held 0.67 ms more per call than
+    # Measured on an H200 with 1 ms of side-stream work per call (docs/calibration.md): the candidate's wall held 0.67 ms more per call than
     # the reference's, both holding the judge's spin (sized from the slowest trial call, so ~1 ms here). A quarter of
     # the spin-inflated wall (0.77 ms) let it pass; a quarter of the wall less the spin (0.52 ms) does not.
     config = judge.Config(world_size=1, device="cuda")
@@ -77,7 +77,7 @@ def test_the_judges_spin_does_not_widen_the_allowance():
 
 
 def test_the_references_own_block_spread_widens_the_cross_check_and_the_candidates_does_not():
-    # GPU run 9, problem 35 (A/A, untrusted): the candidate's wall held 0.15 ms a call over the reference's in two
+    # Measured on an H200, problem 35 (A/A, untrusted; docs/calibration.md): the candidate's wall held 0.15 ms a call over the reference's in two
     # pairs, against a 0.13 ms allowance, while the reference's own blocks spanned 0.17 ms a call.
     config = judge.Config(world_size=1, device="cuda")
     ref = [[0.0013] * 100 for _ in range(6)]
@@ -101,7 +101,7 @@ def test_the_references_own_block_spread_widens_the_cross_check_and_the_candidat
 
 
 def test_the_crosscheck_keeps_each_blocks_wall_and_reported_median():
-    # Honest pairs are sometimes suspect on an H200 (run 6: 4 of 104) for a reason not yet known; the per-block
+    # Honest pairs are sometimes suspect on an H200 (4 of 104 in one measurement, docs/calibration.md) for a reason not yet known; the per-block
     # numbers say whether the excess sits in one block or in all of them.
     config = judge.Config(world_size=1, device="cuda")
     ref = [[0.1, 0.2, 0.3]] * 3
@@ -140,7 +140,7 @@ def test_work_beside_the_spin_shows_in_the_probe_blocks_wall():
 
 
 def test_one_pair_allows_the_measured_noise_of_its_probe_wall():
-    # 0.1 ms hidden in a 0.108 ms call is within one pair's noise (the floor, GPU run 8): not flagged alone.
+    # 0.1 ms hidden in a 0.108 ms call is within one pair's noise (the floor, docs/calibration.md): not flagged alone.
     doc = _probe_doc(cand_claim=0.008, cand_probe_wall=0.55, cand_probe_reported=0.008)
     probe = doc["crosscheck"]["probe"]
     assert probe["allowance_ms"] == pytest.approx(calibration.PROBE_FLOOR_MS["cuda"])
@@ -148,7 +148,7 @@ def test_one_pair_allows_the_measured_noise_of_its_probe_wall():
 
 
 def test_the_references_spread_widens_the_allowance_and_the_candidates_does_not():
-    # Problem 31 in GPU run 8: the reference's probe blocks spanned 5.2-7.8 ms a call, and the honest candidate's
+    # Problem 31, measured on an H200 (docs/calibration.md): the reference's probe blocks spanned 5.2-7.8 ms a call, and the honest candidate's
     # excess read 2.3 ms. The reference's spread is the judge's noise estimate; the candidate's own blocks (one of
     # them at 9.9 ms here) could be made to vary at will, and change nothing.
     spread = _probe_doc(0.108, 0.55 + 2.3, 0.11, ref_spread=2.7)["crosscheck"]["probe"]
@@ -180,7 +180,7 @@ def test_pairs_pool_their_probe_excess():
         return {"crosscheck": {"probe": {"excess_ms": excess, "noise_ms": 0.51, "share_ms": 0.03}}}
     hidden = pairs.probe_pooled([pair(0.3)] * 8)
     assert hidden["suspect"] is True and hidden["allowance_ms"] == calibration.PROBE_POOLED_FLOOR_MS["cuda"]
-    # The honest runs of GPU run 8 with the largest mean excess either way (5% slower and 10% faster, call 2).
+    # The honest H200 runs (docs/calibration.md) with the largest mean excess either way (5% slower and 10% faster, call 2).
     for excesses in ((0.02, 0.39, 0.21, -0.02, 0.15, 0.14, -0.09, 0.25), (-0.22, -0.03, -0.16, -0.23, 0.15, -0.17)):
         assert pairs.probe_pooled([pair(x) for x in excesses])["suspect"] is False
     assert pairs.probe_pooled([{"crosscheck": {}}]) is None

@@ -124,7 +124,7 @@ def test_submission_page_says_how_precise_its_timings_are(client, owner, submit,
 
 
 def test_submission_page_shows_timing_pairs_set_aside(client, owner, submit, finish):
-    # A pair whose cross-check was suspect is left out of the speedup (evaluator/pairs.py, triage): say so, unflagged.
+    # A pair whose cross-check was suspect is left out of the speedup (evaluator/timing/pairs.py, triage): say so, unflagged.
     submission = submit(owner)
     document = judge_document()
     document["timing"]["pairs"] = {"count": 7, "set_aside": [{"pair": 3, "unexplained_ms": 0.5, "allowance_ms": 0.4}]}
