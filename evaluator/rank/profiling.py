@@ -180,7 +180,7 @@ def merge(traces: dict[str, list]) -> dict:
                     event["id"] = pid * 10**12 + event["id"]
                 out.append(event)
     return {"traceEvents": out, "displayTimeUnit": "ms",
-            "otherData": {"pkb": "merged by evaluator.profiling; times in microseconds from the first event"}}
+            "otherData": {"pkb": "merged by evaluator.rank.profiling; times in microseconds from the first event"}}
 
 
 def category(event: dict) -> str:
