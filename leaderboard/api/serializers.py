@@ -108,23 +108,30 @@ class EntrySerializer(serializers.ModelSerializer):
                   "fast_1_0", "fast_1_5", "fast_2_0", "geomean_speedup", "judged", "pending", "flagged_results"]
 
 
-def entry_dict(e) -> dict:
-    """EntrySerializer's output, built by hand: DRF serializers are too slow for hundreds of rows per request."""
-    s = e.submission
+def entry_row(row: dict, submission_url) -> dict:
+    """EntrySerializer's output built from a leaderboard row (scoring/selectors.py, leaderboard_slice): DRF serializers,
+    and model instances, are too slow for hundreds of rows per request. ``submission_url(pk)``: a submission's page."""
+    def sub(field):
+        return row["submission__" + field]
+
+    cost = costs.Cost(device=sub("profile__device"), rank_seconds=sub("gpu_seconds") or 0.0,
+                      feedback_runs=sub("feedback_runs"))
     return {
-        "rank": getattr(e, "rank", None), "protocol": e.protocol, "backend": e.backend, "attempts_k": e.attempts_k,
-        "ranked": e.ranked, "correct": e.correct, "faster": e.faster, "fast_1_0": e.fast_1_0, "fast_1_5": e.fast_1_5,
-        "fast_2_0": e.fast_2_0, "geomean_speedup": e.geomean_speedup, "judged": e.judged, "pending": e.pending,
-        "flagged_results": e.flagged_results,
+        "rank": row["rank"], "protocol": row["protocol"], "backend": row["backend"], "attempts_k": row["attempts_k"],
+        "ranked": row["ranked"], "correct": row["correct"], "faster": row["faster"], "fast_1_0": row["fast_1_0"],
+        "fast_1_5": row["fast_1_5"], "fast_2_0": row["fast_2_0"], "geomean_speedup": row["geomean_speedup"],
+        "judged": row["judged"], "pending": row["pending"], "flagged_results": row["flagged_results"],
         "submission": {
-            "id": s.pk, "url": s.get_absolute_url(), "submitter": s.submitter.name, "profile": s.profile.slug,
-            "label": s.label, "model_name": s.model_name, "agent": s.agent, "agent_version": s.agent_version,
-            "backend": s.backend, "protocol": s.protocol, "attempts_k": s.attempts_k,
-            "selection_rule": s.selection_rule, "reported_tokens": s.reported_tokens,
-            "reported_dollars": None if s.reported_dollars is None else str(s.reported_dollars),
-            **costs.api_fields(s), "visibility": s.visibility,
-            "verified": s.verified, "flagged": s.flagged, "flag_reason": s.flag_reason,
-            "created_at": s.created_at, "published_at": s.published_at,
+            "id": row["submission_id"], "url": submission_url(row["submission_id"]),
+            "submitter": sub("submitter__display_name") or sub("submitter__user__username"),
+            "profile": sub("profile__slug"), "label": sub("label"), "model_name": sub("model_name"),
+            "agent": sub("agent"), "agent_version": sub("agent_version"), "backend": sub("backend"),
+            "protocol": sub("protocol"), "attempts_k": sub("attempts_k"), "selection_rule": sub("selection_rule"),
+            "reported_tokens": sub("reported_tokens"),
+            "reported_dollars": None if sub("reported_dollars") is None else str(sub("reported_dollars")),
+            **costs.cost_fields(cost), "visibility": sub("visibility"),
+            "verified": sub("verified"), "flagged": sub("flagged"), "flag_reason": sub("flag_reason"),
+            "created_at": sub("created_at"), "published_at": sub("published_at"),
         },
     }
 

@@ -1,6 +1,7 @@
 """REST API v1: the same selectors and services as the pages."""
 from __future__ import annotations
 
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -92,12 +93,15 @@ class Leaderboard(APIView):
         window = s.LeaderboardQuery(data=request.query_params)
         window.is_valid(raise_exception=True)
         offset, limit = window.validated_data["offset"], window.validated_data["limit"]
+        # One reverse() a request, not one a row: "/submissions/1/" with the id put in.
+        head, _, tail = reverse("submission", args=[1]).rpartition("/1/")
+        url = lambda pk: f"{head}/{pk}/{tail}"  # noqa: E731
         sections = []
         for protocol in ([filters.protocol] if filters.protocol else scoring_selectors.PROTOCOL_ORDER):
             filters.protocol = protocol
-            entries = scoring_selectors.leaderboard_slice(profile, filters, offset, limit + 1)
-            sections.append({"protocol": protocol, "offset": offset, "more": len(entries) > limit,
-                             "entries": [s.entry_dict(e) for e in entries[:limit]]})
+            rows = scoring_selectors.leaderboard_rows(profile, filters, offset, limit + 1)
+            sections.append({"protocol": protocol, "offset": offset, "more": len(rows) > limit,
+                             "entries": [s.entry_row(row, url) for row in rows[:limit]]})
         return Response({"profile": profile.slug, "ranked_profile": profile.ranked, "sections": sections})
 
 

@@ -98,7 +98,10 @@ def stored(submission) -> Cost:
 
 def api_fields(submission) -> dict:
     """The API's cost fields of a submission (its serializer and the leaderboard's hand-built rows alike)."""
-    cost = stored(submission)
+    return cost_fields(stored(submission))
+
+
+def cost_fields(cost: Cost) -> dict:
     return {"cost_unit": cost.unit, "rank_seconds": round(cost.rank_seconds, 3),
             "gpu_seconds": None if cost.gpu_seconds is None else round(cost.gpu_seconds, 3),
             "feedback_runs": cost.feedback_runs}

@@ -61,3 +61,28 @@ def test_ranks_on_a_ranked_profile_skip_flagged_entries_and_pages(owner, submit,
     page = APIClient().get("/api/v1/leaderboard/gpu-h200x8/?protocol=one_shot&sort=geomean&offset=2&limit=1").json()
     assert [(e["submission"]["model_name"], e["rank"]) for e in page["sections"][0]["entries"]] == [("m1.5", 2)]
     assert page["sections"][0]["more"] is False
+
+
+def test_leaderboard_rows_say_what_the_entry_serializer_says(owner, submit, finish, gpu):
+    """The API builds its leaderboard rows by hand from values (hundreds of rows a request); each must say exactly
+    what EntrySerializer, the schema it documents, says of the same entry: ranks, costs, the reported dollars, dates."""
+    import json
+
+    from rest_framework.renderers import JSONRenderer
+
+    from leaderboard.api.serializers import EntrySerializer
+    from leaderboard.scoring.models import LeaderboardEntry
+    from leaderboard.submissions.models import Submission
+
+    for speed, dollars in ((2.0, "12.30"), (1.5, None)):
+        submission = submit(owner, profile="gpu-h200x8", model=f"m{speed}", label="a label")
+        Submission.objects.filter(pk=submission.pk).update(reported_dollars=dollars, reported_tokens=1234)
+        finish(submission.jobs.get(), judge_document(speedup=speed, lo=speed - 0.1, hi=speed + 0.1))
+        submissions_services.submission_publish(submission, owner)
+    body = APIClient().get("/api/v1/leaderboard/gpu-h200x8/?protocol=one_shot&sort=geomean").json()
+    rows = body["sections"][0]["entries"]
+    assert [row["rank"] for row in rows] == [1, 2]
+    for row in rows:
+        entry = LeaderboardEntry.objects.select_related("submission").get(submission_id=row["submission"]["id"])
+        entry.rank = row["rank"]
+        assert row == json.loads(JSONRenderer().render(EntrySerializer(entry).data))
