@@ -77,7 +77,7 @@ def job_finish(job_id: int, worker: str, document: dict) -> Result | None:
         if job is None:
             return None
         if document.get("verdict") == INFRA_ERROR:
-            return _job_infra_failure(job, document, worker)
+            return _job_infra_failure(job, document, worker)[0]
         result = _result_append(job, document, worker)
         if result is None:  # a final result for this run exists already: the job is done
             log.warning("job %s run %s: duplicate final result from %s ignored", job.pk, job.run, worker)
@@ -95,13 +95,15 @@ def _infra_document(message: str, logs: list | None = None) -> dict:
     return {"verdict": INFRA_ERROR, "message": message, "flags": [], "logs": logs or [], "environment": {}}
 
 
-def _job_infra_failure(job: EvaluationJob, document: dict, worker: str) -> Result:
-    """The platform failed this attempt: the document is kept (never scored), the job retried, refunded at the end."""
+def _job_infra_failure(job: EvaluationJob, document: dict, worker: str) -> tuple[Result, str]:
+    """The platform failed this attempt: the document is kept (never scored), the job retried, refunded at the end.
+    Returns the stored result and the lease's outcome ("requeued" or "failed")."""
     result = _result_append(job, document, worker)
-    if LEASE.retry_or_fail(job, document.get("message", "")) == "failed":
+    outcome = LEASE.retry_or_fail(job, document.get("message", ""))
+    if outcome == "failed":
         quota_refund(job)
     _after_result(job)
-    return result
+    return result, outcome
 
 
 def _result_append(job: EvaluationJob, document: dict, worker: str) -> Result | None:
@@ -138,8 +140,7 @@ def _after_result(job: EvaluationJob) -> None:
 def jobs_reap(now=None, broker_depth=None, resend_all: bool = False) -> dict:
     """Re-queue jobs whose lease expired (dead worker) and re-send messages a broker lost. Safe to run anywhere."""
     def lost(job: EvaluationJob, message: str) -> str:
-        _job_infra_failure(job, _infra_document(message), "reaper")
-        return "requeued" if job.attempts < job.max_attempts else "failed"
+        return _job_infra_failure(job, _infra_document(message), "reaper")[1]
 
     return LEASE.reap(lost, now, broker_depth, resend_all)
 

@@ -80,15 +80,13 @@ def leaderboard_sections(profile: HardwareProfile, filters: Filters) -> list[dic
     return sections
 
 
-def _number(entries: list[LeaderboardEntry], offset: int) -> None:
-    """Rank numbers for ranked entries; flagged or unranked ones show without a rank and never take one."""
-    rank = offset
-    for entry in entries:
-        if entry.ranked:
-            rank += 1
-            entry.rank = rank
-        else:
-            entry.rank = None
+def _rank_numbers(ranked: list[bool], before: int) -> list[int | None]:
+    """Rank numbers after ``before`` ranked rows; flagged or unranked rows show without a rank and never take one."""
+    numbers = []
+    for flag in ranked:
+        before += bool(flag)
+        numbers.append(before if flag else None)
+    return numbers
 
 
 EXPORT_FIELDS = ("submission_id", "submission__model_name", "submission__agent", "submission__agent_version",
@@ -113,8 +111,9 @@ def leaderboard_export(profile: HardwareProfile, filters: Filters) -> list[dict]
     return rows
 
 
-# What the API's leaderboard rows show (api/serializers.py, entry_row; leaderboard_rows): read as values, because building the five
-# model instances of each row (entry, submission, submitter, user, profile) was most of a 500-row request's time.
+# What the API's leaderboard rows show (api/serializers.py entry_row, leaderboard_rows): read as values, because
+# building the five model instances of each row (entry, submission, submitter, user, profile) was most of a 500-row
+# request's time.
 ROW_FIELDS = ("ranked", "protocol", "backend", "attempts_k", "correct", "faster", "fast_1_0", "fast_1_5", "fast_2_0",
               "geomean_speedup", "judged", "pending", "flagged_results", "submission_id",
               "submission__submitter__display_name", "submission__submitter__user__username",
@@ -126,25 +125,28 @@ ROW_FIELDS = ("ranked", "protocol", "backend", "attempts_k", "correct", "faster"
               "submission__flag_reason", "submission__created_at", "submission__published_at")
 
 
-def leaderboard_slice(profile: HardwareProfile, filters: Filters, offset: int, limit: int) -> list:
-    """A window of one protocol's table, rank numbers included (ranks count the ranked rows before the window)."""
+def _window(profile: HardwareProfile, filters: Filters, offset: int, limit: int):
+    """One protocol's table from ``offset`` (a queryset), and how many ranked rows come before it."""
     query = _entries(profile, filters).filter(protocol=filters.protocol)
     ranked_before = sum(query[:offset].values_list("ranked", flat=True)) if offset else 0
-    entries = list(query[offset:offset + limit])
-    _number(entries, ranked_before)
+    return query[offset:offset + limit], ranked_before
+
+
+def leaderboard_slice(profile: HardwareProfile, filters: Filters, offset: int, limit: int) -> list:
+    """A window of one protocol's table, rank numbers included (ranks count the ranked rows before the window)."""
+    window, before = _window(profile, filters, offset, limit)
+    entries = list(window)
+    for entry, rank in zip(entries, _rank_numbers([e.ranked for e in entries], before)):
+        entry.rank = rank
     return entries
 
 
 def leaderboard_rows(profile: HardwareProfile, filters: Filters, offset: int, limit: int) -> list[dict]:
     """leaderboard_slice as plain rows (ROW_FIELDS and ``rank``), for the API's windows of up to 500 rows."""
-    query = _entries(profile, filters).filter(protocol=filters.protocol)
-    ranked_before = sum(query[:offset].values_list("ranked", flat=True)) if offset else 0
-    rows = list(query[offset:offset + limit].values(*ROW_FIELDS))
-    rank = ranked_before
-    for row in rows:  # as _number: flagged or unranked rows show without a rank and never take one
-        if row["ranked"]:
-            rank += 1
-        row["rank"] = rank if row["ranked"] else None
+    window, before = _window(profile, filters, offset, limit)
+    rows = list(window.values(*ROW_FIELDS))
+    for row, rank in zip(rows, _rank_numbers([r["ranked"] for r in rows], before)):
+        row["rank"] = rank
     return rows
 
 
