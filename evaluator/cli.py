@@ -201,10 +201,12 @@ def _sandbox_check(args) -> int:
 
 def _sweep(args) -> int:
     """Kill what a judge killed before its own clean-up left under DIR (evaluator/process/processes.py,
-    sweep_orphans)."""
-    from evaluator.process import processes
+    sweep_orphans), and clear the boxes that dead judges left (evaluator/process/boxes.py, sweep_free)."""
+    from evaluator.process import boxes, processes
 
     report = processes.sweep_orphans(args.directory)
+    if os.geteuid() == 0:
+        report["boxes_cleared"] = boxes.sweep_free()
     print(json.dumps(report) if args.json else f"killed {report['killed_outliving']} processes, "
                                                  f"removed {report['removed_files']} files")
     return 0

@@ -14,7 +14,6 @@ from evaluator.judge.replies import _Stop, _call_ms
 from evaluator.judge.schedule import Schedule
 from evaluator.process.group import RankGroup, close_all
 from evaluator.process.protocol import GroupFailure
-from problems.base import derive_seed
 
 
 class Pair:
@@ -167,11 +166,10 @@ class Pair:
             return out
 
     def _secret_seed(self, seeds: list[int], *key) -> int:
-        """A seed the candidate cannot know in advance. Derived from the post-timing seed (revealed only after the
-        timed loop) when the run is reproducible (``Config.seed``); drawn from the OS otherwise, and always when the
-        trial seeds are public (feedback runs), since a public seed would let it compute everything ahead."""
-        if self.cfg.seed is not None and getattr(self.cfg, "seeds", None) is None:
-            return derive_seed(seeds[-1], *key) & ((1 << 62) - 1)
+        """A seed the candidate cannot know in advance: drawn from the OS in every mode. Anything derived from the
+        trial seeds (public in feedback runs, given on the command line with ``--seed``) would let a candidate
+        compute the timing blocks' inputs or the hidden shape ahead. ``seeds`` and ``key`` name the draw for readers;
+        they feed nothing."""
         return random.SystemRandom().getrandbits(62)
 
     def _hold_reference(self, cmd: dict) -> list[dict]:

@@ -29,9 +29,16 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 REPO_PARTS = ("evaluator", "problems")
 # Top-level system directories: bound read-only where they are directories, recreated where they are links
 # (merged /usr), absent otherwise.
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/etc")
-# Readable by root only on any sane host, but hidden too in case a host loosened them.
-MASKED = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
+# What a Python, CUDA or compiler process reads of /etc; everything else there (the site's env files, shadow, the
+# services' configuration) stays out of the view. ``python3*`` covers Debian's sitecustomize.
+ETC_SHOWN = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.preload", "nsswitch.conf", "hosts", "host.conf",
+             "gai.conf", "ssl", "ca-certificates", "ca-certificates.conf", "alternatives", "localtime", "timezone",
+             "mime.types", "protocols", "services", "os-release", "debian_version", "lsb-release", "mtab",
+             "OpenCL", "vulkan", "glvnd", "nvidia")
+ETC_SHOWN_PREFIXES = ("python3",)
+# The box's own, written by evaluator/process/boxes.py: root and the box's uid, nothing of the host's users.
+ETC_OWN = ("passwd", "group")
 CAPS_FOR_SETPRIV = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
 
 
@@ -74,11 +81,32 @@ def gpu_devices() -> list[str]:
     return [os.path.join("/dev", n) for n in names if n.startswith("nvidia")]
 
 
+def etc_entries(etc_dir: str) -> list[str]:
+    """bwrap arguments for the view's /etc: the whitelist above from the host, ``etc_dir``'s passwd and group."""
+    args = ["--dir", "/etc"]
+    try:
+        names = sorted(os.listdir("/etc"))
+    except OSError:
+        names = []
+    for name in names:
+        if name in ETC_OWN or not (name in ETC_SHOWN or name.startswith(ETC_SHOWN_PREFIXES)):
+            continue
+        path = os.path.join("/etc", name)
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    for name in ETC_OWN:
+        args += ["--ro-bind", os.path.join(etc_dir, name), os.path.join("/etc", name)]
+    return args
+
+
 def command(argv: list[str], uid: int, rank_dir: str, writable: Iterable[str], readable: Iterable[str],
-            tmp_dir: str, shm_dir: str) -> list[str]:
+            tmp_dir: str, shm_dir: str, etc_dir: str) -> list[str]:
     """bwrap + setpriv + ``argv``: ``argv`` runs as ``uid`` in its own mount namespace where it sees the system
-    directories, the interpreter, ``evaluator/`` and ``problems/`` read-only, ``readable`` read-only, ``writable``
-    and ``rank_dir`` read-write, ``tmp_dir`` as /tmp and /var/tmp, ``shm_dir`` as /dev/shm, and nothing else."""
+    directories, /etc's whitelist with the box's passwd and group (``etc_dir``), the interpreter, ``evaluator/`` and
+    ``problems/`` read-only, ``readable`` read-only, ``writable`` and ``rank_dir`` read-write, ``tmp_dir`` as /tmp
+    and /var/tmp, ``shm_dir`` as /dev/shm, and nothing else."""
     bw, sp = executable(), setpriv()
     if bw is None or sp is None:
         raise FileNotFoundError("bwrap or setpriv is missing")
@@ -88,9 +116,7 @@ def command(argv: list[str], uid: int, rank_dir: str, writable: Iterable[str], r
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    for path in MASKED:
-        if os.path.exists(path):
-            args += ["--ro-bind", "/dev/null", path]
+    args += etc_entries(etc_dir)
     args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
     for device in gpu_devices():
         args += ["--dev-bind", device, device]
@@ -115,7 +141,7 @@ def command(argv: list[str], uid: int, rank_dir: str, writable: Iterable[str], r
     return args + list(argv)
 
 
-def works(uid: int, scratch: str, timeout: float = 60.0) -> Optional[str]:
+def works(uid: int, scratch: str, etc_dir: str, timeout: float = 60.0) -> Optional[str]:
     """None if a command can run inside the view as ``uid`` and import what a rank imports (torch, the evaluator,
     the problems) from its interpreter; otherwise the reason, for the sandbox's notes."""
     if executable() is None:
@@ -132,7 +158,7 @@ def works(uid: int, scratch: str, timeout: float = 60.0) -> Optional[str]:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": REPO_ROOT, "PYTHONNOUSERSITE": "1", "HOME": scratch,
            "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        out = subprocess.run(command([sys.executable, "-c", probe], uid, scratch, [], [], tmp, shm), env=env,
+        out = subprocess.run(command([sys.executable, "-c", probe], uid, scratch, [], [], tmp, shm, etc_dir), env=env,
                              capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bwrap could not start: {exc}"
@@ -149,6 +175,7 @@ def _open_created_parents(args: list[str]) -> list[str]:
     dests = [args[i + 2] for i, a in enumerate(args) if a in ("--bind", "--ro-bind", "--dev-bind", "--symlink")]
     dests += [args[i + 1] for i, a in enumerate(args) if a in ("--proc", "--dev")]
     fixed = [args[i + 2] for i, a in enumerate(args) if a in ("--ro-bind", "--dev-bind", "--symlink")]
+    fixed += [args[i + 1] for i, a in enumerate(args) if a == "--dir"]
     fixed += [args[i + 1] for i, a in enumerate(args) if a in ("--proc", "--dev")]
     created: list[str] = []
     for dest in dests:

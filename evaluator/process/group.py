@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Optional
 
+from evaluator import schema
 from evaluator.process import builds, environment, processes, protocol, sandbox
 from evaluator.process.protocol import Rank
 
@@ -54,7 +55,8 @@ class RankGroup:
         # out/, rank*/ and tmp/ belong to the candidate's uid, logs/ and src/ stay the judge's, so the candidate can
         # neither swap the log files the judge reads back nor rename out/. Inside the filesystem view a rank sees
         # src/ read-only, out/ and its own rank directory read-write, and nothing else of the job.
-        self.sandbox = None if trusted else sandbox.Sandbox(enabled=isolate, required=required)
+        self.sandbox = None if trusted else sandbox.Sandbox(enabled=isolate, required=required,
+                                                             world_size=world_size)
         os.makedirs(workdir, exist_ok=True)
         os.chmod(workdir, 0o700 if trusted else 0o711)
         port = free_port()
@@ -179,8 +181,14 @@ class RankGroup:
 
     def collect(self, timeout: float, expect_seq: Optional[int] = None, grace: float = 3.0) -> list[dict]:
         """Wait for one reply per rank (evaluator/process/protocol.py): GroupFailure on an error reply, an early exit
-        or the deadline."""
-        return protocol.collect(self.ranks, self.trusted, timeout, expect_seq, grace)
+        or the deadline. A box that reached its memory limit says so, whatever its ranks said as they died."""
+        try:
+            return protocol.collect(self.ranks, self.trusted, timeout, expect_seq, grace)
+        except protocol.GroupFailure as exc:
+            if self.sandbox is not None and self.sandbox.out_of_memory():
+                raise protocol.GroupFailure(schema.RUNTIME_ERROR, f"{self.sandbox.memory_message()} (the kernel "
+                                            f"killed it inside its box; {exc.message})", exc.rank) from exc
+            raise
 
     def command(self, cmd: dict, timeout: float) -> list[dict]:
         seq = self.send(cmd)

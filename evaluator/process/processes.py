@@ -6,7 +6,6 @@ of jobs it no longer holds. Works from /proc alone (no psutil), so it runs in th
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -14,7 +13,7 @@ import sys
 import time
 from typing import Optional
 
-UID_RANGE = (3_000_000, 4_000_000)  # candidate uids: numeric only, no passwd entry, one per job
+UID_RANGE = (3_000_000, 4_000_000)  # candidate uids: numeric only, one per box id (evaluator/process/boxes.py)
 SWEPT_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable places whose candidate-owned entries are removed
 
 
@@ -126,15 +125,6 @@ def processes_with_scratch(root: str) -> list[int]:
         except OSError:
             pass
     return found
-
-
-def free_uid() -> int:
-    rng = random.SystemRandom()
-    for _ in range(100):
-        uid = rng.randrange(*UID_RANGE)
-        if not processes_of(uid):
-            return uid
-    raise RuntimeError("no free sandbox uid")
 
 
 def as_user(uid: int):

@@ -1,28 +1,31 @@
-"""What a candidate's rank process may see and do: a private scratch directory, limits, isolation.
+"""What a candidate's rank processes may see and do: one box per candidate group, enforced by the kernel.
 
 Every rank (reference and candidate) gets a scrubbed environment and dies with the judge
-(evaluator/process/environment.py). Candidate ranks (untrusted code) are further confined by a :class:`Sandbox`, one
-per candidate group, in three layers:
+(evaluator/process/environment.py). A candidate group (untrusted code, all its W ranks) is further confined by a
+:class:`Sandbox`, one box each, in these layers:
 
-- **user**: a fresh numeric uid per job, no groups, no capabilities, ``no_new_privs``, so they cannot read the
-  judge's or the reference's memory and environment (``/proc/PID/environ``, ``/proc/PID/mem``), 0600 files such as
-  ``/etc/shadow``, signal other processes, or keep a process after the job (everything of the uid is killed);
-- **network**: their own network and IPC namespaces, shared by the group's ranks, with only loopback up: no other
-  host, no TCP port of the judge's own loopback (database, broker), no abstract Unix socket outside, and SysV IPC
-  objects die with the namespace;
-- **filesystem**: a bubblewrap mount namespace per rank (evaluator/process/bwrap.py) showing the system directories, the
-  interpreter, ``evaluator/`` and ``problems/`` read-only, and the group's own scratch read-write, with a private
-  /tmp and /dev/shm that are removed after the job. No /run, /var or home directories: no Unix socket of PostgreSQL,
+- **box id** (evaluator/process/boxes.py): taken under a lock file from a fixed range; it gives the uid, the control
+  group's name and the box's directory, so judges starting together never share any of them;
+- **user**: the box's uid, no groups, no capabilities, ``no_new_privs``: no other process's memory or environment, no
+  0600 file, no signal to anything outside the box;
+- **control group** (evaluator/process/cgroups.py, v2 or v1): every process of the box whatever its session, a memory
+  limit that counts shared memory and tmpfs pages (the kernel kills inside the box alone when it is reached), a
+  process limit, the freezer that stops the whole box at once while the reference runs, and one kill at the end;
+- **namespaces** (evaluator/process/box_init.py): network (loopback only), IPC (System V shared memory bounded, gone
+  with the box) and pid (the ranks see one another and nothing else; the box's own init reaps every orphan);
+- **filesystem**: a bubblewrap mount namespace per rank (evaluator/process/bwrap.py) showing the system directories,
+  a whitelist of /etc, the interpreter, ``evaluator/`` and ``problems/`` read-only, the group's scratch read-write,
+  and the box's bounded tmpfs as /tmp and /dev/shm. No /run, /var or home directories: no Unix socket of PostgreSQL,
   the broker or Docker, no site source or data.
 
-Plus resource limits (no core dumps, bounded file size and process count, first in line for the OOM killer), and
-SIGSTOP while the reference runs.
+Plus resource limits (no core dumps, bounded file size, first in line for the OOM killer).
 
-Fail closed: a sandbox that is ``required`` (every ranked profile; ``PKB_SANDBOX=required`` for a whole deployment)
-and cannot set up all three layers raises :class:`SandboxUnavailable` before any candidate code runs; the judge turns
-that into an ``infra_error`` naming what is missing. Otherwise (development) it runs with the layers the host allows,
-and :attr:`Sandbox.complete` is False: the judge then flags the result ``unsandboxed`` (never ranked) and says so in
-one line (:attr:`Sandbox.summary`). See docs/threat-model.md, section E.
+Fail closed: a sandbox that is ``required`` (every site job; ``PKB_SANDBOX=required``; ``pkb eval --require-sandbox``)
+and cannot set up every layer raises :class:`SandboxUnavailable` before any candidate code runs; the judge turns that
+into an ``infra_error`` naming what is missing. Only ``pkb eval`` on one's own machine (``PKB_SANDBOX=auto``, the
+CLI's default) runs with the layers the host allows; :attr:`Sandbox.complete` is then False and the judge flags the
+result ``unsandboxed`` (never ranked), saying so in one line (:attr:`Sandbox.summary`). See docs/threat-model.md,
+section E.
 """
 from __future__ import annotations
 
@@ -36,30 +39,20 @@ import sys
 import tempfile
 from typing import Iterable, Optional
 
-from evaluator.process import bwrap, processes
+from evaluator.process import boxes, bwrap, cgroups, processes
 from evaluator.process.environment import _LIBC, PKB_UTILS, PR_SET_PDEATHSIG, REPO_ROOT
 
 FILE_SIZE_LIMIT = 2 * 2**30  # one file a candidate writes (logs included)
-PROCESS_LIMIT = 8192  # processes and threads of one candidate group (its own uid), i.e. no fork bomb
+PROCESS_LIMIT = 8192  # processes and threads of one box (its cgroup's pids.max and its uid's RLIMIT_NPROC)
+RANK_MEMORY = 8 * 2**30  # host memory a rank may take by default: torch, a CUDA context, an nvcc build
+TMPFS_MAX = 4 * 2**30  # the box's /tmp + /dev/shm (and its System V shared memory) at most; its memory limit bounds both
 UID_RANGE = processes.UID_RANGE
+BOX_INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "box_init.py")
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
 PR_SET_NO_NEW_PRIVS = 38
-# A tiny program (no site, no torch) that enters new network and IPC namespaces, brings loopback up and waits; the
-# judge keeps handles on both namespaces and every candidate rank joins them.
-_NAMESPACE_HOLDER = r"""
-import ctypes, fcntl, socket, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-if libc.unshare(0x40000000 | 0x08000000) != 0:
-    print("unshare(CLONE_NEWNET | CLONE_NEWIPC) failed: errno %d" % ctypes.get_errno(), flush=True)
-    sys.exit(1)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]
-fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 0x1 | 0x40))
-print("ok", flush=True)
-sys.stdin.read()
-"""
 
 # Checks, as the candidate user, that everything a rank needs is readable (interpreter, stdlib, torch, this repo):
 # the uid layer without the filesystem view, which then reaches these through the host's own directories.
@@ -75,8 +68,9 @@ class SandboxUnavailable(RuntimeError):
 
 
 def mode() -> str:
-    """``PKB_SANDBOX`` in the judge's environment: ``required`` (fail closed), ``auto`` (the default: every layer the
-    host allows, results flagged when one is missing) or ``off`` (``0``; debugging only, never for ranked work)."""
+    """``PKB_SANDBOX`` in the judge's environment: ``required`` (fail closed), ``auto`` (the default of ``pkb eval``
+    on one's own machine: every layer the host allows, results flagged when one is missing) or ``off`` (``0``: an
+    operator's explicit choice, logged, every result flagged)."""
     value = os.environ.get("PKB_SANDBOX", "auto").strip().lower()
     if value in ("0", "off", "false", "no"):
         return "off"
@@ -93,13 +87,40 @@ def required_by_default() -> bool:
     return mode() == "required"
 
 
+def _size(text: str) -> int:
+    """``4G``, ``512M``, ``123456`` (bytes)."""
+    text = text.strip().upper().rstrip("B")
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1:], 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
+def _host_memory() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 16 * 2**30
+
+
+def memory_limit(world_size: int) -> int:
+    """A box's memory limit: ``PKB_BOX_MEMORY`` (``24G``), else RANK_MEMORY a rank, within three quarters of the
+    host's memory (the judge, the reference's ranks and the site need the rest)."""
+    configured = os.environ.get("PKB_BOX_MEMORY")
+    if configured:
+        return _size(configured)
+    return min(int(_host_memory() * 0.75), max(4 * 2**30, world_size * RANK_MEMORY))
+
+
 def host_support() -> dict:
     """What a sandbox on this host would be, without starting a job: ``complete`` and one line per layer. For the
     worker's start-up check and the site's banner."""
     box = Sandbox(enabled=True, required=False)
     try:
         return {"complete": box.complete, "summary": box.summary, "missing": list(box.missing),
-                **{k: box.notes[k] for k in ("user", "network", "filesystem")}}
+                **{k: box.notes[k] for k in ("user", "network", "filesystem", "box")}}
     finally:
         box.close()
 
@@ -107,38 +128,52 @@ def host_support() -> dict:
 # --- the candidate group's sandbox ------------------------------------------------------------------------------------
 
 class Sandbox:
-    """Isolation for one candidate group (all its ranks); see the module docstring. ``enabled=False`` keeps only the
+    """One box for one candidate group (all its ranks); see the module docstring. ``enabled=False`` keeps only the
     scrubbed environment and the rlimits (for debugging, and to test what the other layers defend against)."""
 
-    def __init__(self, enabled: bool = True, required: bool = False):
+    def __init__(self, enabled: bool = True, required: bool = False, world_size: int = 1,
+                 memory_bytes: Optional[int] = None):
         self.enabled = enabled
         self.required = required
         self.uid: Optional[int] = None
+        self.box: Optional[boxes.Box] = None
+        self.cgroup: Optional[cgroups.BoxCgroup] = None
+        self.holder: Optional[subprocess.Popen] = None  # the box's init's parent (evaluator/process/box_init.py)
+        self.init_pid: Optional[int] = None
         self.netns_fd: Optional[int] = None
         self.ipcns_fd: Optional[int] = None
+        self.pidns_fd: Optional[int] = None
         self.filesystem = False  # ranks start inside a bwrap view (evaluator/process/bwrap.py)
         self.scratch_root: Optional[str] = None  # set by the group: its directory, in each rank's PKB_SCRATCH
         self.shared_tmp: Optional[str] = None
         self.shared_shm: Optional[str] = None
+        self.etc_dir: Optional[str] = None  # the box's passwd and group
         self.paused = False
         self.closed = False
         self.missing: list[str] = []
+        self.freeze_s: list[float] = []  # how long each freeze took (docs/threat-model.md, the box's cost)
         self._stopped: set[int] = set()
-        self.notes: dict = {"enabled": enabled, "required": required,
+        self.memory_bytes = memory_bytes or memory_limit(world_size)
+        self.tmpfs_bytes = min(TMPFS_MAX, self.memory_bytes // 2)
+        self.notes: dict = {"enabled": enabled, "required": required, "box": None,
                             "limits": {"file_size_bytes": FILE_SIZE_LIMIT, "core": 0, "processes": PROCESS_LIMIT,
-                                       "oom_score_adj": 1000}}
+                                       "oom_score_adj": 1000, "memory_bytes": self.memory_bytes,
+                                       "tmpfs_bytes": self.tmpfs_bytes}}
         if not enabled:
             self.notes.update(user="judge's own (sandbox switched off)", network="host (sandbox switched off)",
                               filesystem="host (sandbox switched off)")
             self.missing.append("the sandbox is switched off (PKB_SANDBOX=off)")
         else:
-            self._set_up_user()
-            self._set_up_network()
+            try:
+                self._set_up()
+            except BaseException:
+                self.close()
+                raise
         self.notes["complete"] = self.complete
         self.notes["summary"] = self.summary
         if self.required and not self.complete:
             self.close()
-            raise SandboxUnavailable("this profile runs candidates only inside the sandbox, and this host cannot "
+            raise SandboxUnavailable("this job runs candidates only inside the whole sandbox, and this host cannot "
                                      "give one: " + "; ".join(self.missing))
 
     @property
@@ -149,68 +184,113 @@ class Sandbox:
     def summary(self) -> str:
         """One line for people: what confined the candidate, or that nothing did."""
         if self.complete:
-            return (f"sandboxed: own uid {self.uid}, no network (loopback only), private filesystem view, "
-                    "no process outlives the job")
+            return (f"sandboxed: box {self.box.id} (uid {self.uid}), own control group (memory "
+                    f"{self.memory_bytes / 2**30:.1f} GB), own pid, network and IPC namespaces (loopback only), "
+                    "private filesystem view, no process outlives the job")
         return "UNSANDBOXED (do not run code you do not trust this way): " + "; ".join(self.missing)
 
     # --- set-up ---------------------------------------------------------------------------------------------------
-    def _set_up_user(self) -> None:
+    def _set_up(self) -> None:
         if os.geteuid() != 0:
             self.notes["user"] = f"judge's own uid {os.geteuid()} (the judge is not root, so it cannot switch users)"
             self.notes["filesystem"] = "host (a mount namespace needs a root judge)"
-            self.missing.append("the judge is not root, so candidates cannot get their own uid or filesystem view")
+            self.notes["network"] = "host (the judge is not root, so it cannot create a network namespace)"
+            self.missing.append("the judge is not root, so candidates cannot get a box (own uid, control group, "
+                                "namespaces, filesystem view)")
             return
+        try:
+            self.box = boxes.acquire()
+        except (boxes.BoxesExhausted, OSError) as exc:
+            self.notes.update(user="none (no box id)", network="host (no box)", filesystem="host (no box)")
+            self.missing.append(f"no box id: {exc}")
+            return
+        self.uid = self.box.uid
+        self.etc_dir = self.box.etc
+        self._set_up_cgroup()
+        self._set_up_tmpfs()
+        self._set_up_user()
+        self._set_up_namespaces()
+        self.notes["box"] = {"id": self.box.id, "uid": self.uid, "dir": self.box.dir,
+                             "cgroup": (f"{self.cgroup.where.describe()}, {self.cgroup.name}" if self.cgroup
+                                        else None)}
+
+    def _set_up_cgroup(self) -> None:
+        try:
+            self.cgroup = cgroups.BoxCgroup(self.box.name, self.memory_bytes, PROCESS_LIMIT)
+            self.notes["cgroup"] = (f"{self.cgroup.where.describe()}: memory {self.memory_bytes} bytes (shared "
+                                    f"memory and tmpfs included), {PROCESS_LIMIT} processes, freezer")
+        except cgroups.CgroupUnavailable as exc:
+            self.notes["cgroup"] = f"none ({exc})"
+            self.missing.append(f"no control group for the box: {exc}")
+
+    def _set_up_tmpfs(self) -> None:
+        try:
+            self.box.mount_fs(self.tmpfs_bytes)
+        except OSError as exc:
+            self.missing.append(f"no bounded tmpfs for the box's /tmp and /dev/shm: {exc}")
+
+    def _set_up_user(self) -> None:
         view = _probe_filesystem_view()
-        if view is None:
+        if view is None and self.box.mounted:
             self.filesystem = True
-            self.notes["filesystem"] = "private view (bwrap): system, interpreter, evaluator/ and problems/ " \
-                                       "read-only; own scratch, /tmp and /dev/shm"
+            self.notes["filesystem"] = ("private view (bwrap): system, a whitelist of /etc, interpreter, evaluator/ "
+                                        "and problems/ read-only; own scratch; the box's tmpfs as /tmp and /dev/shm")
         else:
-            self.notes["filesystem"] = f"host ({view})"
-            self.missing.append(f"no private filesystem view: {view}")
-            problem = _probe_user_access()
+            reason = view or "the box has no tmpfs for /tmp and /dev/shm"
+            self.notes["filesystem"] = f"host ({reason})"
+            self.missing.append(f"no private filesystem view: {reason}")
+            problem = _probe_user_access(self.uid)
             if problem:
                 self.notes["user"] = f"judge's own (root): {problem}"
                 self.missing.append(f"no separate uid: {problem}")
+                self.uid = None
                 return
-        self.uid = processes.free_uid()
         self.notes["user"] = f"uid {self.uid}, no groups, no capabilities, no_new_privs (separate from the judge)"
 
-    def _set_up_network(self) -> None:
-        if os.geteuid() != 0:
-            self.notes["network"] = "host (the judge is not root, so it cannot create a network namespace)"
-            self.missing.append("no network namespace (the judge is not root)")
-            return
-        try:
-            holder = subprocess.Popen([sys.executable, "-S", "-c", _NAMESPACE_HOLDER], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={"PATH": "/usr/bin:/bin"})
-        except OSError as exc:
-            self.notes["network"] = f"host (cannot start the namespace holder: {exc})"
-            self.missing.append(f"no network namespace: {exc}")
-            return
-        try:
-            line = holder.stdout.readline().decode(errors="replace").strip()
-            if line == "ok":
-                self.netns_fd = os.open(f"/proc/{holder.pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-                self.ipcns_fd = os.open(f"/proc/{holder.pid}/ns/ipc", os.O_RDONLY | os.O_CLOEXEC)
-                self.notes["network"] = "own namespace, loopback only; own IPC namespace"
-            else:
-                self.notes["network"] = f"host (no network namespace: {line or 'holder exited'})"
-                self.missing.append(f"no network namespace: {line or 'holder exited'}")
-        finally:
+    def _set_up_namespaces(self) -> None:
+        """The box's init (evaluator/process/box_init.py), started inside the box's control group: it makes the
+        network, IPC and pid namespaces that every rank joins and reaps what the candidate orphans."""
+        join = self.cgroup.joiner() if self.cgroup else None
+
+        def preexec() -> None:
+            if join is not None:
+                join()
+            _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             try:
-                holder.stdin.close()
+                with open("/proc/self/oom_score_adj", "w") as f:
+                    f.write("-1000")  # the box's memory limit kills a rank, never its init
             except OSError:
                 pass
-            try:
-                holder.wait(10)
-            except subprocess.TimeoutExpired:
-                holder.kill()
-                holder.wait()
+
+        try:
+            self.holder = subprocess.Popen([sys.executable, "-S", BOX_INIT, self.box.empty, str(self.tmpfs_bytes)],
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                           env={"PATH": "/usr/bin:/bin"}, preexec_fn=preexec)
+        except (OSError, subprocess.SubprocessError) as exc:
+            self.notes["network"] = f"host (cannot start the box's init: {exc})"
+            self.missing.append(f"no namespaces for the box: {exc}")
+            return
+        line = self.holder.stdout.readline().decode(errors="replace").strip()
+        if not line.startswith("ok "):
+            self.notes["network"] = f"host (no namespaces: {line or 'the box init exited'})"
+            self.missing.append(f"no namespaces for the box: {line or 'the box init exited'}")
+            self._stop_holder()
+            return
+        self.init_pid = int(line.split()[1])
+        try:
+            self.netns_fd = os.open(f"/proc/{self.init_pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+            self.ipcns_fd = os.open(f"/proc/{self.init_pid}/ns/ipc", os.O_RDONLY | os.O_CLOEXEC)
+            self.pidns_fd = os.open(f"/proc/{self.init_pid}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            self.notes["network"] = f"host (cannot open the box's namespaces: {exc})"
+            self.missing.append(f"no namespaces for the box: {exc}")
+            return
+        self.notes["network"] = "own namespace, loopback only; own IPC namespace (System V shared memory bounded)"
+        self.notes["pid"] = "own pid namespace with the box's init as pid 1 (it reaps every orphan)"
 
     @property
     def user_name(self) -> Optional[str]:
-        return f"pkb-sandbox-{self.uid}" if self.uid is not None else None
+        return self.box.user_name if self.box is not None and self.uid is not None else None
 
     @property
     def loopback_only(self) -> bool:
@@ -226,34 +306,40 @@ class Sandbox:
         os.chmod(path, mode)
 
     def prepare(self, workdir: str) -> None:
-        """The group's shared /tmp (in its directory) and /dev/shm (in the host's, so it stays in memory), both the
-        candidate's, both removed by cleanup()."""
+        """The group's shared /tmp and /dev/shm: the box's tmpfs (bounded, charged to its memory limit, unmounted
+        with the box)."""
         self.scratch_root = os.path.abspath(workdir)
         if not self.filesystem:
             return
-        self.shared_tmp = os.path.join(workdir, "tmp")
-        os.makedirs(self.shared_tmp, exist_ok=True)
-        self.own(self.shared_tmp)
-        shm_root = "/dev/shm" if os.path.isdir("/dev/shm") else workdir
-        self.shared_shm = tempfile.mkdtemp(prefix="pkb-shm-", dir=shm_root)
-        self.own(self.shared_shm)
+        self.shared_tmp = os.path.join(self.box.fs, "tmp")
+        self.shared_shm = os.path.join(self.box.fs, "shm")
 
     def command(self, argv: list[str], rank_dir: str, writable: Iterable[str], readable: Iterable[str]) -> list[str]:
         """``argv`` as a rank of this group starts it: inside the filesystem view when there is one."""
         if not self.filesystem:
             return argv
-        return bwrap.command(argv, self.uid, rank_dir, writable, readable, self.shared_tmp, self.shared_shm)
+        return bwrap.command(argv, self.uid, rank_dir, writable, readable, self.shared_tmp, self.shared_shm,
+                             etc_dir=self.etc_dir)
 
     def preexec(self):
         """The function that runs in each candidate rank between fork and exec (as root, before dropping it)."""
-        uid, netns_fd, ipcns_fd, enabled = self.uid, self.netns_fd, self.ipcns_fd, self.enabled
+        uid, enabled = self.uid, self.enabled
+        netns_fd, ipcns_fd = self.netns_fd, self.ipcns_fd
+        # With the view, the rank (bwrap's child) is the first process in the box's pid namespace; without it the
+        # rank would stay outside and only its children would enter, so it is not joined.
+        pidns_fd = self.pidns_fd if self.filesystem else None
+        join = self.cgroup.joiner() if self.cgroup else None
         drop_here = uid is not None and not self.filesystem  # with a view, setpriv drops inside it
 
         def confine() -> None:
+            if join is not None:
+                join()
             if netns_fd is not None and _LIBC.setns(netns_fd, CLONE_NEWNET) != 0:
                 raise OSError(ctypes.get_errno(), "setns(CLONE_NEWNET) failed")
             if ipcns_fd is not None and _LIBC.setns(ipcns_fd, CLONE_NEWIPC) != 0:
                 raise OSError(ctypes.get_errno(), "setns(CLONE_NEWIPC) failed")
+            if pidns_fd is not None and _LIBC.setns(pidns_fd, CLONE_NEWPID) != 0:
+                raise OSError(ctypes.get_errno(), "setns(CLONE_NEWPID) failed")
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
             if enabled:
@@ -274,15 +360,20 @@ class Sandbox:
 
     # --- control ----------------------------------------------------------------------------------------------------
     def pause(self, pgids: Iterable[int]) -> None:
-        """Stop every process of the group (SIGSTOP cannot be caught): while the reference runs, nothing runs here."""
+        """Stop every process of the box at once (the freezer: a process forking or in another session cannot slip
+        through); without a control group, SIGSTOP passes over what can be found."""
         if not self.enabled or self.closed:
             return
         self.paused = True
+        if self.cgroup is not None:
+            self.freeze_s.append(self.cgroup.freeze())
+            return
         self._stopped = set()
         for pgid in pgids:
             processes.signal_group(pgid, signal.SIGSTOP)
         # Processes in other sessions (daemons) too: all of the uid's, or without one, those carrying the group's
-        # scratch path in their environment. A stopped process cannot fork, so a few sweeps find them all.
+        # scratch path in their environment. Best effort only: a process that forks and exits between sweeps has a
+        # new pid each time (the reason for the freezer).
         if self.uid is not None or self.scratch_root:
             for _ in range(3):
                 found = (processes.processes_of(self.uid) if self.uid is not None
@@ -298,27 +389,62 @@ class Sandbox:
         if not self.paused:
             return
         self.paused = False
+        if self.cgroup is not None:
+            self.cgroup.thaw()
+            return
         for pgid in pgids:
             processes.signal_group(pgid, signal.SIGCONT)
         for pid in self._stopped:
             processes.signal_pid(pid, signal.SIGCONT)
 
+    def out_of_memory(self) -> bool:
+        """Whether the kernel killed a process of the box for its memory limit."""
+        return self.cgroup is not None and self.cgroup.oom_kills() > 0
+
+    def memory_message(self) -> str:
+        return f"the candidate exceeded its memory limit of {self.memory_bytes / 2**30:.1f} GB"
+
     def cleanup(self) -> dict:
-        """Kill every process of the candidate's uid (daemons included), and every process that still carries this
-        group's scratch path in its environment (the fallback without a separate uid), then remove its files in
-        shared places and its private /dev/shm."""
+        """Kill every process of the box (its control group: daemons in other sessions included), then everything of
+        its uid that could be outside it and its files in shared places; the box's tmpfs goes with close()."""
         if self.closed:
             return {"killed_outliving": 0, "removed_files": 0}
         self.closed = True
-        report = processes.reap(self.uid, self.scratch_root)
-        if self.shared_shm and os.path.isdir(self.shared_shm):
-            shutil.rmtree(self.shared_shm, ignore_errors=True)
+        report = {"killed_outliving": 0, "removed_files": 0}
+        if self.cgroup is not None:
+            ours = {self.init_pid, self.holder.pid if self.holder else None}
+            report["killed_outliving"] = len([p for p in self.cgroup.pids() if p not in ours])
+            self.notes["memory"] = {"limit_bytes": self.memory_bytes, "peak_bytes": self.cgroup.memory_peak(),
+                                    "oom_kills": self.cgroup.oom_kills()}
+            self.cgroup.kill()
+        self._stop_holder()
+        swept = processes.reap(self.uid, None if self.cgroup is not None else self.scratch_root)
+        report["killed_outliving"] += swept["killed_outliving"]
+        report["removed_files"] = swept["removed_files"]
         return report
 
+    def _stop_holder(self) -> None:
+        if self.holder is None:
+            return
+        try:
+            self.holder.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.holder.wait(10)
+        except subprocess.TimeoutExpired:
+            self.holder.kill()
+            self.holder.wait()
+        self.holder.stdout.close()
+        self.holder = None
+
     def close(self) -> None:
-        self.cleanup()
+        """End the box: its processes, namespaces, control group, tmpfs and directory; then give its id back."""
+        if not self.closed:
+            self.cleanup()
         self.closed = True
-        for attr in ("netns_fd", "ipcns_fd"):
+        self._stop_holder()
+        for attr in ("netns_fd", "ipcns_fd", "pidns_fd"):
             fd = getattr(self, attr)
             if fd is not None:
                 try:
@@ -326,22 +452,30 @@ class Sandbox:
                 except OSError:
                     pass
                 setattr(self, attr, None)
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+        if self.box is not None:
+            self.box.release()
+            self.box = None
 
 
 def _probe_filesystem_view() -> Optional[str]:
-    """None if candidate ranks can start inside a bwrap view on this host; else the reason (cached per process)."""
+    """None if candidate ranks can start inside a bwrap view on this host; else the reason (cached per process).
+    The probe runs in a box of its own, like any job: a judge starting beside it is never touched."""
     if "view" not in _probe_cache:
+        box = boxes.acquire()
         scratch = tempfile.mkdtemp(prefix="pkb-view-probe-")
-        uid = UID_RANGE[1]  # outside the jobs' range: reaping it after the probe can never touch a job
         try:
-            _probe_cache["view"] = bwrap.works(uid, scratch)
+            _probe_cache["view"] = bwrap.works(box.uid, scratch, etc_dir=box.etc)
         finally:
-            processes.reap(uid, None)
+            processes.reap(box.uid, None)
+            box.release()
             shutil.rmtree(scratch, ignore_errors=True)
     return _probe_cache["view"]
 
 
-def _probe_user_access() -> Optional[str]:
+def _probe_user_access(uid: int) -> Optional[str]:
     """None if an unprivileged uid can run the rank worker with this interpreter; else the reason (cached)."""
     if "result" in _probe_cache:
         return _probe_cache["result"]
@@ -355,7 +489,7 @@ def _probe_user_access() -> Optional[str]:
               if os.path.exists(os.path.join("/dev", name))]
     try:
         out = subprocess.run([sys.executable, "-S", "-c", _ACCESS_PROBE, *paths],
-                             preexec_fn=processes.as_user(UID_RANGE[0]), env={}, capture_output=True, text=True,
+                             preexec_fn=processes.as_user(uid), env={}, capture_output=True, text=True,
                              timeout=60)
         unreadable = [p for p in out.stdout.split("\n") if p]
         if out.returncode != 0:

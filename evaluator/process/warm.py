@@ -10,7 +10,7 @@ What stays as it was:
   until its job's ``load``, so candidate code first runs there, as it would at a cold start;
 - candidate spares are sandboxed from birth (their own uid and network namespace); spares of reference and candidate
   are separate groups, as always;
-- while either side of a job runs a timed block, every spare is stopped (SIGSTOP), so warming up the next jobs never
+- while either side of a job runs a timed block, every spare is stopped (frozen), so warming up the next jobs never
   shares the CPU or the GPU with a measurement; spares warm up during trials, comparisons and the judge's own work.
 
 Only jobs whose world size, device and sandbox setting match the pool's use it; any other job, and any retry after an
@@ -22,7 +22,6 @@ import collections
 import dataclasses
 import os
 import shutil
-import signal
 import tempfile
 from typing import Optional
 
@@ -90,16 +89,16 @@ class WarmPool:
         return spare
 
     def hold(self) -> None:
-        """Stop every spare while a timed block runs (see the module docstring)."""
-        self._signal(signal.SIGSTOP)
+        """Stop every spare while a timed block runs (see the module docstring): a candidate spare's whole box
+        through its freezer, a reference spare's process groups with SIGSTOP."""
+        for spare in self.spares:
+            spare.ref.pause()
+            spare.cand.pause()
 
     def release(self) -> None:
-        self._signal(signal.SIGCONT)
-
-    def _signal(self, sig: int) -> None:
         for spare in self.spares:
-            for group in (spare.ref, spare.cand):
-                group.signal(sig)
+            spare.cand.resume()
+            spare.ref.resume()
 
     def close(self) -> None:
         self.closed = True

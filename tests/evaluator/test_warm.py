@@ -26,6 +26,14 @@ def _pids(spare) -> list[int]:
     return [r.proc.pid for g in (spare.ref, spare.cand) for r in g.ranks]
 
 
+def _stopped(spare) -> bool:
+    """The reference spare's ranks stopped by SIGSTOP; the candidate spare's whole box frozen where it has one (its
+    processes then sleep in the freezer rather than show the stopped state), else its ranks stopped too."""
+    box = spare.cand.sandbox.cgroup if spare.cand.sandbox is not None else None
+    groups = (spare.ref,) if box is not None else (spare.ref, spare.cand)
+    return (box is None or box.frozen()) and all(_state(r.proc.pid) in ("T", "t") for g in groups for r in g.ranks)
+
+
 class CountingPool(warm.WarmPool):
     """Counts the holds, and checks at each that every spare process is really stopped."""
 
@@ -35,11 +43,10 @@ class CountingPool(warm.WarmPool):
     def hold(self):
         super().hold()
         self.holds += 1
-        pids = [p for s in self.spares for p in _pids(s)]
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and any(_state(p) not in ("T", "t") for p in pids):
+        while time.monotonic() < deadline and not all(_stopped(s) for s in self.spares):
             time.sleep(0.01)
-        self.all_stopped &= all(_state(p) in ("T", "t") for p in pids)
+        self.all_stopped &= all(_stopped(s) for s in self.spares)
 
 
 @pytest.fixture
@@ -58,6 +65,7 @@ def test_a_warm_job_judges_the_candidate_at_its_own_shape_and_stops_spares_while
     cfg = judge.Config(world_size=2)
     assert pool.holds == 2 * cfg.blocks and pool.all_stopped  # every timed block, either side, spares stopped
     assert all(_state(p) not in ("T", "t") for p in _pids(pool.spares[0]))  # and resumed after
+    assert not (pool.spares[0].cand.sandbox.cgroup and pool.spares[0].cand.sandbox.cgroup.frozen())
 
 
 def test_a_warm_spare_runs_the_candidate_not_the_reference(pool):
