@@ -191,11 +191,12 @@ PKB_WARM_SPARES = env_int("PKB_WARM_SPARES", 0, minimum=0)
 # Where the worker keeps candidate files and judge output while a job runs (one locked directory per worker process:
 # leaderboard/jobs/workspace.py).
 PKB_WORK_DIR = Path(env_str("PKB_WORK_DIR", str(DATA_DIR / "work")))
-# The candidate sandbox (evaluator/process/sandbox.py): "required" (production: a worker on a host that cannot give every
-# layer refuses to start), "auto" (the embedded default: every layer the host allows; results without the whole
-# sandbox are flagged unsandboxed and never rank) or "off" (debugging). Ranked profiles' jobs require it regardless.
-PKB_SANDBOX = env_str("PKB_SANDBOX", "auto").strip().lower()
-PKB_SANDBOX_REQUIRED = PKB_SANDBOX in ("required", "require", "strict")
+# The candidate sandbox (evaluator/process/sandbox.py). Every job a site runs, ranked or not, jobs and feedback runs,
+# requires the whole sandbox: a worker on a host that cannot give every layer refuses to start, and is never
+# re-decided per job. Only "off" (an operator's explicit choice: logged loudly at start, every result flagged
+# unsandboxed and never ranked) runs strangers' code without it.
+PKB_SANDBOX = env_str("PKB_SANDBOX", "required").strip().lower()
+PKB_SANDBOX_OFF = PKB_SANDBOX in ("0", "off", "false", "no")
 
 # --- broker (django_dramatiq) -------------------------------------------------------------------------------------
 BROKER_URL = env_str("BROKER_URL", "stub://")

@@ -13,6 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from django.conf import settings
+
 from evaluator.schema import VERDICTS
 from leaderboard.feedback import conf, seeds, services
 from leaderboard.jobs import judge_process
@@ -57,6 +59,8 @@ def judge_command(run, candidate_path: Path, out_path: Path, profile_dir: Path) 
         command.append("--multicast-allowed")
     if run.kind == run.PROFILE:
         command += ["--no-timing", "--profile", str(profile_dir)]
+    if not settings.PKB_SANDBOX_OFF:
+        command.append("--require-sandbox")  # as every job: the whole sandbox or no run
     return command
 
 

@@ -28,6 +28,12 @@ class FeedbackReaperMiddleware(Middleware):
     def __init__(self):
         self.reaper = None
 
+    def before_worker_boot(self, broker, worker):
+        # A feedback-only worker runs strangers' code as much as the jobs' one: the same gate, once, at start.
+        from leaderboard.jobs.sandbox_gate import check_sandbox
+
+        check_sandbox(worker.consumer_whitelist or broker.get_declared_queues())
+
     def after_worker_boot(self, broker, worker):
         self.reaper = feedback_reaper()
         self.reaper.start()

@@ -22,6 +22,7 @@ import dramatiq  # noqa: E402
 from dramatiq.middleware import Middleware  # noqa: E402
 
 from leaderboard.jobs.broker import ACTOR_NAME  # noqa: E402
+from leaderboard.jobs.sandbox_gate import SandboxUnavailableOnHost, check_sandbox  # noqa: E402,F401
 
 log = logging.getLogger("leaderboard.jobs.actors")
 
@@ -33,36 +34,6 @@ def evaluate_job(job_id: int) -> None:
 
     outcome = run_job(int(job_id))
     log.info("job %s: %s", job_id, outcome)
-
-
-class SandboxUnavailableOnHost(RuntimeError):
-    """This worker would run candidates for a ranked profile (or PKB_SANDBOX=required) on a host without the whole
-    sandbox: it refuses to start rather than run strangers' code unconfined."""
-
-
-def check_sandbox(queues) -> dict:
-    """The host's sandbox, checked before a worker takes any job. Fails closed where a ranked profile's queue (or
-    PKB_SANDBOX=required) would use it; elsewhere (the embedded default) says loudly what is missing."""
-    from django.conf import settings
-
-    from leaderboard.jobs import judge_commands
-    from leaderboard.catalogue.models import HardwareProfile
-
-    support = judge_commands.host_support()
-    if support["complete"]:
-        log.info("candidate sandbox: %s", support["summary"])
-        return support
-    slugs = {q.removeprefix("feedback-") for q in queues}
-    ranked = sorted(HardwareProfile.objects.filter(slug__in=slugs, ranked=True).values_list("slug", flat=True))
-    if settings.PKB_SANDBOX_REQUIRED or ranked:
-        why = f"ranked profiles {ranked}" if ranked else "PKB_SANDBOX=required"
-        raise SandboxUnavailableOnHost(f"refusing to start: {why} need the candidate sandbox, and this host cannot "
-                                       f"give it: {'; '.join(support['missing'])}")
-    log.warning("!" * 78)
-    log.warning("candidate sandbox: %s", support["summary"])
-    log.warning("results of this worker are flagged 'unsandboxed' and never rank")
-    log.warning("!" * 78)
-    return support
 
 
 class ReaperMiddleware(Middleware):

@@ -59,8 +59,8 @@ def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
         command += ["--pairs", str(profile.timing_pairs)]
     if profile.multicast_allowed:
         command.append("--multicast-allowed")
-    if profile.ranked or settings.PKB_SANDBOX_REQUIRED:
-        command.append("--require-sandbox")  # fail closed: never a ranked result from an unsandboxed candidate
+    if not settings.PKB_SANDBOX_OFF:
+        command.append("--require-sandbox")  # fail closed: a stranger's code never runs in a weaker sandbox
     command.extend(hidden_check_flags(job))
     return command
 

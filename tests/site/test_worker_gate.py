@@ -1,12 +1,13 @@
-"""A worker checks the candidate sandbox before taking any job (leaderboard/jobs/actors.py, check_sandbox): it refuses to
-start where a ranked profile's queue (or PKB_SANDBOX=required) would run candidates without the whole sandbox, and
-otherwise says loudly what is missing."""
+"""A worker checks the candidate sandbox once, before taking any job (leaderboard/jobs/sandbox_gate.py, check_sandbox):
+every site job, ranked or not, jobs and feedback runs, needs the whole sandbox; a worker on a host that cannot give it
+refuses to start, unless the operator said PKB_SANDBOX=off (then it says so loudly and every result is flagged)."""
 import logging
 import os
+from types import SimpleNamespace
 
 import pytest
 
-from leaderboard.jobs import actors, judge_commands
+from leaderboard.jobs import actors, judge_commands, sandbox_gate
 
 INCOMPLETE = {"complete": False, "summary": "UNSANDBOXED (...): simulated", "missing": ["simulated: no bwrap"],
               "user": "x", "network": "x", "filesystem": "x"}
@@ -15,35 +16,52 @@ INCOMPLETE = {"complete": False, "summary": "UNSANDBOXED (...): simulated", "mis
 @pytest.fixture
 def incomplete(monkeypatch):
     monkeypatch.setattr(judge_commands, "host_support", lambda: dict(INCOMPLETE))
+    monkeypatch.setattr(sandbox_gate, "_decided", {})
 
 
-def test_a_worker_for_a_ranked_profile_refuses_to_start_without_the_sandbox(incomplete, gpu):
-    with pytest.raises(actors.SandboxUnavailableOnHost, match="gpu-h200x8.*simulated: no bwrap"):
-        actors.check_sandbox({"gpu-h200x8"})
-    with pytest.raises(actors.SandboxUnavailableOnHost):
-        actors.check_sandbox({"feedback-gpu-h200x8"})
+@pytest.mark.parametrize("queues", [{"gpu-h200x8"}, {"feedback-gpu-h200x8"}, {"cpu-gloo"}, {"feedback-cpu-gloo"}])
+def test_any_worker_refuses_to_start_without_the_sandbox(incomplete, gpu, cpu, settings, queues):
+    settings.PKB_SANDBOX_OFF = False
+    with pytest.raises(actors.SandboxUnavailableOnHost, match="simulated: no bwrap"):
+        actors.check_sandbox(queues)
 
 
-def test_required_by_the_deployment_refuses_any_queue(incomplete, cpu, settings):
-    settings.PKB_SANDBOX_REQUIRED = True
-    with pytest.raises(actors.SandboxUnavailableOnHost, match="PKB_SANDBOX=required"):
-        actors.check_sandbox({"cpu-gloo"})
-
-
-def test_an_unranked_queue_starts_and_says_so_loudly(incomplete, cpu, settings, caplog):
-    settings.PKB_SANDBOX_REQUIRED = False
+def test_only_an_explicit_off_starts_without_it_and_says_so_loudly(incomplete, cpu, settings, caplog):
+    settings.PKB_SANDBOX_OFF = True
     with caplog.at_level(logging.WARNING, logger="leaderboard.jobs.actors"):
         support = actors.check_sandbox({"cpu-gloo"})
     assert support["complete"] is False
-    assert "UNSANDBOXED" in caplog.text and "never rank" in caplog.text
+    assert "PKB_SANDBOX=off" in caplog.text and "UNSANDBOXED" in caplog.text and "never rank" in caplog.text
 
 
-def test_the_judge_command_of_a_ranked_profile_requires_the_sandbox(owner, gpu, cpu, submit):
+def test_the_decision_is_taken_once_per_worker(monkeypatch, settings):
+    """A transient failure after start never re-decides: the worker's jobs require the sandbox it found."""
+    calls = []
+    monkeypatch.setattr(judge_commands, "host_support", lambda: calls.append(1) or {"complete": True, "summary": "s"})
+    monkeypatch.setattr(sandbox_gate, "_decided", {})
+    actors.check_sandbox({"cpu-gloo"})
+    actors.check_sandbox({"feedback-cpu-gloo"})
+    assert calls == [1]
+
+
+def test_the_feedback_worker_checks_the_sandbox_at_boot(incomplete, settings):
+    from leaderboard.feedback.worker import FeedbackReaperMiddleware
+
+    settings.PKB_SANDBOX_OFF = False
+    worker = SimpleNamespace(consumer_whitelist={"feedback-cpu-gloo"})
+    with pytest.raises(actors.SandboxUnavailableOnHost):
+        FeedbackReaperMiddleware().before_worker_boot(None, worker)
+
+
+def test_every_judge_command_requires_the_sandbox_unless_off(owner, gpu, cpu, submit, settings):
     from leaderboard.jobs import runner
 
     ranked_job = submit(owner, profile="gpu-h200x8").jobs.get()
     dev_job = submit(owner).jobs.get()
+    settings.PKB_SANDBOX_OFF = False
     assert "--require-sandbox" in runner.judge_command(ranked_job, "c.py", "o.json")
+    assert "--require-sandbox" in runner.judge_command(dev_job, "c.py", "o.json")
+    settings.PKB_SANDBOX_OFF = True
     assert "--require-sandbox" not in runner.judge_command(dev_job, "c.py", "o.json")
 
 
@@ -52,7 +70,8 @@ def test_the_worker_reads_the_sandbox_and_sweeps_through_the_judges_command_line
     support = judge_commands.host_support()
     assert isinstance(support["complete"], bool) and support["summary"] and isinstance(support["missing"], list)
     assert support["complete"] == (not support["missing"])
-    assert judge_commands.sweep_orphans(str(tmp_path)) == {"killed_outliving": 0, "removed_files": 0}
+    swept = judge_commands.sweep_orphans(str(tmp_path))
+    assert swept["killed_outliving"] == 0 and swept["removed_files"] == 0
     with pytest.raises(judge_commands.JudgeCommandFailed, match="exited 2"):
         judge_commands.call("no-such-command")
 
