@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from leaderboard.env import broker_from_url, database_from_url, env_bool, env_int, env_list, env_str
@@ -72,6 +73,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served from /static/ (no CDN)
     "django_dramatiq",
+    "axes",  # login failures counted and locked out (docs/site.md, Throttling)
     "leaderboard",  # the project: the migration history of the tables the apps below took over, seed_demo
     "leaderboard.catalogue",
     "leaderboard.accounts",
@@ -92,6 +94,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: turns a lockout into leaderboard.accounts.throttle's 429
 ]
 
 ROOT_URLCONF = "leaderboard.urls"
@@ -122,6 +125,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# django-axes' backend first: a locked-out client is refused before its password is even checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "account"
 LOGOUT_REDIRECT_URL = "home"
@@ -166,6 +171,28 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
 PKB_OPEN_SIGNUP = env_bool("PKB_OPEN_SIGNUP", True)
+
+# --- throttling (leaderboard/accounts/throttle.py; docs/site.md, Throttling) ----------------------------------------
+# Nobody may guess passwords or tokens, or create accounts, at the rate a script can: without this, 60 wrong
+# passwords were answered in 37 s and the right one then logged in. These are the production values and the tests
+# run with them (tests/site/security/test_throttling.py).
+# Proxies in front of the site whose X-Forwarded-For is believed (nginx: 1); 0 reads REMOTE_ADDR only.
+PKB_TRUSTED_PROXIES = env_int("PKB_TRUSTED_PROXIES", 0, minimum=0)
+AXES_FAILURE_LIMIT = env_int("PKB_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("PKB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+# Counted per client address, whatever usernames it tries: one address can neither guess one account's password
+# nor spray one password over many accounts. (Per username alone, anyone could lock any user out.)
+AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_RESET_ON_SUCCESS = True  # a successful log-in clears the address's count
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # the retry time the page states holds
+AXES_CLIENT_IP_CALLABLE = "leaderboard.accounts.throttle.client_ip"
+AXES_LOCKOUT_CALLABLE = "leaderboard.accounts.throttle.lockout_response"
+AXES_DISABLE_ACCESS_LOG = True  # successful log-ins are not the site's to keep
+AXES_VERBOSE = False
+PKB_SIGNUP_LIMIT = env_int("PKB_SIGNUP_LIMIT", 5, minimum=1)  # sign-up form posts per address per window
+PKB_SIGNUP_WINDOW_MINUTES = env_int("PKB_SIGNUP_WINDOW_MINUTES", 60, minimum=1)
+PKB_TOKEN_FAILURE_LIMIT = env_int("PKB_TOKEN_FAILURE_LIMIT", 30, minimum=1)  # refused API tokens per address
+PKB_TOKEN_WINDOW_MINUTES = env_int("PKB_TOKEN_WINDOW_MINUTES", 10, minimum=1)
 
 # --- quotas: units are evaluations (one candidate file on one hardware profile) -------------------------------------
 PKB_QUOTA_DAILY = env_int("PKB_QUOTA_DAILY", 1000, minimum=1)  # rolling 24 hours

@@ -83,3 +83,16 @@ class QuotaCharge(models.Model):
         db_table = "leaderboard_quotacharge"  # the table this model had before the site was cut into apps
         constraints = [models.UniqueConstraint(fields=["job", "run"], name="one_charge_per_run")]
         indexes = [models.Index(fields=["submitter", "created_at"], name="charge_submitter_time")]
+
+
+class ThrottleEvent(models.Model):
+    """One counted request of a throttled kind (a sign-up, a refused API token) from one client address: the rows
+    of a sliding window kept in the database, so every web process sees the same count (a per-process cache would
+    give each gunicorn worker its own allowance). Login failures are counted by django-axes in its own tables."""
+
+    scope = models.CharField(max_length=20)
+    key = models.CharField(max_length=64, help_text="the client's address")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["scope", "key", "created_at"], name="throttle_window")]

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import re
 
+from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
 from leaderboard.accounts import services as accounts_services
+from leaderboard.accounts import throttle
 
 TOKEN_SHAPE = re.compile(r"pkb_[A-Za-z0-9]{1,32}_[A-Za-z0-9_-]{1,128}")
 
@@ -21,12 +23,20 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         parts = header.split()
         if len(parts) != 2 or parts[0] not in (self.keyword, "Token"):
             return None
+        # An address that sent too many refused tokens is held back before any lookup (tokens are 256-bit secrets,
+        # but a stolen prefix or a leaked list should not be checkable at the rate a script can send).
+        ip = throttle.client_ip(request._request)
+        limit = throttle.token_limit()
+        until = throttle.retry_at(limit, ip)
+        if until is not None:
+            wait = max(1, int((until - timezone.now()).total_seconds()) + 1)
+            raise exceptions.Throttled(wait=wait, detail=f"Too many refused tokens from your address. Try again "
+                                                         f"after {until:%Y-%m-%d %H:%M:%S} UTC.")
         # The shape accounts_services.token_create makes; anything else (a NUL byte, which PostgreSQL refuses in a query,
         # a megabyte of text) is refused before the lookup.
-        if not TOKEN_SHAPE.fullmatch(parts[1]):
-            raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
-        token = accounts_services.token_authenticate(parts[1])
+        token = accounts_services.token_authenticate(parts[1]) if TOKEN_SHAPE.fullmatch(parts[1]) else None
         if token is None:
+            throttle.record(limit, ip)
             raise exceptions.AuthenticationFailed("invalid, expired or revoked token")
         return token.submitter.user, token
 

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from evaluator.schema import ONE_PAIR_FLOOR
 from leaderboard.accounts import selectors as accounts_selectors
 from leaderboard.accounts import services as accounts_services
+from leaderboard.accounts import throttle
 from leaderboard.accounts.models import ApiToken
 from leaderboard.catalogue import selectors as catalogue_selectors
 from leaderboard.pages.forms import SignupForm, SubmitForm, TokenForm
@@ -296,11 +297,19 @@ def token_revoke(request, pk):
 def signup(request):
     if not settings.PKB_OPEN_SIGNUP:
         raise Http404("sign-up is closed")
+    if request.method == "POST":
+        # Every post counts, valid or not: each costs a password hash, and a flood of accounts is the point of it.
+        ip = throttle.client_ip(request)
+        limit = throttle.signup_limit()
+        until = throttle.retry_at(limit, ip)
+        if until is not None:
+            return throttle.refusal(request, until, "sign-ups")
+        throttle.record(limit, ip)
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         accounts_services.submitter_for(user)
-        login(request, user)
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("account")
     return render(request, "registration/signup.html", {"form": form})
 

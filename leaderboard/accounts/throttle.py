@@ -1,0 +1,97 @@
+"""Throttling of what can be guessed or flooded: the login form (django-axes counts the failures; this module says
+when a locked-out client may retry), sign-up, and refused API tokens (a sliding window per client address in the
+ThrottleEvent table). docs/site.md, "Throttling", lists the limits and their settings."""
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from leaderboard.accounts.models import ThrottleEvent
+
+
+def client_ip(request) -> str:
+    """The client's address: REMOTE_ADDR, or with PKB_TRUSTED_PROXIES = n (nginx in front: 1) the n-th address from
+    the right of X-Forwarded-For, the one the nearest trusted proxy saw. Addresses further left are the client's to
+    write, so they are never read (a forged header would give each guess a fresh allowance)."""
+    remote = request.META.get("REMOTE_ADDR") or "0.0.0.0"
+    hops = settings.PKB_TRUSTED_PROXIES
+    if hops:
+        chain = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
+        if len(chain) >= hops:
+            remote = chain[-hops]
+    try:
+        return str(ipaddress.ip_address(remote))
+    except ValueError:
+        return "0.0.0.0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Limit:
+    scope: str
+    count: int
+    window: timedelta
+
+
+def signup_limit() -> Limit:
+    return Limit("signup", settings.PKB_SIGNUP_LIMIT, timedelta(minutes=settings.PKB_SIGNUP_WINDOW_MINUTES))
+
+
+def token_limit() -> Limit:
+    return Limit("token", settings.PKB_TOKEN_FAILURE_LIMIT, timedelta(minutes=settings.PKB_TOKEN_WINDOW_MINUTES))
+
+
+def retry_at(limit: Limit, key: str, now: datetime | None = None) -> datetime | None:
+    """When the client may try again, if it has spent the window's allowance; None while it may go on."""
+    now = now or timezone.now()
+    recent = list(ThrottleEvent.objects.filter(scope=limit.scope, key=key, created_at__gt=now - limit.window)
+                  .order_by("-created_at").values_list("created_at", flat=True)[:limit.count])
+    if len(recent) < limit.count:
+        return None
+    # The allowance frees when the oldest of the last ``count`` events leaves the window.
+    return recent[-1] + limit.window
+
+
+def record(limit: Limit, key: str, now: datetime | None = None) -> None:
+    now = now or timezone.now()
+    ThrottleEvent.objects.create(scope=limit.scope, key=key, created_at=now)
+    # Old rows are no longer read: drop them now and then (one in a while, cheaply, on the writer's request).
+    ThrottleEvent.objects.filter(scope=limit.scope, key=key, created_at__lte=now - limit.window).delete()
+
+
+def refusal(request, until: datetime, what: str):
+    """429 with Retry-After and a sentence saying when: JSON under /api/, a page elsewhere."""
+    seconds = max(1, int((until - timezone.now()).total_seconds()) + 1)
+    message = (f"Too many {what} from your address. Try again after {until:%Y-%m-%d %H:%M:%S} UTC "
+               f"(in {_duration(seconds)}).")
+    if request.path.startswith("/api/") or "application/json" in request.META.get("HTTP_ACCEPT", ""):
+        response = JsonResponse({"detail": message, "retry_after": seconds, "retry_at": until.isoformat()},
+                                status=429)
+    else:
+        response = render(request, "registration/throttled.html", {"message": message, "until": until}, status=429)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 90:
+        return f"{seconds} s"
+    return f"{round(seconds / 60)} min"
+
+
+def lockout_response(request, original_response=None, credentials=None):
+    """AXES_LOCKOUT_CALLABLE: the login form's answer while the client is locked out, saying until when. The
+    lockout lasts AXES_COOLOFF_TIME from the failure that reached the limit (failures while locked out do not move
+    it: AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT is off)."""
+    from axes.models import AccessAttempt
+
+    ip = getattr(request, "axes_ip_address", None) or client_ip(request)
+    last = (AccessAttempt.objects.filter(ip_address=ip).order_by("-attempt_time")
+            .values_list("attempt_time", flat=True).first())
+    until = (last or timezone.now()) + settings.AXES_COOLOFF_TIME
+    return refusal(request, until, "failed log-ins")
