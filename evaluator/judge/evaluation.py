@@ -28,7 +28,7 @@ from evaluator.judge.config import BadRequest, Config
 from evaluator.judge.pair import Pair
 from evaluator.process import sandbox, warm
 from evaluator.process.group import RankGroup, close_all
-from evaluator.timing import pairs
+from evaluator.timing import pairs, verdict
 from evaluator.timing.calibration import HOST_BOUND_NOISE_FLOOR
 from problems.base import derive_seed
 
@@ -84,11 +84,9 @@ def _flag_unsandboxed(result: dict) -> None:
 
 
 def _never_rank_flagged(result: dict) -> None:
-    """A flagged result is shown as such and never ranks: not faster, not ranked, whatever its numbers say."""
-    timing = result.get("timing")
-    if result.get("flags") and timing:
-        timing["faster"] = False
-        timing["ranked"] = False
+    """The evaluation's one decision of "faster" and "ranked" (evaluator/timing/verdict.py), made last, with every flag
+    the result carries: a flagged result is shown as such and never ranks, whatever its numbers say."""
+    verdict.conclude(result, result.get("device"))
 
 
 def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, pool, count: int) -> None:
@@ -125,7 +123,8 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
         flags.add(schema.FLAG_TIMING_CROSSCHECK)
     result["flags"] = sorted(flags)
     if len(combined) > 1:
-        result["timing"] = pairs.combine([t for _, t in combined], cfg.device, HOST_BOUND_NOISE_FLOOR, dropped, aside)
+        result["timing"] = pairs.combine_evidence([t for _, t in combined], cfg.device, HOST_BOUND_NOISE_FLOOR, dropped,
+                                                  aside)
     else:  # one pair left: its own document, with the one-pair floor it was judged with
         result["timing"] = dict(combined[0][1], pairs={"count": 1, "dropped": dropped, "set_aside": aside})
     result["timing"]["pairs"]["probe"] = pooled

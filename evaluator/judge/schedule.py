@@ -14,7 +14,7 @@ from evaluator.judge.replies import _Stop, _host_share, _samples, _share, _spin_
 from evaluator.rank import outputs
 from evaluator.rank.timed import timing_set_seed
 from evaluator.timing.calibration import CANDIDATE_SPIN_SHARE, MAX_ITERS, PROBE_CALLS_FACTOR
-from evaluator.timing.rules import _add_probe, _could_be_faster, _timing_document
+from evaluator.timing.rules import _add_probe, _could_be_faster, pair_evidence
 
 
 class Schedule:
@@ -59,7 +59,8 @@ class Schedule:
         self.sets = 0
 
     def run(self) -> dict:
-        """Time every block and return the pair's timing document (with ``_kept`` and ``_flags`` for the judge)."""
+        """Time every block and return the pair's timing document (with ``_kept`` and ``_flags`` for the judge): its
+        evidence only; "faster" and "ranked" are decided when the evaluation ends (evaluator/timing/verdict.py)."""
         cfg, iters = self.cfg, self.iters
         for b in range(cfg.blocks):
             trusted = max(self.first_spin_us, self.wanted["ref"])
@@ -75,11 +76,11 @@ class Schedule:
                                                                / (estimate_ms + 0.1))))
         # Each block's spin per call of the blocks the cross-check reads (not block 0): one warm-up, no spin.
         spins_ms = [x / 1e3 * iters / (iters + 1) for x in self.spins]
-        doc = _timing_document(self.blocks["ref"], self.blocks["cand"], self.walls, cfg, self.pair.prob,
-                               self.pair.environment, calls=iters + 1,
-                               host_bound={side: statistics.median(v) for side, v in self.host_bound.items()},
-                               spin_ms=statistics.median(spins_ms[1:] or spins_ms), spins_ms=spins_ms,
-                               reference_spin_short=self.spin_short["ref"])
+        doc = pair_evidence(self.blocks["ref"], self.blocks["cand"], self.walls, cfg, self.pair.prob,
+                            self.pair.environment, calls=iters + 1,
+                            host_bound={side: statistics.median(v) for side, v in self.host_bound.items()},
+                            spin_ms=statistics.median(spins_ms[1:] or spins_ms), spins_ms=spins_ms,
+                            reference_spin_short=self.spin_short["ref"])
         # The probe blocks guard "faster" (they cost a noticeable share of a judgement): a pair whose spun blocks
         # cannot make the candidate faster skips them, unless a calibration run asks for them always. They do not
         # change the speedup, so the document above only takes their check (_add_probe).

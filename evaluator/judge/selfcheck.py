@@ -17,6 +17,7 @@ from evaluator.judge.config import Config
 from evaluator.judge.evaluation import _seeds
 from evaluator.judge.pair import Pair
 from evaluator.process.group import RankGroup, close_all
+from evaluator.timing import verdict
 
 NULLS = ("zeros", "inputs", "nocomm")
 
@@ -87,13 +88,13 @@ class _Session:
     def check(self, prob, with_nulls: bool, aa_repeats: int = 1) -> dict:
         seeds = _seeds(self.cfg)
         pair, failed = self._pair(prob, "reference")
-        outcome = failed or pair.judge(seeds)
+        outcome = failed or self._judged(pair, seeds)
         repeats = [outcome]
         for rep in range(1, aa_repeats):
             if repeats[-1]["verdict"] != schema.CORRECT:
                 break
             again = dataclasses.replace(self.cfg, seed=None if self.cfg.seed is None else self.cfg.seed + 7919 * rep)
-            repeats.append(pair.judge(_seeds(again)))
+            repeats.append(self._judged(pair, _seeds(again)))
         row = {"id": prob.id, "stem": prob.stem, "verdict": outcome["verdict"], "message": outcome.get("message", ""),
                "output_shapes": (outcome.get("trials") or [{}])[0].get("output_shapes"),
                "timing": outcome.get("timing"), "nulls": {}}
@@ -126,6 +127,10 @@ class _Session:
                     self.close()
                     self.__init__(prob, self.cfg)
         return row
+
+    def _judged(self, pair, seeds: list[int]) -> dict:
+        """An A/A judgement, ended as evaluate ends one: "faster" and "ranked" decided with its flags."""
+        return verdict.conclude(pair.judge(seeds), self.cfg.device)
 
     def close(self):
         close_all([self.cand, self.ref])

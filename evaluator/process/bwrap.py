@@ -102,15 +102,16 @@ def etc_entries(etc_dir: str) -> list[str]:
 
 
 def command(argv: list[str], uid: int, rank_dir: str, writable: Iterable[str], readable: Iterable[str],
-            tmp_dir: str, shm_dir: str, etc_dir: str) -> list[str]:
+            tmp_dir: str, shm_dir: str, etc_dir: str, pidns_fd: Optional[int] = None) -> list[str]:
     """bwrap + setpriv + ``argv``: ``argv`` runs as ``uid`` in its own mount namespace where it sees the system
     directories, /etc's whitelist with the box's passwd and group (``etc_dir``), the interpreter, ``evaluator/`` and
     ``problems/`` read-only, ``readable`` read-only, ``writable`` and ``rank_dir`` read-write, ``tmp_dir`` as /tmp
-    and /var/tmp, ``shm_dir`` as /dev/shm, and nothing else."""
+    and /var/tmp, ``shm_dir`` as /dev/shm, and nothing else. With ``pidns_fd`` (an open, inheritable pid namespace)
+    the rank joins that namespace and its /proc shows that namespace's processes alone."""
     bw, sp = executable(), setpriv()
     if bw is None or sp is None:
         raise FileNotFoundError("bwrap or setpriv is missing")
-    args = [bw, "--die-with-parent"]
+    args = [bw, "--die-with-parent"] + (["--pidns", str(pidns_fd)] if pidns_fd is not None else [])
     for top in SYSTEM_DIRS:
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]

@@ -108,6 +108,7 @@ class RankGroup:
                 "--candidate", candidate, "--M", str(M), "--N", str(N), "--dtype", dtype,
                 "--out", self.out_dir, "--reply-fd", str(write_fd)] + (["--reduced"] if reduced else [])
         box = self.sandbox
+        fds = (write_fd,)
         if box is None:
             env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=True)
             preexec = environment.die_with_judge
@@ -118,10 +119,11 @@ class RankGroup:
             box.own(rank_dir)
             preexec = box.preexec()
             argv = box.command(argv, rank_dir, writable=[self.out_dir, self.build_dir], readable=[self.src_dir])
+            fds += box.pass_fds()
         try:
             with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
                 proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env, cwd=rank_dir,
-                                        pass_fds=(write_fd,), start_new_session=True, preexec_fn=preexec)
+                                        pass_fds=fds, start_new_session=True, preexec_fn=preexec)
         finally:
             os.close(write_fd)
         os.set_blocking(read_fd, False)

@@ -51,7 +51,6 @@ BOX_INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "box_init.py
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
-CLONE_NEWPID = 0x20000000
 PR_SET_NO_NEW_PRIVS = 38
 
 # Checks, as the candidate user, that everything a rank needs is readable (interpreter, stdlib, torch, this repo):
@@ -319,15 +318,19 @@ class Sandbox:
         if not self.filesystem:
             return argv
         return bwrap.command(argv, self.uid, rank_dir, writable, readable, self.shared_tmp, self.shared_shm,
-                             etc_dir=self.etc_dir)
+                             etc_dir=self.etc_dir, pidns_fd=self.pidns_fd)
+
+    def pass_fds(self) -> tuple:
+        """Descriptors a rank's bwrap needs open: the box's pid namespace, which bwrap joins itself so that the /proc
+        it mounts is the box's (joined before exec, bwrap would show the host's /proc)."""
+        return (self.pidns_fd,) if self.filesystem and self.pidns_fd is not None else ()
 
     def preexec(self):
         """The function that runs in each candidate rank between fork and exec (as root, before dropping it)."""
         uid, enabled = self.uid, self.enabled
         netns_fd, ipcns_fd = self.netns_fd, self.ipcns_fd
-        # With the view, the rank (bwrap's child) is the first process in the box's pid namespace; without it the
-        # rank would stay outside and only its children would enter, so it is not joined.
-        pidns_fd = self.pidns_fd if self.filesystem else None
+        # The pid namespace is joined by bwrap (pass_fds); without the view the rank would stay outside it and only
+        # its children would enter, so it is not joined there.
         join = self.cgroup.joiner() if self.cgroup else None
         drop_here = uid is not None and not self.filesystem  # with a view, setpriv drops inside it
 
@@ -338,8 +341,6 @@ class Sandbox:
                 raise OSError(ctypes.get_errno(), "setns(CLONE_NEWNET) failed")
             if ipcns_fd is not None and _LIBC.setns(ipcns_fd, CLONE_NEWIPC) != 0:
                 raise OSError(ctypes.get_errno(), "setns(CLONE_NEWIPC) failed")
-            if pidns_fd is not None and _LIBC.setns(pidns_fd, CLONE_NEWPID) != 0:
-                raise OSError(ctypes.get_errno(), "setns(CLONE_NEWPID) failed")
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
             if enabled:
