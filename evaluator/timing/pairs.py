@@ -25,6 +25,7 @@ import statistics
 from typing import Optional
 
 from evaluator.schema import HOST_PACED_FLOOR, MAX_PAIRS, ONE_PAIR_FLOOR, PAIR_OFFSET_SD, PAIR_Z  # noqa: F401
+from evaluator.timing import verdict
 from evaluator.timing.calibration import MAX_SUSPECT_SHARE, PROBE_POOLED_FLOOR_MS
 
 
@@ -91,21 +92,28 @@ def interval(timings: list[dict], device: str, host_bound_floor: float) -> tuple
 
 def combine(timings: list[dict], device: str, host_bound_floor: float, dropped: Optional[list] = None,
             set_aside: Optional[list] = None) -> dict:
-    """One timing document from K >= 2 single-pair documents (rules._timing_document's, in pair order)."""
+    """K >= 2 pairs' timing documents combined and read alone: combine_evidence's document decided (verdict.decide)
+    with no flag; the judge combines with combine_evidence and decides once, with the result's flags."""
+    return verdict.decide(combine_evidence(timings, device, host_bound_floor, dropped, set_aside), (), device)
+
+
+def combine_evidence(timings: list[dict], device: str, host_bound_floor: float, dropped: Optional[list] = None,
+                     set_aside: Optional[list] = None) -> dict:
+    """One timing document from K >= 2 single-pair documents (rules.pair_evidence's, in pair order), with no verdict
+    yet (verdict.decide sets ``faster`` and ``ranked``)."""
     K = len(timings)
     if K < 2:
         raise ValueError("combining needs at least two pairs")
     mean, low, high, calibrated, empirical = interval(timings, device, host_bound_floor)
     host_bound = any(t.get("host_bound") for t in timings)
     first = timings[0]
-    doc = dict(first)
+    doc = {k: v for k, v in first.items() if k not in ("faster", "ranked")}  # a pair's verdict is not evidence
     doc.update(
         reference_ms=round(statistics.median(t["reference_ms"] for t in timings), 6),
         candidate_ms=round(statistics.median(t["candidate_ms"] for t in timings), 6),
-        speedup=round(math.exp(mean), 4), speedup_ci=[round(low, 4), round(high, 4)],
-        # A flag in any pair is the judge's to apply (evaluation._never_rank_flagged); a pair whose reference blocks
-        # timed its host (rules._timing_document) withholds "faster" here as it does alone.
-        faster=bool(low > 1.0) and not any(t.get("reference_blocks_spun_short") for t in timings),
+        speedup=round(math.exp(mean), 4), speedup_ci=[round(low, 4), round(high, 4)], **{verdict.LOW_KEY: low},
+        # A flag in any pair is the judge's to apply (verdict.conclude); a pair whose reference blocks timed its host
+        # (rules.pair_evidence) withholds "faster" here as it does alone (verdict.reference_timed_its_host).
         reference_blocks_spun_short=[],  # per pair, in ``reference_spun_short_pairs`` and ``pairs.each``
         reference_spun_short_pairs=[k for k, t in enumerate(timings, 1) if t.get("reference_blocks_spun_short")],
         bootstrap_ci=None, process_noise_floor=None, host_bound=host_bound,

@@ -1,5 +1,6 @@
-"""The timing rules, judge side: from both sides' timed blocks to the timing document (speedup, interval, "faster",
-flags): the noise floors, the spun blocks' cross-check and the probe check. Constants in calibration.py."""
+"""The timing rules, judge side: from both sides' timed blocks to the timing document (speedup, interval, flags):
+the noise floors, the spun blocks' cross-check and the probe check. They gather evidence; "faster" and "ranked" are
+decided from it in verdict.py alone. Constants in calibration.py."""
 from __future__ import annotations
 
 import statistics
@@ -8,7 +9,7 @@ from typing import Optional
 from typing import TYPE_CHECKING
 
 from evaluator import schema
-from evaluator.timing import pairs, physics, stats
+from evaluator.timing import pairs, physics, stats, verdict
 from evaluator.timing.calibration import (
     CROSSCHECK_BLOCK_MS, CROSSCHECK_FLOOR_MS, CROSSCHECK_RANGE_FACTOR, CROSSCHECK_SHARE, HOST_BOUND_NOISE_FLOOR,
     HOST_BOUND_SHARE, PROBE_BLOCK_MS, PROBE_FLOOR_MS, PROBE_RANGE_FACTOR, PROBE_SHARE, PROCESS_NOISE_FLOOR,
@@ -34,6 +35,20 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
                      spin_ms: float = 0.0, probe: Optional[dict] = None,
                      spins_ms: Optional[list[float]] = None,
                      reference_spin_short: Optional[list[float]] = None) -> dict:
+    """One pair's timing document read alone, decided (verdict.decide) with the pair's own flags. The judge builds the
+    evidence with pair_evidence and decides once, when the evaluation ends, with every flag of the result."""
+    doc = pair_evidence(ref_blocks, cand_blocks, walls, cfg, prob, environment, calls, host_bound, spin_ms, probe,
+                        spins_ms, reference_spin_short)
+    return verdict.decide(doc, doc["_flags"], cfg.device)
+
+
+def pair_evidence(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, environment: Optional[dict] = None,
+                  calls: Optional[int] = None, host_bound: Optional[dict] = None,
+                  spin_ms: float = 0.0, probe: Optional[dict] = None,
+                  spins_ms: Optional[list[float]] = None,
+                  reference_spin_short: Optional[list[float]] = None) -> dict:
+    """One pair's timing document with no verdict yet: speedup, widened interval, the cross-check and speed-of-light
+    flags (``_flags``), the reference's spun-short blocks; ``faster`` and ``ranked`` come from verdict.decide."""
     ref_all = [x for block in ref_blocks for x in block]
     cand_all = [x for block in cand_blocks for x in block]
     ref_ms, cand_ms = stats.median(ref_all), stats.median(cand_all)
@@ -41,7 +56,7 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
     # Two process groups running identical code on the same GPU still differ by several percent, in either direction
     # and differently for each new pair (the same problem read 0.96x in one pass and 1.05x in the next): measured by
     # A/A runs on an H200 (docs/calibration.md). The bootstrap, within one pair, cannot see that offset, so the
-    # interval is widened by it; "faster" must clear it too.
+    # interval is widened by it; "faster" must clear it too (verdict.decide).
     host_bound = host_bound or {}
     is_host_bound = cfg.device == "cuda" and max(host_bound.values(), default=0.0) >= HOST_BOUND_SHARE
     floor = noise_floor(cfg.device, is_host_bound)
@@ -54,23 +69,22 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
         light = physics.check(prob, cfg.M, cfg.N, cfg.world_size, cfg.dtype, cand_ms, ceilings)
         if light["violated"]:
             flags.append(schema.FLAG_FASTER_THAN_LIGHT)
-    ranked = cfg.device == "cuda" and not flags
     # Reference blocks whose calls mostly began before the host had queued them (evaluator/rank/timed.py, spin_short):
     # the GPU waited for the reference's host inside the timed window, so those blocks timed its launches, not its
     # kernels, and the reference read slower than it is (identical code once read 5x "faster": docs/calibration.md,
     # SPIN_SHORT_BLOCK_SHARE). The reference's share is trusted (a candidate's is not read here: its own short spins
-    # only make it look slower), and it is tied to no interval width, so "faster" is withheld outright.
+    # only make it look slower), and it is tied to no interval width, so "faster" is withheld outright (verdict.py).
     short_blocks = blocks_spun_short(reference_spin_short)
     doc = {
         "reference_ms": round(ref_ms, 6), "candidate_ms": round(cand_ms, 6),
         "speedup": round(ref_ms / cand_ms, 4) if cand_ms > 0 else None,
-        "speedup_ci": [round(low, 4), round(high, 4)], "faster": bool(low > 1.0 and not flags and not short_blocks),
+        "speedup_ci": [round(low, 4), round(high, 4)], verdict.LOW_KEY: low,
         "reference_blocks_spun_short": short_blocks,
         "bootstrap_ci": [round(raw_low, 4), round(raw_high, 4)], "process_noise_floor": floor,
         "host_bound": is_host_bound, "host_bound_share": {"reference": host_bound.get("ref"),
                                                           "candidate": host_bound.get("cand")},
         "samples": len(cand_all), "reference_samples": len(ref_all), "blocks": len(ref_blocks),
-        "ranked": ranked, "method": "cuda_events" if cfg.device == "cuda" else "wall_clock",
+        "method": "cuda_events" if cfg.device == "cuda" else "wall_clock",
         "crosscheck": crosscheck, "speed_of_light": light, "_flags": flags,
     }
     # Peak fraction (timing/peak.py): the floor over the candidate's median, with the median's widened interval.
@@ -83,13 +97,12 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
 
 def _add_probe(doc: dict, ref_blocks, cand_blocks, probe: dict, cfg: Config) -> None:
     """Add the probe blocks' check (_probe_check) to a pair's timing document; a suspect probe flags it as the
-    cross-check of the spun blocks does (not faster, not ranked)."""
+    cross-check of the spun blocks does (so verdict.decide makes it not faster, not ranked)."""
     crosscheck = doc["crosscheck"]
     crosscheck["probe"] = _probe_check(ref_blocks, cand_blocks, probe, cfg)
     if crosscheck["probe"]["suspect"] and not crosscheck["suspect"]:
         crosscheck["suspect"] = True
         doc["_flags"].insert(0, schema.FLAG_TIMING_CROSSCHECK)
-        doc["faster"] = doc["ranked"] = False
 
 
 def _claimed_ms(blocks) -> float:
