@@ -1,6 +1,8 @@
-"""The judge's output comparison (structural, then numeric under the problem's tolerance; dtype rules in
-docs/dtype.md). It is defined in problems/tolerance.py, beside the problems whose own ``compare`` use it (problems
-never import the evaluator; the evaluator may import problems)."""
+"""Nothing of the judge imports this: its comparison is problems/tolerance.py's ``compare`` (evaluator/rank/outputs.py
+takes it from there). The re-export stays only while the red-team candidate
+tests/redteam/candidates/patches_judge_modules.py patches ``evaluator.compare`` (a candidate that cannot import it is a
+compile_error, not the incorrect verdict that test asks for); delete this file once that candidate patches
+``problems.tolerance`` instead."""
 from __future__ import annotations
 
 from problems.tolerance import CHUNK, DEVICE_CHUNK, Comparison, Mismatch, compare  # noqa: F401

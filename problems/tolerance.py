@@ -1,7 +1,7 @@
 """Compare one rank's candidate output with the reference output, structurally and numerically: the tolerance
 check every problem is judged by. It lives with the problems because some problems' own ``compare`` (p61, p69) apply
 it to parts of their output, and problems never import the evaluator; the judge takes it from here
-(evaluator/compare.py).
+(evaluator/rank/outputs.py).
 
 Used only in trusted processes: the reference's ranks (evaluator/rank/outputs.py, where the reference's output is, on the
 GPU or the host) and tests. Returns None when equal, otherwise a message that says which output, where and by how

@@ -274,7 +274,7 @@ def _other_size(size: int, world_size: int, rng: random.Random) -> int:
 
 
 def _dtype_differs(trials: list[dict]) -> str:
-    """The comparisons' notes of floating outputs that passed in another dtype (evaluator/compare.py), first one."""
+    """The comparisons' notes of floating outputs that passed in another dtype (problems/tolerance.py), first one."""
     notes = list(dict.fromkeys(note for t in trials for entry in t.get("ranks") or [] if entry
                                for note in entry.get("dtype_differs") or []))
     return notes[0] + (f" and {len(notes) - 1} more" if len(notes) > 1 else "") if notes else ""

@@ -17,7 +17,7 @@ from typing import Optional
 
 import torch
 
-from evaluator.compare import compare
+from problems.tolerance import compare
 
 # Room a file may take beyond twice its expected tensor bytes (a zip header per tensor, pickled structure): a larger
 # one is refused unread, so a file cannot exhaust a trusted process's memory.

@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from evaluator.compare import compare
+from problems.tolerance import compare
 
 
 def test_equal_tensors_pass_with_zero_error():
@@ -108,7 +108,7 @@ def test_float64_differences_below_float32_resolution_are_seen():
 
 
 def test_outputs_larger_than_a_slice_are_checked_everywhere_and_left_untouched(monkeypatch):
-    from evaluator import compare as module
+    from problems import tolerance as module
 
     monkeypatch.setattr(module, "CHUNK", 64)  # 1000 x 3 elements: 47 slices
     expected = torch.randn(1000, 3)

@@ -7,7 +7,7 @@ import torch
 
 import problems
 from evaluator import judge, schema
-from evaluator.compare import compare
+from problems.tolerance import compare
 
 COMPAT = pathlib.Path(__file__).parent / "compat" / "candidates"
 SMALL = dict(M=64, N=32, trials=2, seed=5, timing=False, timeout_s=60)

@@ -45,7 +45,7 @@ def test_gpu_backends_are_correct(name, problem):
 def test_compare_on_the_gpu_gives_the_hosts_verdicts():
     """Reference ranks compare on their device (evaluator/rank/outputs.py): the same verdicts, error sizes and first bad
     index as on the host, for the cases the host tests pin down."""
-    from evaluator.compare import compare
+    from problems.tolerance import compare
     from evaluator.rank.outputs import copy_plain
 
     g = torch.Generator().manual_seed(5)
@@ -80,7 +80,7 @@ def test_p77_fused_gpu_attention_matches_fp32_math(tmp_path):
     import torch.distributed as dist
 
     import problems
-    from evaluator.compare import compare
+    from problems.tolerance import compare
     from evaluator.rank.outputs import copy_plain
     from problems.base import InputContext
 

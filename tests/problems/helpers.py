@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import problems
-from evaluator.compare import compare
+from problems.tolerance import compare
 
 
 def assert_close(problem_id: int, expected: Any, actual: Any, world_size: int, what: str = "") -> None:

@@ -2,7 +2,7 @@
 (p55: TP x CP, p56: CP x PP)."""
 import torch
 
-from evaluator.world import GroupRef
+from tests.world import GroupRef
 
 
 def attention_heads(x, w_qkv, heads):

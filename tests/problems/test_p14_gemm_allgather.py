@@ -2,7 +2,7 @@ import pytest
 import torch
 
 import problems
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 
 M, N, K = 64, 90, 512  # N = 90: W = 4 does not divide it, so the output narrows to 4 * 22 columns

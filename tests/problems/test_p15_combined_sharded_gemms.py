@@ -2,7 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 
 M, N = 62, 32  # M = 62 is rounded up to 63 rows at W = 3 and 64 at W = 4; H = 256 becomes 258 at W = 3

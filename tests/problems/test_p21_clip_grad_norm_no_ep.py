@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from evaluator.world import GroupRef, run_reference
+from tests.world import GroupRef, run_reference
 from problems.p21_clip_grad_norm_no_ep import solution
 from tests.problems.helpers import assert_close, assert_differs
 

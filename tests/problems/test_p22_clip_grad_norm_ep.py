@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from evaluator.world import GroupRef, run_reference
+from tests.world import GroupRef, run_reference
 from problems.p22_clip_grad_norm_ep import solution
 from tests.problems.helpers import assert_close, assert_differs
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from problems.p24_load_balancing_loss_fn import load_balancing_loss
 from tests.problems.helpers import assert_close, assert_differs
 

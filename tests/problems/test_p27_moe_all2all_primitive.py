@@ -2,7 +2,7 @@ import pytest
 import torch
 
 import problems
-from evaluator.world import run_reference
+from tests.world import run_reference
 from problems.base import InputContext
 from problems.p27_moe_all2all_primitive import make_inputs
 from tests.problems.helpers import assert_close, assert_differs

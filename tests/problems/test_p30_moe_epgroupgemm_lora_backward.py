@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 
 N = 96
@@ -49,7 +49,7 @@ def _in_place(rank, W):
 
 
 def test_reduction_is_in_place():
-    from evaluator.world import run_world
+    from tests.world import run_world
 
     results = run_world(_in_place, 2)
     for aliased, before, out in results:

@@ -2,7 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 from tests.problems.test_p31_fused_moe_fwd import closed_form
 

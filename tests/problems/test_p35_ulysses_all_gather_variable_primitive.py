@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from evaluator.world import run_reference, run_world
+from tests.world import run_reference, run_world
 from tests.problems.ulysses_gather import assert_concatenates_every_shard_in_rank_order
 
 M, N = 24, 40

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from evaluator.world import run_reference, run_world
+from tests.world import run_reference, run_world
 from tests.problems.helpers import assert_close, assert_differs
 
 M, N = 128, 192  # B = 2, T = 3

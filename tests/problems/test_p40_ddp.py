@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 
 M, N = 64, 128  # d_in = 128, hidden = 64, d_out = 32, global batch 64

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from evaluator.nulls import no_communication
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 
 import problems

@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 
 import problems
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 
 PID = 48

@@ -1,6 +1,6 @@
 import pytest
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.moe_ep_oracle import assert_matches_token_by_token_moe
 
 PID = 50

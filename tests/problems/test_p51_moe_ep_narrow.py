@@ -4,7 +4,7 @@ import torch.distributed as dist
 
 import problems
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.moe_ep_oracle import assert_matches_token_by_token_moe
 
 PID = 51

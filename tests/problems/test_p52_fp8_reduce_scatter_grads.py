@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from problems._fp8_delayed_scaling import make_history
 from problems.base import InputContext
 from tests.problems.fp8_oracle import e4m3_round, fp8_round_trip

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.fp8_oracle import fp8_round_trip
 from tests.problems.helpers import assert_close, assert_differs
 

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")

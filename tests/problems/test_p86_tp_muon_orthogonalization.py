@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from evaluator.world import run_reference
+from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 
 QUINTIC = [(4.0848, -6.8946, 2.9270), (3.9505, -6.3029, 2.6377), (3.7418, -5.5913, 2.3037),
