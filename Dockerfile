@@ -55,7 +55,7 @@ RUN pip install -e ".[site]" \
 # (needs --cap-add SYS_ADMIN and no AppArmor/seccomp profile forbidding mount). Candidate code can then read neither
 # this process's environment (database and broker URLs) nor the site's files, nor reach any socket. PKB_SANDBOX=required:
 # a container started without those rights refuses to start its worker instead of running candidates unconfined.
-# One process, one thread, prefetch 1 (also forced by leaderboard.broker.OneMessageAtATime). The worker runs the
+# One process, one thread, prefetch 1 (also forced by leaderboard.jobs.broker.OneMessageAtATime). The worker runs the
 # lease reaper beside it, so a host that dies mid-job has its job re-queued by the others within a lease period.
 ENTRYPOINT ["dramatiq", "leaderboard.jobs.actors", "--processes", "1", "--threads", "1"]
 CMD ["--queues", "gpu-h200x8"]

@@ -1,0 +1,222 @@
+"""No stale names: every ``leaderboard/...`` or ``evaluator/...`` path and every dotted ``leaderboard.<module>`` /
+``evaluator.<module>`` name cited in the code, the docs (*.md), the Dockerfile, deploy/, the scripts and the
+Makefile exists: a path as a file or directory (``{a,b}`` alternatives, ``<placeholder>`` and ``*`` as globs), a
+dotted name as a module or package, or as a module's top-level name where it reads ``module.attr``
+(``evaluator.schema.CORRECT``, ``evaluator/judge/evaluation.evaluate``). A template name (``leaderboard/code.html``)
+is looked up under templates/; a URL route (``leaderboard/<slug:profile>/``) is no file. A failure names file:line
+and the name.
+
+In tests only comments and docstrings are read: their string literals are fixtures (made-up modules for the layer
+rules, a candidate patching a name it hopes exists), and their imports fail on their own. Migrations are history."""
+from __future__ import annotations
+
+import ast
+import io
+import itertools
+import re
+import tokenize
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", "var", "test-output", "migrations", "static",
+             "templates", "build", "dist"}
+PACKAGES = ("leaderboard", "evaluator")
+# A path: a package, a slash, then path characters (``{a,b}``, ``<app>`` and ``*`` included); not inside a longer path.
+PATH = re.compile(r"(?<![\w./-])(?:leaderboard|evaluator)/[\w./{},<>*-]*")
+# A dotted name: a package, then .name parts; not part of a path, a longer dotted name or a file name.
+DOTTED = re.compile(r"(?<![\w./-])(?:leaderboard|evaluator)(?:\.[A-Za-z_]\w*)+(?![\w/-])")
+
+
+def cited_files() -> list[Path]:
+    found = []
+    for path in sorted(ROOT.rglob("*")):
+        rel = path.relative_to(ROOT)
+        if not path.is_file() or SKIP_DIRS & set(rel.parts[:-1]) or rel.parts[0].endswith(".egg-info"):
+            continue
+        top = rel.parts[0]
+        if (path.suffix in (".py", ".md", ".sh") or path.name.startswith("Dockerfile") or path.name == "Makefile"
+                or (top in ("deploy", "scripts", ".ci") and len(rel.parts) > 1)):
+            found.append(path)
+    return found
+
+
+def _prose_of_test(source: str) -> list[tuple[int, str]]:
+    """(line, text) of a test module's comments and docstrings (none of a file that does not parse: a candidate's
+    deliberate syntax error)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    out = [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+           if tok.type == tokenize.COMMENT]
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc is not None:
+                first = node.body[0].lineno
+                out += [(first + i, line) for i, line in enumerate(doc.splitlines())]
+    return out
+
+
+def texts(path: Path) -> list[tuple[int, str]]:
+    source = path.read_text(errors="replace")
+    rel = path.relative_to(ROOT)
+    if path.suffix == ".py" and rel.parts[0] == "tests":
+        return _prose_of_test(source)
+    return list(enumerate(source.splitlines(), 1))
+
+
+def _top_level_names(module: Path) -> set[str]:
+    names = set()
+    for node in ast.parse(module.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.If, ast.Try)):  # names bound under a guard (TYPE_CHECKING, an optional import)
+            names |= _top_level_names_of(node)
+    return names
+
+
+def _top_level_names_of(node: ast.AST) -> set[str]:
+    names = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(sub.name)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in sub.names}
+        elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            names.add(sub.id)
+    return names
+
+
+def _module_file(parts: list[str]) -> Path | None:
+    base = ROOT.joinpath(*parts)
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return None
+
+
+def dotted_exists(name: str) -> bool:
+    """A module or package, or a module's top-level name (``module.attr``, then any attribute of that)."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = _module_file(parts[:cut])
+        if module is None and not (cut == len(parts) and ROOT.joinpath(*parts).is_dir()):
+            continue
+        rest = parts[cut:]
+        return not rest or (module is not None and rest[0] in _top_level_names(module))
+    return False
+
+
+def _expand(pattern: str) -> list[str]:
+    """``a/{b,c}.py`` -> ``a/b.py``, ``a/c.py``."""
+    pieces = re.split(r"(\{[^{}]*\})", pattern)
+    options = [p[1:-1].split(",") if p.startswith("{") and p.endswith("}") else [p] for p in pieces]
+    return ["".join(choice) for choice in itertools.product(*options)]
+
+
+def path_exists(cited: str) -> bool:
+    """A file or directory (globs and placeholders matching at least one), or ``path/module.attr``."""
+    for one in _expand(cited):
+        glob = re.sub(r"<[^<>]*>", "*", one).rstrip("/")
+        if "*" in glob:
+            if not any(ROOT.glob(glob)):
+                return False
+            continue
+        if (ROOT / glob).exists() or (glob.endswith(".html") and (ROOT / "templates" / glob).is_file()):
+            continue
+        stem, dot, attr = glob.rpartition(".")
+        module = ROOT / (stem + ".py")
+        if not (dot and module.is_file() and attr in _top_level_names(module)):
+            return False
+    return True
+
+
+def _clean(cited: str) -> str:
+    cited = cited.rstrip(".,:;)'\"`")
+    # An unbalanced brace or placeholder at the end was the sentence's, not the path's.
+    while cited.count("{") < cited.count("}") or cited.count("<") < cited.count(">"):
+        cited = cited[:-1].rstrip(".,:;)'\"`")
+    return cited
+
+
+def stale_names(files=None) -> list[str]:
+    stale = []
+    for path in files if files is not None else cited_files():
+        rel = path.relative_to(ROOT).as_posix()
+        for line, text in texts(path):
+            for match in PATH.finditer(text):
+                if text[match.end():match.end() + 1] == ":" and "<" in match.group():
+                    continue  # a URL route's converter, <slug:name>
+                cited = _clean(match.group())
+                if cited.rstrip("/") not in PACKAGES and not path_exists(cited):
+                    stale.append(f"{rel}:{line}: {cited}")
+            for match in DOTTED.finditer(text):
+                cited = match.group()
+                if not dotted_exists(cited):
+                    stale.append(f"{rel}:{line}: {cited}")
+    return stale
+
+
+def test_the_scan_tells_live_names_from_stale_ones(tmp_path):
+    cited = tmp_path / "cites.md"
+    cited.write_text(
+        "live: evaluator/timing/verdict.py, evaluator/judge/, leaderboard/jobs/{lease,services}.py,\n"
+        "leaderboard/<app>/selectors.py, evaluator.timing.verdict.decide, `python -m evaluator.rank.worker`,\n"
+        "evaluator/judge/evaluation.evaluate, evaluator.schema.CORRECT.\n"
+        "stale: leaderboard/costs.py, leaderboard.broker, evaluator/judge/{pair,nothere}.py, evaluator.schema.NOPE\n")
+    found = [entry.split(": ", 1)[1] for entry in stale_names_in(cited)]
+    assert found == ["leaderboard/costs.py", "evaluator/judge/{pair,nothere}.py", "leaderboard.broker",
+                     "evaluator.schema.NOPE"]
+
+
+def stale_names_in(path: Path) -> list[str]:
+    """stale_names for a file outside the checkout (the scan's own test)."""
+    stale = []
+    for line, text in enumerate(path.read_text().splitlines(), 1):
+        stale += [f"{path.name}:{line}: {c}" for c in (_clean(m.group()) for m in PATH.finditer(text))
+                  if not path_exists(c)]
+        stale += [f"{path.name}:{line}: {m.group()}" for m in DOTTED.finditer(text) if not dotted_exists(m.group())]
+    return stale
+
+
+# Stale citations in files another change owns while it is under way (the pages, scoring and the client): each
+# cites the costs module where it was, not leaderboard/scoring/costs.py. Listed so that the rest is held to the rule
+# now; the test below fails once one is fixed, so the entry goes too.
+PENDING = {
+    ("leaderboard/pages/templatetags/costs_tags.py", "leaderboard/costs.py"),
+    ("leaderboard/scoring/management/commands/refresh_costs.py", "leaderboard/costs.py"),
+    ("pkb_client/feedback.py", "leaderboard/costs.py"),
+}
+
+
+def _file_and_name(entry: str) -> tuple[str, str]:
+    where, name = entry.split(": ", 1)
+    return where.split(":")[0], name
+
+
+def test_every_cited_leaderboard_and_evaluator_name_exists():
+    files = cited_files()
+    assert any(p.name == "architecture.md" for p in files) and any(p.name == "Dockerfile" for p in files)
+    stale = [entry for entry in stale_names(files) if _file_and_name(entry) not in PENDING]
+    assert not stale, "stale names (moved or removed; cite where they are now):\n" + "\n".join(stale)
+
+
+def test_the_pending_stale_names_are_still_there():
+    found = {_file_and_name(entry) for entry in stale_names([ROOT / rel for rel, _ in PENDING])}
+    assert PENDING <= found, f"fixed, drop from PENDING: {sorted(PENDING - found)}"
+
+
+@pytest.mark.parametrize("name", ["leaderboard.costs", "leaderboard.broker", "leaderboard.judge_service",
+                                  "leaderboard.runner"])
+def test_the_names_that_moved_are_gone(name):
+    # The scan would pass on these only if the modules came back under their old names.
+    assert not dotted_exists(name) and not path_exists(name.replace(".", "/") + ".py")
