@@ -6,7 +6,7 @@ with that argv (the result goes where its ``--json`` says), except that the job'
 the command prints goes to ``log``; when it is done, ``{"id": ..., "status": EXIT_STATUS}`` is written to the reply fd.
 
 It runs no candidate code itself (that only ever runs in rank processes), so one crashed or killed job does not
-spoil the next: its owner (leaderboard.judge_service) kills and restarts it whenever a job overruns or it dies.
+spoil the next: its owner (leaderboard.jobs.judge_service) kills and restarts it whenever a job overruns or it dies.
 """
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ SOURCES = ("pyproject.toml", "README.md", "evaluator", "problems", "leaderboard"
 
 def _run(cmd: list[str], cwd: Path, timeout: float, env: dict) -> subprocess.CompletedProcess:
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, \
+        f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
 
 

@@ -4,7 +4,7 @@ with ``ast`` (lazy imports inside functions included). A failure names file:line
 - problems/ never imports the judge (evaluator), the site (leaderboard), the client or Django;
 - evaluator/ never imports the site or Django (the judge runs without them);
 - the site (leaderboard/) takes from the judge only ``evaluator.schema``, the torch-free contract; what else it needs
-  of the judge it asks the judge's command line (leaderboard/runner.py, leaderboard/judge_commands.py);
+  of the judge it asks the judge's command line (leaderboard/jobs/runner.py, leaderboard/jobs/judge_commands.py);
 - evaluator/schema.py, and every judge module it imports (the contract's closure), import the standard library only:
   the site loads it without torch;
 - pkb_client/ (the ``pkb`` command's site client) is standard library (rich, lazily) and talks HTTP only;
