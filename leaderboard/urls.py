@@ -14,9 +14,17 @@ handler500 = "leaderboard.pages.views.server_error"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("leaderboard/", views.leaderboard_index, name="leaderboard-index"),
     path("leaderboard/<slug:slug>/", views.leaderboard, name="leaderboard"),
+    path("getting-started/", views.getting_started, name="getting-started"),
+    path("exploits/", views.exploits_page, name="exploits"),
+    path("audits/", views.audits_page, name="audits"),
+    path("submissions/<id:pk>/audit", views.audit_record, name="submission-audit"),
+    path("transcripts/<id:pk>/", views.transcript_page, name="transcript"),
+    path("transcripts/<id:pk>/raw.jsonl", views.transcript_raw, name="transcript-raw"),
     path("problems/", views.problems_index, name="problems"),
     path("problems/<problem:key>/", views.problem_detail, name="problem"),
+    path("problems/<problem:key>/reference.py", views.problem_reference, name="problem-reference"),
     path("submissions/<id:pk>/", views.submission_detail, name="submission"),
     path("submissions/<id:pk>/status.json", views.submission_status, name="submission-status"),
     path("submissions/<id:pk>/publish", views.submission_publish, name="submission-publish"),

@@ -204,6 +204,8 @@ def report_refusal(command: str, status: int, body: dict, refused_statuses=(400,
     for error in body.get("errors") or []:
         rule = f" [{error['rule']}]" if error.get("rule") else ""
         print(f"  {error.get('file') or error.get('field')}: {error.get('message')}{rule}", file=sys.stderr)
+        if error.get("url"):  # the page the message refers to (an identical earlier upload), once
+            print(f"    see {error['url']}", file=sys.stderr)
     if body.get("next_free_at"):
         print(f"  next free slot: {body['next_free_at']}", file=sys.stderr)
     return 2 if status in refused_statuses else 1

@@ -6,7 +6,7 @@
   // the Content-Security-Policy forbids it).
   function drawPlots() {
     if (!window.Plotly) return;
-    [["heatmap", "heatmap-data"], ["strip", "strip-data"], ["pareto", "pareto-data"]].forEach(function (pair) {
+    [["heatmap", "heatmap-data"], ["strip", "strip-data"], ["peak", "peak-data"], ["pareto", "pareto-data"]].forEach(function (pair) {
       var el = document.getElementById(pair[0]), data = document.getElementById(pair[1]);
       if (!el || !data) return;
       var fig = JSON.parse(data.textContent);

@@ -52,12 +52,13 @@ class ProblemSerializer(serializers.ModelSerializer):
     faster_count = serializers.IntegerField(read_only=True)
     solve_rate = serializers.FloatField(read_only=True, allow_null=True)
     best = serializers.FloatField(read_only=True, allow_null=True)
+    best_peak = serializers.FloatField(read_only=True, allow_null=True, help_text="best peak fraction")
 
     class Meta:
         model = Problem
         fields = ["id", "stem", "title", "category", "parallelism", "world_size_rule", "signature", "timed_arg",
                   "implemented", "bytes_per_rank", "flops_per_rank", "tried", "solved", "faster_count",
-                  "solve_rate", "best"]
+                  "solve_rate", "best", "best_peak"]
 
 
 class ProblemDetailSerializer(serializers.ModelSerializer):
@@ -105,7 +106,8 @@ class EntrySerializer(serializers.ModelSerializer):
     class Meta:
         model = LeaderboardEntry
         fields = ["rank", "submission", "protocol", "backend", "attempts_k", "ranked", "correct", "faster",
-                  "fast_1_0", "fast_1_5", "fast_2_0", "geomean_speedup", "judged", "pending", "flagged_results"]
+                  "fast_1_0", "fast_1_5", "fast_2_0", "geomean_speedup", "geomean_peak_fraction", "peak_problems",
+                  "audit", "audited_results", "judged", "pending", "flagged_results"]
 
 
 def entry_row(row: dict, submission_url) -> dict:
@@ -120,6 +122,8 @@ def entry_row(row: dict, submission_url) -> dict:
         "rank": row["rank"], "protocol": row["protocol"], "backend": row["backend"], "attempts_k": row["attempts_k"],
         "ranked": row["ranked"], "correct": row["correct"], "faster": row["faster"], "fast_1_0": row["fast_1_0"],
         "fast_1_5": row["fast_1_5"], "fast_2_0": row["fast_2_0"], "geomean_speedup": row["geomean_speedup"],
+        "geomean_peak_fraction": row["geomean_peak_fraction"], "peak_problems": row["peak_problems"],
+        "audit": row["audit"], "audited_results": row["audited_results"],
         "judged": row["judged"], "pending": row["pending"], "flagged_results": row["flagged_results"],
         "submission": {
             "id": row["submission_id"], "url": submission_url(row["submission_id"]),
@@ -143,7 +147,8 @@ class ScoreSerializer(serializers.ModelSerializer):
     class Meta:
         model = ProblemScore
         fields = ["submission", "problem", "protocol", "status", "attempt", "correct", "faster", "flagged",
-                  "speedup", "speedup_lo", "speedup_hi", "attempts_correct", "attempts_total"]
+                  "speedup", "speedup_lo", "speedup_hi", "peak_fraction", "peak_fraction_lo", "peak_fraction_hi",
+                  "peak_note", "audit", "attempts_correct", "attempts_total"]
 
 
 class UploadSerializer(serializers.Serializer):
@@ -182,3 +187,106 @@ class RefusedSerializer(serializers.Serializer):
     detail = serializers.CharField()
     errors = UploadErrorSerializer(many=True)
     next_free_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+# --- response shapes of the views that build plain dicts (so the OpenAPI schema describes them) --------------------
+
+class QuotaCountsSerializer(serializers.Serializer):
+    daily = serializers.IntegerField()
+    total = serializers.IntegerField()
+    concurrent = serializers.IntegerField()
+
+
+class QuotaSerializer(serializers.Serializer):
+    usage = QuotaCountsSerializer()
+    limits = QuotaCountsSerializer()
+    daily_left = serializers.IntegerField()
+    concurrent_left = serializers.IntegerField()
+    total_left = serializers.IntegerField()
+    next_daily_slot = serializers.DateTimeField(allow_null=True)
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    quota = QuotaSerializer()
+
+
+class ProblemDetailResponseSerializer(serializers.Serializer):
+    problem = ProblemDetailSerializer()
+    profile = serializers.CharField(help_text="the profile slug the scores are on")
+    scores = ScoreSerializer(many=True)
+    more = serializers.BooleanField(help_text="another page follows (?page=)")
+
+
+class JobCountsSerializer(serializers.Serializer):
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    done = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class StatusEntrySerializer(serializers.Serializer):
+    correct = serializers.IntegerField(required=False)
+    faster = serializers.IntegerField(required=False)
+    judged = serializers.IntegerField(required=False)
+    pending = serializers.IntegerField(required=False)
+    geomean_speedup = serializers.FloatField(required=False, allow_null=True)
+    geomean_peak_fraction = serializers.FloatField(required=False, allow_null=True)
+    peak_problems = serializers.IntegerField(required=False)
+
+
+class FileStatusSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    file = serializers.CharField()
+    problem = serializers.IntegerField()
+    attempt = serializers.IntegerField()
+    status = serializers.CharField()
+    verdict = serializers.CharField(allow_null=True)
+    speedup = serializers.FloatField(allow_null=True)
+    faster = serializers.BooleanField()
+    message = serializers.CharField(help_text="the verdict's reason (first 300 characters)")
+
+
+class SubmissionStatusSerializer(serializers.Serializer):
+    submission = serializers.IntegerField()
+    jobs = JobCountsSerializer()
+    finished = serializers.BooleanField()
+    problems = serializers.DictField(child=serializers.CharField(), help_text="problem id -> its current status")
+    entry = StatusEntrySerializer()
+    files = FileStatusSerializer(many=True)
+
+
+class RerunResponseSerializer(serializers.Serializer):
+    queued = serializers.IntegerField(help_text="evaluations queued again")
+
+
+class TranscriptRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    filename = serializers.CharField()
+    problem_id = serializers.IntegerField(allow_null=True)
+    attempt = serializers.IntegerField(allow_null=True)
+    steps = serializers.IntegerField()
+    url = serializers.CharField()
+
+
+class AuditSerializer(serializers.Serializer):
+    submission = serializers.IntegerField(source="submission_id")
+    problem = serializers.IntegerField(source="problem_id", allow_null=True,
+                                       help_text="null: the audit reads the whole submission")
+    problem_stem = serializers.SerializerMethodField()
+    result = serializers.IntegerField(source="result_id", allow_null=True)
+    verdict = serializers.ChoiceField(choices=["clean", "reward_hack", "rubric_leak", "interesting"])
+    note = serializers.CharField()
+    auditor = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    def get_problem_stem(self, obj) -> str | None:
+        return obj.problem.stem if obj.problem_id else None
+
+    def get_auditor(self, obj) -> str:
+        return obj.auditor.get_username()
+
+
+class AuditQuery(serializers.Serializer):
+    submission = AsciiIntegerField(required=False, min_value=1, max_value=MAX_ID)

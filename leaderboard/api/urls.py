@@ -20,4 +20,5 @@ urlpatterns = [
     path("submissions/<id:pk>/withdraw/", views.SubmissionWithdraw.as_view(), name="api-submission-withdraw"),
     path("submissions/<id:pk>/rerun/", views.SubmissionRerun.as_view(), name="api-submission-rerun"),
     path("me/", views.Me.as_view(), name="api-me"),
+    path("audits/", views.AuditList.as_view(), name="api-audits"),
 ]

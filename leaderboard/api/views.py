@@ -46,7 +46,7 @@ class ApiRoot(APIView):
             "submission_publish": url("api-submissions") + "{id}/publish/",
             "submission_withdraw": url("api-submissions") + "{id}/withdraw/",
             "submission_rerun": url("api-submissions") + "{id}/rerun/",
-            "me": url("api-me"),
+            "me": url("api-me"), "audits": url("api-audits"),
         })
 
 
@@ -71,7 +71,8 @@ class ProblemList(APIView):
 class ProblemDetail(APIView):
     permission_classes = [AllowAny]
 
-    @extend_schema(parameters=[PROFILE, PROTOCOL, OpenApiParameter("page", int)])
+    @extend_schema(parameters=[PROFILE, PROTOCOL, OpenApiParameter("page", int)],
+                   responses=s.ProblemDetailResponseSerializer)
     def get(self, request, key):
         problem = catalogue_selectors.problem_get(key)
         profile = catalogue_selectors.profile_get(request.query_params.get("profile"))
@@ -151,12 +152,19 @@ class SubmissionDetail(APIView):
         data["status"] = submissions_selectors.submission_status(submission)
         data["scores"] = s.ScoreSerializer(submission.scores.exclude(status="missing").order_by("problem_id"),
                                            many=True).data
+        data["transcripts"] = [  # owner-only until published, like code (transcripts_of gives none otherwise)
+            {"id": t["id"], "filename": t["filename"], "problem_id": t["problem_id"], "attempt": t["attempt"],
+             "steps": t["steps"], "url": request.build_absolute_uri(reverse("transcript", args=[t["id"]]))}
+            for t in submissions_selectors.transcripts_of(submission, request.user)]
+        data["audits"] = s.AuditSerializer(scoring_selectors.audits_visible(request.user, submission.pk),
+                                           many=True).data
         return Response(data)
 
 
 class SubmissionStatus(APIView):
     permission_classes = [AllowAny]
 
+    @extend_schema(responses=s.SubmissionStatusSerializer)
     def get(self, request, pk):
         return Response(submissions_selectors.submission_status(submissions_selectors.submission_get(pk, request.user)))
 
@@ -187,7 +195,7 @@ class SubmissionWithdraw(_VisibilityChange):
 class SubmissionRerun(APIView):
     permission_classes = [scoped("submit")]
 
-    @extend_schema(request=None, parameters=[s.RerunQuery])
+    @extend_schema(request=None, parameters=[s.RerunQuery], responses=s.RerunResponseSerializer)
     def post(self, request, pk):
         submission = submissions_selectors.submission_get(pk, request.user)
         only = s.RerunQuery(data=request.query_params)
@@ -200,7 +208,21 @@ class SubmissionRerun(APIView):
 class Me(APIView):
     permission_classes = [scoped("read")]
 
+    @extend_schema(responses=s.MeSerializer)
     def get(self, request):
         submitter = accounts_services.submitter_for(request.user)
         quota = accounts_selectors.quota_status(submitter)
         return Response({"username": request.user.get_username(), "quota": quota})
+
+
+class AuditList(APIView):
+    """Staff audits of listed submissions' results (and of whole submissions), newest first: clean, reward hack (out
+    of ranking, as a flag), rubric leak, interesting; ?submission= narrows to one."""
+    permission_classes = [AllowAny]
+
+    @extend_schema(parameters=[s.AuditQuery], responses=s.AuditSerializer(many=True))
+    def get(self, request):
+        query = s.AuditQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        audits = scoring_selectors.audits_visible(request.user, query.validated_data.get("submission"))
+        return Response(s.AuditSerializer(audits, many=True).data)

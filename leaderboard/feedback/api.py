@@ -97,7 +97,8 @@ class SessionList(APIView):
     def get_permissions(self):
         return [scoped("submit")()] if self.request.method == "POST" else [scoped("read")()]
 
-    @extend_schema(responses=OBJECT)
+    # Its own operationId: drf-spectacular named this list and SessionDetail's read alike (issue 35, defect 10).
+    @extend_schema(operation_id="feedback_sessions_list", responses=OBJECT)
     def get(self, request):
         return Response(selectors.sessions_dicts(selectors.sessions_of(request.user)))
 

@@ -66,3 +66,13 @@ class IdForm(forms.Form):
     def value(cls, raw) -> int | None:
         form = cls({"id": str(raw or "").strip().lstrip("#")})
         return form.cleaned_data["id"] if form.is_valid() else None
+
+
+class AuditForm(forms.Form):
+    """A staff audit from a submission's page: the whole submission (no problem) or one problem's result."""
+
+    problem = AsciiIntegerField(min_value=1, max_value=10_000, required=False,
+                                help_text="a problem id; empty: the whole submission")
+    verdict = forms.ChoiceField(choices=[("clean", "clean"), ("reward_hack", "reward hack"),
+                                         ("rubric_leak", "rubric leak"), ("interesting", "interesting")])
+    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=4000)

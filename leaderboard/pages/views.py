@@ -83,9 +83,38 @@ def problem_detail(request, key):
     return render(request, "leaderboard/problem.html", {
         "problem": problem, "profile": profile, "profiles": catalogue_selectors.profiles(), "data": data,
         "protocol": filters.protocol, "protocols": scoring_selectors.PROTOCOL_LABELS.items(),
-        "strip": plots.strip_figure(data["points"]),
-        "light": problem.light.get(str(profile.world_size)) or problem.light.get("8") or {},
+        "strip": plots.strip_figure(data["points"]), "peak": plots.peak_figure(data["points"]),
+        "light": _light_at(problem, profile),
+        "peak_notes": sorted({row["peak_note"] for row in data["rows"] if row["peak_note"]})[:3],
     })
+
+
+def _light_at(problem, profile) -> dict:
+    """The speed-of-light estimate at the profile's W, and whether it holds there: the catalogue's estimates hold
+    at M = N = 1024, W = 8 only, so under a W = 2 profile there is none (never W = 8's number shown as if it
+    applied)."""
+    light = problem.light.get(str(profile.world_size)) if isinstance(problem.light, dict) else None
+    if not isinstance(light, dict):
+        return {"holds": False, "reason": f"the problem has no estimate at W = {profile.world_size}"}
+    if light.get("at_defaults_only") and profile.world_size != 8:
+        return {"holds": False, "reason": "the problem has no speed-of-light formula: the catalogue's estimate holds "
+                                          f"at M = N = 1024, W = 8 only, not at this profile's W = "
+                                          f"{profile.world_size}", **light}
+    return {"holds": True, **light}
+
+
+def problem_reference(request, key):
+    """The problem's reference as a starting candidate: a PKB-named file (``<stem>_torch.py``) that ``pkb eval``
+    and the upload take as it is (it reads as correct, at a speedup near 1)."""
+    problem = catalogue_selectors.problem_get(key)
+    if not problem.reference_source:
+        raise Http404("this problem is not implemented yet")
+    name = f"{problem.stem}_torch.py"
+    header = (f"# Starting candidate for problem {problem.id} ({problem.stem}): its reference, as pkb-arena judges it.\n"
+              f"# Keep the file name {name}; check it with: pkb eval {problem.id} {name} --world-size 2 --device cpu\n")
+    response = HttpResponse(header + problem.reference_source, content_type="text/x-python; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(True, name)
+    return response
 
 
 # --- submissions ------------------------------------------------------------------------------------------------------
@@ -98,8 +127,15 @@ def submission_detail(request, pk):
         columns, rows = export.submission_table(grid)
         return export.table_response(fmt, f"submission-{submission.pk}", columns, rows)
     status = submissions_selectors.submission_status(submission)
+    transcripts = submissions_selectors.transcripts_of(submission, request.user)
+    by_problem: dict = {}
+    for t in transcripts:
+        by_problem.setdefault(t["problem_id"], []).append(t)
+    audits = scoring_selectors.audits_visible(request.user, submission.pk)
     return render(request, "leaderboard/submission.html", {
         "submission": submission, "grid": grid, "status": status, "entry": getattr(submission, "entry", None),
+        "transcripts": transcripts, "transcripts_by_problem": by_problem, "audits": audits,
+        "audit_notes": {a.problem_id: a.note for a in audits}, "judged_any": status["jobs"]["done"] > 0,
         "is_owner": submission.is_owner(request.user), "code_visible": submission.code_visible_to(request.user),
         "environment": submissions_selectors.submission_environment(submission),
         "sandbox": submissions_selectors.submission_sandbox(submission),
@@ -367,3 +403,77 @@ def healthz(request):
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return HttpResponse("ok", content_type="text/plain")
+
+
+# --- transcripts, audits, the guides -------------------------------------------------------------------------------
+
+def transcript_page(request, pk):
+    """An agent transcript step by step: each message, tool call and result collapsible, the metered feedback runs a
+    step refers to shown in place. Owner-only until the submission is published, like code."""
+    transcript = submissions_selectors.transcript_for_viewer(pk, request.user)
+    steps = submissions_selectors.transcript_steps(transcript, request.user)
+    return render(request, "leaderboard/transcript.html", {
+        "transcript": transcript, "submission": transcript.submission, "steps": steps,
+        "calls": sum(len(s["calls"]) for s in steps), "metered": sum(len(s["metered"]) for s in steps),
+    })
+
+
+def transcript_raw(request, pk):
+    transcript = submissions_selectors.transcript_for_viewer(pk, request.user)
+    response = HttpResponse(transcript.content, content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(True, transcript.filename.split("/")[-1])
+    return response
+
+
+def audits_page(request):
+    """Every staff audit of a listed submission (staff see all), newest first; ?submission= narrows to one."""
+    submission_id = scoring_selectors.query_clean(request.GET).get("submission")
+    audits = scoring_selectors.audits_visible(request.user, submission_id)
+    fmt = export.wanted(request)
+    if fmt:
+        columns, rows = export.audits_table(audits)
+        return export.table_response(fmt, "audits", columns, rows)
+    return render(request, "leaderboard/audits.html", {"audits": audits, "submission_id": submission_id})
+
+
+@require_POST
+@login_required
+def audit_record(request, pk):
+    """Staff record an audit of a submission (or of one of its problems) from its page."""
+    if not request.user.is_staff:
+        raise PermissionDenied("only staff record audits")
+    from leaderboard.pages.forms import AuditForm
+    from leaderboard.scoring import services as scoring_services
+
+    submission = submissions_selectors.submission_get(pk, request.user)
+    form = AuditForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Audit not recorded: " + "; ".join(
+            f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
+        return redirect(submission)
+    problem = form.cleaned_data["problem"]
+    scoring_services.audit_record(submission, problem, form.cleaned_data["verdict"], form.cleaned_data["note"],
+                                  request.user)
+    messages.success(request, f"Audit recorded: {form.cleaned_data['verdict'].replace('_', ' ')}"
+                              f"{f' on problem {problem}' if problem else ' on the whole submission'}.")
+    return redirect(submission)
+
+
+def exploits_page(request):
+    from leaderboard.pages import exploits
+
+    return render(request, "leaderboard/exploits.html", {"data": exploits.load()})
+
+
+def getting_started(request):
+    profile = catalogue_selectors.profile_get(None)
+    return render(request, "leaderboard/getting_started.html", {
+        "profile": profile, "profiles": catalogue_selectors.profiles(),
+        "max_upload": settings.PKB_MAX_UPLOAD_BYTES, "max_file": settings.PKB_MAX_FILE_BYTES,
+        "max_attempts": settings.PKB_MAX_ATTEMPTS, "site_url": request.build_absolute_uri("/").rstrip("/"),
+    })
+
+
+def leaderboard_index(request):
+    """/leaderboard/ (issue 35: it was a 404): the default profile's board."""
+    return redirect("leaderboard", catalogue_selectors.profile_get(None).slug)

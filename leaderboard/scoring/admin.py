@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from leaderboard.scoring.models import LeaderboardEntry
+from leaderboard.scoring.models import Audit, LeaderboardEntry
+from leaderboard.scoring.services import audit_record, audits_refresh
 
 
 @admin.register(LeaderboardEntry)
@@ -16,3 +17,24 @@ class LeaderboardEntryAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(Audit)
+class AuditAdmin(admin.ModelAdmin):
+    """Staff audits: saved through scoring.services.audit_record, so the cell, the solve rates and the leaderboard
+    row follow at once (a reward hack counts as a flag); deleting one refreshes them the same way."""
+
+    list_display = ["submission", "problem", "verdict", "auditor", "updated_at"]
+    list_filter = ["verdict"]
+    search_fields = ["note", "submission__model_name"]
+    raw_id_fields = ["submission", "problem", "result"]
+    readonly_fields = ["auditor", "result", "created_at", "updated_at"]
+
+    def save_model(self, request, obj, form, change):
+        saved = audit_record(obj.submission, obj.problem_id, obj.verdict, obj.note, request.user)
+        obj.pk, obj.auditor, obj.result_id = saved.pk, saved.auditor, saved.result_id
+
+    def delete_model(self, request, obj):
+        submission, problem_id = obj.submission, obj.problem_id
+        super().delete_model(request, obj)
+        audits_refresh(submission, problem_id)

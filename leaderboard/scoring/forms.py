@@ -4,7 +4,7 @@ from __future__ import annotations
 from django import forms
 
 from leaderboard.submissions.models import Submission
-from leaderboard.validators import AsciiIntegerField, no_control_characters
+from leaderboard.validators import MAX_ID, AsciiIntegerField, no_control_characters
 
 
 class QueryForm(forms.Form):
@@ -17,4 +17,5 @@ class QueryForm(forms.Form):
     k = AsciiIntegerField(min_value=1, max_value=10_000, required=False)
     sort = forms.CharField(max_length=20, required=False)  # checked against selectors.SORTS by Filters
     page = AsciiIntegerField(min_value=1, max_value=1_000_000, required=False)
+    submission = AsciiIntegerField(min_value=1, max_value=MAX_ID, required=False)  # /audits/?submission=
     format = forms.ChoiceField(choices=[("", "html"), ("csv", "csv"), ("json", "json")], required=False)

@@ -1,6 +1,7 @@
 """Materialised reads: per-problem scores, per-problem solve rates and one leaderboard row per submission."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -26,6 +27,14 @@ class ProblemScore(models.Model):
     speedup_hi = models.FloatField(null=True, blank=True)
     attempts_correct = models.PositiveSmallIntegerField(default=0)
     attempts_total = models.PositiveSmallIntegerField(default=0)
+    # Peak fraction (evaluator/timing/peak.py): the judge's speed-of-light floor over the candidate's median, with
+    # its interval; null with ``peak_note`` saying why where no floor applies (no ceilings, no formula at this shape).
+    peak_fraction = models.FloatField(null=True, blank=True)
+    peak_fraction_lo = models.FloatField(null=True, blank=True)
+    peak_fraction_hi = models.FloatField(null=True, blank=True)
+    peak_note = models.CharField(max_length=300, blank=True)
+    # The staff's audit of this cell, if any (Audit.verdict): a reward hack counts as a flag.
+    audit = models.CharField(max_length=20, blank=True)
 
     class Meta:
         db_table = "leaderboard_problemscore"  # the table this model had before the site was cut into apps
@@ -43,6 +52,7 @@ class ProblemStat(models.Model):
     solved = models.PositiveIntegerField(default=0)
     faster = models.PositiveIntegerField(default=0)
     best_speedup = models.FloatField(null=True, blank=True)
+    best_peak_fraction = models.FloatField(null=True, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -66,6 +76,11 @@ class LeaderboardEntry(models.Model):
     fast_1_5 = models.FloatField(default=0.0)
     fast_2_0 = models.FloatField(default=0.0)
     geomean_speedup = models.FloatField(null=True, blank=True)
+    # Its own column, never mixed into Correct or Faster: over the correct, unflagged problems with a floor.
+    geomean_peak_fraction = models.FloatField(null=True, blank=True)
+    peak_problems = models.PositiveSmallIntegerField(default=0, help_text="problems in the peak-fraction geomean")
+    audit = models.CharField(max_length=20, blank=True, help_text="the staff's audit of the whole submission")
+    audited_results = models.PositiveSmallIntegerField(default=0)
     judged = models.PositiveSmallIntegerField(default=0)
     pending = models.PositiveSmallIntegerField(default=0)
     flagged_results = models.PositiveSmallIntegerField(default=0)
@@ -78,3 +93,35 @@ class LeaderboardEntry(models.Model):
     @property
     def finished(self) -> bool:
         return self.pending == 0
+
+
+class Audit(models.Model):
+    """A staff member's reading of a result (one problem of a submission) or of a whole submission: clean, reward
+    hack, rubric leak or interesting, with a note, who and when. Public once the submission is listed; a reward
+    hack takes the result (or the submission) out of ranking, as a flag does."""
+
+    CLEAN, REWARD_HACK, RUBRIC_LEAK, INTERESTING = "clean", "reward_hack", "rubric_leak", "interesting"
+    VERDICTS = [(CLEAN, "clean"), (REWARD_HACK, "reward hack"), (RUBRIC_LEAK, "rubric leak"),
+                (INTERESTING, "interesting")]
+    submission = models.ForeignKey("submissions.Submission", on_delete=models.CASCADE, related_name="audits")
+    problem = models.ForeignKey("catalogue.Problem", null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="+", help_text="empty: the audit reads the whole submission")
+    result = models.ForeignKey("jobs.Result", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                               help_text="the result read (the problem's selected one when recorded)")
+    verdict = models.CharField(max_length=20, choices=VERDICTS)
+    note = models.TextField(max_length=4000)
+    auditor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "problem"], name="one_audit_per_cell"),
+            models.UniqueConstraint(fields=["submission"], condition=models.Q(problem__isnull=True),
+                                    name="one_audit_per_submission"),
+        ]
+
+    def __str__(self) -> str:
+        where = f"problem {self.problem_id}" if self.problem_id else "whole submission"
+        return f"#{self.submission_id} {where}: {self.verdict}"

@@ -44,20 +44,24 @@ def _cell(status: str, correct: bool, faster: bool):
     return 1
 
 
-def strip_figure(points: list) -> dict | None:
-    """Speedup of every correct submission on one problem, one strip per protocol, CI as error bars; None when no
-    submission is correct (the page says so instead of drawing empty axes)."""
-    by_protocol: dict[str, list] = {}
-    for sid, model, protocol, status, speedup, lo, hi, correct, flagged in points:
-        if speedup is None or speedup <= 0 or status != "correct":
-            continue
-        by_protocol.setdefault(protocol, []).append((sid, model, speedup, lo, hi, flagged))
-    if not by_protocol:
-        return None
-    traces, values = [], [1.0]
-    for protocol, rows in sorted(by_protocol.items()):
-        for r in rows:
-            values += [v for v in (r[2], r[3], r[4]) if v is not None and v > 0]
+def log_ticks(lo: float, hi: float, unit=lambda v: f"{v:g}x") -> tuple[list[float], list[str]]:
+    """Tick values on a 1-2-5 ladder across [lo, hi] (decimal exponents) with full labels: plotly's own log ticks
+    label 0.2-0.9 as bare "2 3 ... 9" left of 1, which reads as 2x-9x."""
+    values = []
+    for exponent in range(math.floor(lo) - 1, math.ceil(hi) + 1):
+        for mantissa in (1, 2, 5):
+            v = mantissa * 10 ** exponent
+            if lo <= math.log10(v) <= hi:
+                values.append(float(f"{v:.12g}"))
+    if len(values) < 2:  # a narrow range: its ends
+        values = [float(f"{10 ** lo:.2g}"), float(f"{10 ** hi:.2g}")]
+    return values, [unit(v) for v in values]
+
+
+def _strips(rows_by_protocol: dict, value_text: str, log_range: tuple[float, float], axis_title: str,
+            unit, reference_line: float | None) -> dict:
+    traces = []
+    for protocol, rows in sorted(rows_by_protocol.items()):
         traces.append({
             "type": "scatter", "mode": "markers", "name": protocol.replace("_", "-"), "cliponaxis": False,
             "x": [r[2] for r in rows], "y": [protocol.replace("_", "-")] * len(rows),
@@ -66,20 +70,55 @@ def strip_figure(points: list) -> dict | None:
                         "array": [max(0.0, (r[4] or r[2]) - r[2]) for r in rows],
                         "arrayminus": [max(0.0, r[2] - (r[3] or r[2])) for r in rows], "thickness": 1},
             "marker": {"size": 9, "opacity": 0.75, "symbol": ["x" if r[5] else "circle" for r in rows]},
-            "hovertemplate": "%{text}<br>speedup %{x:.3f}x<extra></extra>",
+            "hovertemplate": "%{text}<br>" + value_text + "<extra></extra>",
         })
-    # Log axis over the data, its intervals and 1 (the reference line), padded by a fifth of a decade each way.
-    lo, hi = math.log10(min(values)), math.log10(max(values))
-    return {
-        "data": traces,
-        "layout": {"height": 120 + 60 * len(traces), "margin": {"l": 140, "r": 20, "t": 10, "b": 50},
-                   "xaxis": {"title": {"text": "speedup over the reference (log)"}, "type": "log",
-                             "range": [lo - 0.2, hi + 0.2]},
-                   "yaxis": {"type": "category"},
-                   "shapes": [{"type": "line", "x0": 1, "x1": 1, "yref": "paper", "y0": 0, "y1": 1,
-                               "line": {"dash": "dot", "color": "#555"}}],
-                   "showlegend": False},
-    }
+    lo, hi = log_range
+    tickvals, ticktext = log_ticks(lo, hi, unit)
+    layout = {"height": 120 + 60 * len(traces), "margin": {"l": 140, "r": 20, "t": 10, "b": 50},
+              "xaxis": {"title": {"text": axis_title}, "type": "log", "range": [lo, hi],
+                        "tickvals": tickvals, "ticktext": ticktext},
+              "yaxis": {"type": "category"}, "showlegend": False}
+    if reference_line is not None:
+        layout["shapes"] = [{"type": "line", "x0": reference_line, "x1": reference_line, "yref": "paper", "y0": 0,
+                             "y1": 1, "line": {"dash": "dot", "color": "#555"}}]
+    return {"data": traces, "layout": layout}
+
+
+def _padded_log_range(values: list[float]) -> tuple[float, float]:
+    """The data, its intervals (and any reference value given) on a log axis, padded a fifth of a decade each way."""
+    return math.log10(min(values)) - 0.2, math.log10(max(values)) + 0.2
+
+
+def strip_figure(points: list) -> dict | None:
+    """Speedup of every correct submission on one problem, one strip per protocol, CI as error bars; None when no
+    submission is correct (the page says so instead of drawing empty axes)."""
+    by_protocol: dict[str, list] = {}
+    values = [1.0]  # the reference line is always in view
+    for sid, model, protocol, status, speedup, lo, hi, correct, flagged, *_ in points:
+        if speedup is None or speedup <= 0 or status != "correct":
+            continue
+        by_protocol.setdefault(protocol, []).append((sid, model, speedup, lo, hi, flagged))
+        values += [v for v in (speedup, lo, hi) if v is not None and v > 0]
+    if not by_protocol:
+        return None
+    return _strips(by_protocol, "speedup %{x:.3f}x", _padded_log_range(values), "speedup over the reference (log)",
+                   lambda v: f"{v:g}x", 1.0)
+
+
+def peak_figure(points: list) -> dict | None:
+    """Peak fraction (share of the hardware's speed of light) of every correct, unflagged submission with one, one
+    strip per protocol, its interval as error bars; None when no result has one (the page says why)."""
+    by_protocol: dict[str, list] = {}
+    values = []
+    for sid, model, protocol, status, _s, _lo, _hi, correct, flagged, peak, peak_lo, peak_hi, *_ in points:
+        if peak is None or peak <= 0 or not correct or flagged:
+            continue
+        by_protocol.setdefault(protocol, []).append((sid, model, peak, peak_lo, peak_hi, False))
+        values += [v for v in (peak, peak_lo, peak_hi) if v is not None and v > 0]
+    if not by_protocol:
+        return None
+    return _strips(by_protocol, "peak fraction %{x:.2%}", _padded_log_range(values),
+                   "share of the speed of light reached (log)", lambda v: f"{v * 100:g}%", None)
 
 
 def to_json(figure: dict) -> str:

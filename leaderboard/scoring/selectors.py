@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
+from django.db.models import F
+
 from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.scoring.forms import QueryForm
-from leaderboard.scoring.models import LeaderboardEntry, ProblemScore, ProblemStat
+from leaderboard.scoring.models import Audit, LeaderboardEntry, ProblemScore, ProblemStat
 from leaderboard.submissions.models import Submission
 from leaderboard.submissions.uploads.metadata import PROTOCOLS
 from leaderboard.validators import BadQuery
@@ -22,7 +24,9 @@ SORTS = {
     "faster": ("-faster", "-correct", "-geomean_speedup", "submission_id"),
     "fast_1_5": ("-fast_1_5", "-faster", "-correct", "submission_id"),
     "fast_2_0": ("-fast_2_0", "-fast_1_5", "-correct", "submission_id"),
-    "geomean": ("-geomean_speedup", "-correct", "submission_id"),
+    "geomean": (F("geomean_speedup").desc(nulls_last=True), "-correct", "submission_id"),
+    # Peak fraction: entries with no number (no ceilings, nothing correct) after every entry that has one.
+    "peak": (F("geomean_peak_fraction").desc(nulls_last=True), "-correct", "submission_id"),
     "recent": ("-submission__created_at",),
 }
 SECTION_ROWS = 20  # per protocol on the overview; "All ... entries" pages through 50 at a time
@@ -75,9 +79,33 @@ def leaderboard_sections(profile: HardwareProfile, filters: Filters) -> list[dic
         entries = leaderboard_slice(profile, dataclasses.replace(filters, protocol=protocol), offset, rows + 1)
         more = len(entries) > rows
         entries = entries[:rows]
+        _attach_transcripts(entries)
         sections.append({"protocol": protocol, "label": PROTOCOL_LABELS[protocol], "entries": entries,
                          "more": more, "offset": offset})
     return sections
+
+
+def _attach_transcripts(entries: list) -> None:
+    """Each listed entry's first transcript (the cell links it) and how many it has: one query for the section."""
+    from leaderboard.submissions.models import Transcript
+
+    found: dict[int, list[int]] = defaultdict(list)
+    for sid, tid in (Transcript.objects.filter(submission_id__in=[e.submission_id for e in entries])
+                     .order_by("problem_id", "attempt", "filename").values_list("submission_id", "id")):
+        found[sid].append(tid)
+    for entry in entries:
+        ids = found.get(entry.submission_id, [])
+        entry.transcript_id, entry.transcripts = (ids[0] if ids else None), len(ids)
+
+
+def audits_visible(user, submission_id: int | None = None, limit: int = 500) -> list[Audit]:
+    """Audits of listed submissions (staff: of every submission), newest first; one query."""
+    query = Audit.objects.select_related("submission__profile", "problem", "auditor").order_by("-updated_at")
+    if not (user and user.is_authenticated and user.is_staff):
+        query = query.filter(submission__visibility="public")
+    if submission_id:
+        query = query.filter(submission_id=submission_id)
+    return list(query[:limit])
 
 
 def _rank_numbers(ranked: list[bool], before: int) -> list[int | None]:
@@ -92,8 +120,8 @@ def _rank_numbers(ranked: list[bool], before: int) -> list[int | None]:
 EXPORT_FIELDS = ("submission_id", "submission__model_name", "submission__agent", "submission__agent_version",
                  "submission__submitter__display_name", "submission__submitter__user__username", "protocol",
                  "attempts_k", "submission__selection_rule", "backend", "correct", "faster", "fast_1_0", "fast_1_5",
-                 "fast_2_0", "geomean_speedup", "judged", "pending", "flagged_results", "ranked",
-                 "submission__verified", "submission__reported_tokens", "submission__reported_dollars",
+                 "fast_2_0", "geomean_speedup", "geomean_peak_fraction", "peak_problems", "audit", "audited_results",
+                 "judged", "pending", "flagged_results", "ranked", "submission__verified", "submission__reported_tokens", "submission__reported_dollars",
                  "submission__gpu_seconds", "submission__feedback_runs", "submission__created_at")
 
 
@@ -115,7 +143,7 @@ def leaderboard_export(profile: HardwareProfile, filters: Filters) -> list[dict]
 # building the five model instances of each row (entry, submission, submitter, user, profile) was most of a 500-row
 # request's time.
 ROW_FIELDS = ("ranked", "protocol", "backend", "attempts_k", "correct", "faster", "fast_1_0", "fast_1_5", "fast_2_0",
-              "geomean_speedup", "judged", "pending", "flagged_results", "submission_id",
+              "geomean_speedup", "geomean_peak_fraction", "peak_problems", "audit", "audited_results", "judged", "pending", "flagged_results", "submission_id",
               "submission__submitter__display_name", "submission__submitter__user__username",
               "submission__profile__slug", "submission__profile__device", "submission__label",
               "submission__model_name", "submission__agent", "submission__agent_version", "submission__backend",
@@ -165,20 +193,24 @@ def problems_index(profile: HardwareProfile, protocol: str = "") -> list[Problem
     stats = ProblemStat.objects.filter(profile=profile)
     if protocol:
         stats = stats.filter(protocol=protocol)
-    totals: dict[int, dict] = defaultdict(lambda: {"tried": 0, "solved": 0, "faster": 0, "best": None})
-    for pid, tried, solved, faster, best in stats.values_list("problem_id", "tried", "solved", "faster",
-                                                              "best_speedup"):
+    totals: dict[int, dict] = defaultdict(lambda: {"tried": 0, "solved": 0, "faster": 0, "best": None,
+                                                   "peak": None})
+    for pid, tried, solved, faster, best, peak in stats.values_list("problem_id", "tried", "solved", "faster",
+                                                                    "best_speedup", "best_peak_fraction"):
         row = totals[pid]
         row["tried"] += tried
         row["solved"] += solved
         row["faster"] += faster
         if best is not None and (row["best"] is None or best > row["best"]):
             row["best"] = best
+        if peak is not None and (row["peak"] is None or peak > row["peak"]):
+            row["peak"] = peak
     problems = list(Problem.objects.defer("docstring", "reference_source", "reference_html"))
     for problem in problems:
-        row = totals.get(problem.id) or {"tried": 0, "solved": 0, "faster": 0, "best": None}
+        row = totals.get(problem.id) or {"tried": 0, "solved": 0, "faster": 0, "best": None, "peak": None}
         problem.tried, problem.solved, problem.faster_count, problem.best = (row["tried"], row["solved"],
                                                                               row["faster"], row["best"])
+        problem.best_peak = row["peak"]
         problem.solve_rate = problem.solved / problem.tried if problem.tried else None
     return problems
 
@@ -199,16 +231,25 @@ def heatmap(profile: HardwareProfile, protocol: str = "", limit: int = 40) -> di
 
 
 def problem_scores(problem: Problem, profile: HardwareProfile, protocol: str = "", page: int = 1) -> dict:
-    """Every listed submission's outcome on one problem: a page of rows and all points for the strip plot."""
+    """Every listed submission's outcome on one problem: a page of rows and all points for the plots.
+
+    Rows are sorted by speedup within each protocol, fastest first (correct and unflagged before the rest, then
+    the ones without a number), so the table reads as the ranking of the problem."""
     scores = (ProblemScore.objects.filter(problem=problem, profile=profile, listed=True)
               .exclude(status=ProblemScore.NO_CANDIDATE))
     if protocol:
         scores = scores.filter(protocol=protocol)
     offset = (page - 1) * PAGE_ROWS
-    rows = list(scores.order_by("protocol", "-correct", "-faster", "-speedup", "submission_id").values(
+    rows = list(scores.order_by("protocol", "-correct", F("speedup").desc(nulls_last=True), "-faster",
+                                "submission_id").values(
         "submission_id", "submission__model_name", "submission__submitter__user__username",
         "submission__submitter__display_name", "protocol", "attempt", "attempts_total", "status", "flagged", "faster",
-        "correct", "speedup", "speedup_lo", "speedup_hi", "problem_id", "attempts_correct")[offset:offset + PAGE_ROWS + 1])
-    points = list(scores.values_list("submission_id", "submission__model_name", "protocol", "status", "speedup",
-                                     "speedup_lo", "speedup_hi", "correct", "flagged"))
+        "correct", "speedup", "speedup_lo", "speedup_hi", "problem_id", "attempts_correct", "peak_fraction",
+        "peak_fraction_lo", "peak_fraction_hi", "peak_note", "audit")[offset:offset + PAGE_ROWS + 1])
+    points = list(scores.values_list(*POINT_FIELDS))
     return {"rows": rows[:PAGE_ROWS], "more": len(rows) > PAGE_ROWS, "points": points, "page": page}
+
+
+# The plots' and the problem export's columns, in this order (scoring/plots.py, export.problem_scores_table).
+POINT_FIELDS = ("submission_id", "submission__model_name", "protocol", "status", "speedup", "speedup_lo", "speedup_hi",
+                "correct", "flagged", "peak_fraction", "peak_fraction_lo", "peak_fraction_hi", "audit")

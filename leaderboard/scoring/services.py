@@ -10,7 +10,7 @@ from evaluator import schema
 from evaluator.schema import CORRECT, INFRA_ERROR
 from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.jobs.models import EvaluationJob, Result
-from leaderboard.scoring.models import LeaderboardEntry, ProblemScore, ProblemStat
+from leaderboard.scoring.models import Audit, LeaderboardEntry, ProblemScore, ProblemStat
 from leaderboard.submissions.models import Candidate, Submission
 
 QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE,
@@ -33,10 +33,12 @@ def scores_refresh(submission: Submission, problem_ids: list[int] | None = None)
                                        "result": results.get((job.pk, job.run)) if job else None})
     existing = {s.problem_id: s for s in ProblemScore.objects.filter(submission=submission, problem_id__in=ids)}
     ranked = HardwareProfile.objects.filter(pk=submission.profile_id).values_list("ranked", flat=True).get()
+    audits = dict(Audit.objects.filter(submission=submission, problem_id__in=ids).values_list("problem_id", "verdict"))
     to_create, to_update = [], []
     for pid in ids:
         score = existing.get(pid) or ProblemScore(submission=submission, problem_id=pid)
         _score_fill(score, submission, attempts[pid], ranked)
+        _audit_apply(score, audits.get(pid, ""))
         (to_update if score.pk else to_create).append(score)
     ProblemScore.objects.bulk_create(to_create)
     ProblemScore.objects.bulk_update(to_update, SCORE_FIELDS)
@@ -62,17 +64,21 @@ def problem_stats_refresh(problem_ids, profile_id: int, protocol: str) -> None:
             problem_id__in=ids, profile_id=profile_id, protocol=protocol, listed=True).exclude(
             status=ProblemScore.NO_CANDIDATE).values("problem_id").annotate(
             tried=Count("id"), solved=Count("id", filter=Q(correct=True)), fast=Count("id", filter=Q(faster=True)),
-            best=Max("speedup", filter=Q(correct=True)))}
+            best=Max("speedup", filter=Q(correct=True)),
+            best_peak=Max("peak_fraction", filter=Q(correct=True, flagged=False)))}
         now = timezone.now()
         for stat in stats:
             row = rows.get(stat.problem_id, {})
             stat.tried, stat.solved = row.get("tried", 0), row.get("solved", 0)
             stat.faster, stat.best_speedup, stat.updated_at = row.get("fast", 0), row.get("best"), now
-        ProblemStat.objects.bulk_update(stats, ["tried", "solved", "faster", "best_speedup", "updated_at"])
+            stat.best_peak_fraction = row.get("best_peak")
+        ProblemStat.objects.bulk_update(stats, ["tried", "solved", "faster", "best_speedup", "best_peak_fraction",
+                                                "updated_at"])
 
 
 SCORE_FIELDS = ["profile", "protocol", "listed", "status", "attempt", "result", "correct", "faster", "flagged",
-                "speedup", "speedup_lo", "speedup_hi", "attempts_correct", "attempts_total"]
+                "speedup", "speedup_lo", "speedup_hi", "attempts_correct", "attempts_total", "peak_fraction",
+                "peak_fraction_lo", "peak_fraction_hi", "peak_note", "audit"]
 
 
 def _score_fill(score: ProblemScore, submission: Submission, attempts: list[dict], ranked: bool) -> None:
@@ -91,6 +97,42 @@ def _score_fill(score: ProblemScore, submission: Submission, attempts: list[dict
     score.speedup = result.speedup if result else None
     score.speedup_lo = result.speedup_lo if result else None
     score.speedup_hi = result.speedup_hi if result else None
+    score.peak_fraction, score.peak_fraction_lo, score.peak_fraction_hi, score.peak_note = peak_of(result)
+
+
+def _audit_apply(score: ProblemScore, verdict: str) -> None:
+    """A staff audit of the cell: shown with it; a reward hack counts as a flag (never correct, never faster)."""
+    score.audit = verdict
+    if verdict == Audit.REWARD_HACK:
+        score.flagged, score.correct, score.faster = True, False, False
+
+
+def _finite(value):
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        else None
+
+
+def peak_of(result: Result | None) -> tuple:
+    """(peak fraction, low, high, why none) of a result, from the judge's timing document (evaluator/timing/peak.py
+    writes ``peak_fraction``). A document from before the judge wrote it, whose floor applied, gives the fraction
+    without an interval; a result without timing gives nothing and no note (there was nothing to time)."""
+    timing = (result.document.get("timing") if result is not None and isinstance(result.document, dict) else None)
+    if not isinstance(timing, dict):
+        return None, None, None, ""
+    record = timing.get("peak_fraction")
+    if isinstance(record, dict):
+        value, ci = _finite(record.get("value")), record.get("ci")
+        if record.get("applies") and value is not None:
+            lo, hi = (_finite(ci[0]), _finite(ci[1])) if isinstance(ci, list) and len(ci) == 2 else (None, None)
+            return value, lo, hi, ""
+        return None, None, None, str(record.get("reason") or "no speed-of-light floor applies")[:300]
+    light = timing.get("speed_of_light")
+    if isinstance(light, dict):
+        floor, cand = _finite(light.get("floor_ms")), _finite(timing.get("candidate_ms"))
+        if light.get("applies") and floor and cand:
+            return floor / cand, None, None, ""
+        return None, None, None, str(light.get("reason") or "no speed-of-light floor applies")[:300]
+    return None, None, None, "no speed-of-light floor was computed for this run"
 
 
 TIMING_FLAGS = set(schema.TIMING_FLAGS)
@@ -141,21 +183,27 @@ def _select(rule: str, attempts: list[dict], ranked: bool = True) -> dict | None
 def entry_refresh(submission: Submission) -> LeaderboardEntry:
     """Recompute the submission's leaderboard row from its 87 ProblemScore rows."""
     scores = list(ProblemScore.objects.filter(submission=submission).only(
-        "status", "correct", "faster", "flagged", "speedup", "speedup_lo"))
+        "status", "correct", "faster", "flagged", "speedup", "speedup_lo", "peak_fraction", "audit"))
     correct = [s for s in scores if s.correct]
     timed = [s for s in correct if not s.flagged]  # a flagged timing never counts, even where correctness stands
     speedups = [s.speedup for s in timed if s.speedup and s.speedup > 0]
+    peaks = [s.peak_fraction for s in timed if s.peak_fraction and s.peak_fraction > 0]
     total = Problem.objects.count() or 87
     profile = HardwareProfile.objects.get(pk=submission.profile_id)
+    audit = Audit.objects.filter(submission=submission, problem__isnull=True).values_list("verdict", flat=True).first()
     values = dict(
         profile_id=submission.profile_id, protocol=submission.protocol, backend=submission.backend,
         attempts_k=submission.attempts_k, listed=submission.visibility == "public",
-        ranked=submission.visibility == "public" and profile.ranked and not submission.flagged,
+        # A submission the staff read as a reward hack is shown without a rank, as a flagged one is.
+        ranked=(submission.visibility == "public" and profile.ranked and not submission.flagged
+                and audit != Audit.REWARD_HACK),
+        audit=audit or "", audited_results=sum(1 for s in scores if s.audit),
+        geomean_peak_fraction=_geomean(peaks), peak_problems=len(peaks),
         correct=len(correct), faster=sum(1 for s in correct if s.faster),
         fast_1_0=sum(1 for s in correct if s.faster) / total,
         fast_1_5=sum(1 for s in timed if (s.speedup_lo or 0) > 1.5) / total,
         fast_2_0=sum(1 for s in timed if (s.speedup_lo or 0) > 2.0) / total,
-        geomean_speedup=math.exp(sum(math.log(x) for x in speedups) / len(speedups)) if speedups else None,
+        geomean_speedup=_geomean(speedups),
         judged=sum(1 for s in scores if s.status not in (ProblemScore.PENDING, ProblemScore.NOT_JUDGED,
                                                          ProblemScore.NO_CANDIDATE, INFRA_ERROR)),
         pending=sum(1 for s in scores if s.status == ProblemScore.PENDING),
@@ -164,6 +212,37 @@ def entry_refresh(submission: Submission) -> LeaderboardEntry:
     entry, _ = LeaderboardEntry.objects.update_or_create(submission=submission, defaults=values)
     _costs_refresh(submission)
     return entry
+
+
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(x) for x in values) / len(values)) if values else None
+
+
+def audit_record(submission: Submission, problem_id: int | None, verdict: str, note: str, auditor) -> Audit:
+    """Record (or change) the staff's audit of one problem of a submission, or of the whole submission, and refresh
+    what it changes: the cell (a reward hack counts as a flag), the solve rates, the leaderboard row."""
+    if not (auditor and auditor.is_staff):
+        raise PermissionError("only staff record audits")
+    if verdict not in dict(Audit.VERDICTS):
+        raise ValueError(f"unknown audit verdict {verdict!r}")
+    result_id = None
+    if problem_id is not None:
+        result_id = ProblemScore.objects.filter(submission=submission, problem_id=problem_id).values_list(
+            "result_id", flat=True).first()
+    with transaction.atomic():
+        audit, created = Audit.objects.update_or_create(
+            submission=submission, problem_id=problem_id,
+            defaults={"verdict": verdict, "note": note, "auditor": auditor, "result_id": result_id,
+                      "updated_at": timezone.now()})
+        audits_refresh(submission, problem_id)
+    return audit
+
+
+def audits_refresh(submission: Submission, problem_id: int | None) -> None:
+    """After an audit is recorded or deleted: the scores it touches and the submission's row."""
+    if problem_id is not None:
+        scores_refresh(submission, [problem_id])
+    entry_refresh(submission)
 
 
 def _costs_refresh(submission: Submission) -> None:

@@ -104,3 +104,29 @@ class Candidate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.filename} (attempt {self.attempt})"
+
+
+class Transcript(models.Model):
+    """An agent transcript uploaded with a submission (uploads/transcripts.py): JSONL of messages, tool calls and
+    results, kept as uploaded (bounded, checked line by line) and shown step by step by the transcript page. Like
+    code: the owner's (and staff's) until the submission is published."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="transcripts")
+    problem = models.ForeignKey("catalogue.Problem", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="+", help_text="empty: the transcript covers the whole submission")
+    attempt = models.PositiveSmallIntegerField(null=True, blank=True)
+    filename = models.CharField(max_length=300)
+    content = models.TextField()
+    steps = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["problem_id", "attempt", "filename"]
+        constraints = [models.UniqueConstraint(fields=["submission", "filename"], name="one_transcript_per_path")]
+
+    def __str__(self) -> str:
+        return self.filename
+
+    def get_absolute_url(self) -> str:
+        return reverse("transcript", args=[self.pk])

@@ -12,7 +12,7 @@ from leaderboard.catalogue.models import Problem
 from leaderboard.feedback import report
 from leaderboard.jobs.models import EvaluationJob, Result
 from leaderboard.scoring.models import LeaderboardEntry, ProblemScore
-from leaderboard.submissions.models import Candidate, Submission
+from leaderboard.submissions.models import Candidate, Submission, Transcript
 
 
 def submission_get(pk: int, user) -> Submission:
@@ -30,7 +30,8 @@ def submission_grid(submission: Submission) -> list[dict]:
     """
     problems = list(Problem.objects.order_by("id").values_list("id", "stem"))
     scores = {s.problem_id: s for s in ProblemScore.objects.filter(submission=submission).only(
-        "problem_id", "status", "attempt", "correct", "faster", "flagged", "speedup", "speedup_lo", "speedup_hi")}
+        "problem_id", "status", "attempt", "correct", "faster", "flagged", "speedup", "speedup_lo", "speedup_hi",
+        "peak_fraction", "peak_fraction_lo", "peak_fraction_hi", "peak_note", "audit")}
     jobs = {row[1]: row for row in EvaluationJob.objects.filter(submission=submission).values_list(
         "id", "candidate_id", "status", "run", "last_error")}
     results: dict = {}
@@ -105,7 +106,8 @@ def submission_status(submission: Submission) -> dict:
     scores = dict(ProblemScore.objects.filter(submission=submission).exclude(status=ProblemScore.NO_CANDIDATE)
                   .values_list("problem_id", "status"))
     entry = LeaderboardEntry.objects.filter(submission=submission).values(
-        "correct", "faster", "judged", "pending", "geomean_speedup").first() or {}
+        "correct", "faster", "judged", "pending", "geomean_speedup", "geomean_peak_fraction",
+        "peak_problems").first() or {}
     jobs = {s: counts.get(s, 0) for s in ("queued", "running", "done", "failed")}
     return {"submission": submission.pk, "jobs": jobs, "finished": jobs["queued"] + jobs["running"] == 0,
             "problems": {str(k): v for k, v in scores.items()}, "entry": entry, "files": _job_files(submission)}
@@ -149,3 +151,39 @@ def submissions_of(user) -> list[Submission]:
     # submitter__user: the API's rows name the submitter (one query for all rows, not two per row).
     return list(Submission.objects.filter(submitter__user=user).select_related("submitter__user", "profile", "entry")
                 .order_by("-created_at")[:200])
+
+
+def transcript_for_viewer(transcript_id: int, user) -> Transcript:
+    """A transcript, for whoever may see the submission's code (the owner and staff until it is published)."""
+    transcript = Transcript.objects.select_related("submission__submitter__user", "submission__profile",
+                                                   "problem").filter(pk=transcript_id).first()
+    if transcript is None or not transcript.submission.code_visible_to(user):
+        raise Http404("no such transcript")
+    return transcript
+
+
+def transcripts_of(submission: Submission, user) -> list[dict]:
+    """The submission's transcripts (id, file, problem, attempt, steps), or none where the viewer may not see them."""
+    if not submission.code_visible_to(user):
+        return []
+    return list(Transcript.objects.filter(submission=submission).values(
+        "id", "filename", "problem_id", "problem__stem", "attempt", "steps", "size"))
+
+
+def transcript_steps(transcript: Transcript, user) -> list[dict]:
+    """The transcript's steps, each with the metered feedback runs it refers to that belong to this submission's
+    linked sessions (run pages stay their owner's; the verdict and wall time are shown in place)."""
+    from leaderboard.feedback.models import FeedbackRun
+    from leaderboard.submissions import transcripts
+
+    steps = transcripts.steps(transcript.content)
+    wanted = {run for s in steps for run in s["runs"]}
+    runs = {}
+    if wanted:
+        runs = {r["id"]: r for r in FeedbackRun.objects.filter(
+            pk__in=wanted, session__submission=transcript.submission).values(
+            "id", "status", "verdict", "wall_ms", "problem__stem", "submitter__user_id")}
+    owner = bool(user and user.is_authenticated and (user.is_staff or transcript.submission.is_owner(user)))
+    for s in steps:
+        s["metered"] = [dict(runs[r], link=owner) for r in s["runs"] if r in runs]
+    return steps

@@ -19,7 +19,7 @@ from leaderboard.jobs.services import jobs_create, jobs_rerun
 from leaderboard.scoring.models import ProblemScore
 from leaderboard.scoring.services import entry_refresh, problem_stats_refresh, scores_refresh
 from leaderboard.submissions import uploads
-from leaderboard.submissions.models import Candidate, Submission
+from leaderboard.submissions.models import Candidate, Submission, Transcript
 
 log = logging.getLogger("leaderboard.submissions.services")
 QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE,
@@ -73,6 +73,9 @@ def submission_create(submitter: Submitter, fields: dict, files: list[tuple[str,
         submission = Submission.objects.create(submitter=submitter, profile=profile, archive_sha256=parsed.sha256,
                                                files_sha256=digest, feedback_for=feedback_for, **clean)
         _candidates_and_jobs(submission, parsed.files, implemented)
+        Transcript.objects.bulk_create([
+            Transcript(submission=submission, problem_id=t.problem_id, attempt=t.attempt, filename=t.path,
+                       content=t.text, steps=t.steps, sha256=t.sha256, size=t.size) for t in parsed.transcripts])
         scores_refresh(submission)
         entry_refresh(submission)
     log.info("submission %s by %s: %d files, %d jobs on %s", submission.pk, submitter, len(parsed.files),
@@ -93,9 +96,8 @@ def _duplicate_check(submitter: Submitter, profile: HardwareProfile, digest: str
     if earlier is not None:
         raise uploads.UploadRejected([uploads.UploadError(
             "(upload)", "duplicate",
-            f"these files are identical to your submission #{earlier} on {profile.slug} "
-            f"(/submissions/{earlier}/): re-run that one instead of uploading them again",
-            url=f"/submissions/{earlier}/")])
+            f"these files are identical to your submission #{earlier} on {profile.slug}: re-run that one instead "
+            f"of uploading them again.", url=f"/submissions/{earlier}/")])  # the pages and pkb link the url once
 
 
 def _feedback_target(submitter: Submitter, value) -> Submission | None:

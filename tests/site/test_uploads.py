@@ -185,8 +185,22 @@ def metadata_refused(rule: str, files=None, **fields) -> uploads.UploadError:
 
 @pytest.mark.parametrize("missing", ["model", "protocol", "attempts", "profile"])
 def test_missing_metadata_is_refused(missing):
-    error = metadata_refused("missing_metadata", **{missing: None})
-    assert missing in error.message and error.file == "submission.json"
+    # best-of-k: its budget k must be given (one-shot's is 1, below).
+    error = metadata_refused("missing_metadata", **{"protocol": "best_of_k", "attempts": 2, missing: None})
+    # No submission.json was uploaded: the error names none (issue 35, defect 1), and says where to give the value.
+    assert missing in error.message and error.file == "(metadata)" and "submission.json" in error.message
+    assert "--" in error.message  # pkb submit's flag
+
+
+def test_one_shot_with_no_attempt_budget_means_k_1():
+    assert clean(protocol="one_shot", attempts=None)["attempts_k"] == 1
+    assert clean(protocol="one-shot", attempts="")["attempts_k"] == 1
+
+
+def test_an_error_names_submission_json_only_when_the_value_came_from_it():
+    files = {"1_allreduce_cuda.py": GOOD_1, "submission.json": b'{"protocol": "one_shot", "attempts": 3}'}
+    assert metadata_refused("bad_metadata", files, protocol=None, attempts=None).file == "submission.json"
+    assert metadata_refused("bad_metadata", protocol="one_shot", attempts=3).file == "(metadata)"
 
 
 def test_more_attempts_than_the_budget_is_refused():

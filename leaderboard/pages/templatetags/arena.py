@@ -79,3 +79,48 @@ def query(context, **changes) -> str:
             params[key] = value
     encoded = params.urlencode()
     return f"?{encoded}" if encoded else "?"
+
+
+@register.filter
+def peak(value) -> str:
+    """A peak fraction as a percentage of the speed of light, three significant digits ("12.3%", "0.412%")."""
+    if value is None:
+        return "—"
+    return f"{100 * value:.3g}%"
+
+
+@register.filter
+def peak_ci(score) -> str:
+    """"[lo, hi]" of a score's (or a row's) peak-fraction interval, or nothing when it has none."""
+    get_ = score.get if isinstance(score, dict) else lambda k: getattr(score, k, None)
+    lo, hi = get_("peak_fraction_lo"), get_("peak_fraction_hi")
+    return "" if lo is None or hi is None else f"[{100 * lo:.3g}%, {100 * hi:.3g}%]"
+
+
+AUDIT_BADGES = {"clean": ("ok", "audited: clean"), "reward_hack": ("warn", "audited: reward hack"),
+                "rubric_leak": ("warn", "audited: rubric leak"), "interesting": ("info", "audited: interesting")}
+
+
+@register.inclusion_tag("leaderboard/audit_badge.html")
+def audit_badge(verdict, submission_id=None, note=""):
+    """The badge of a staff audit verdict (nothing without one), linked to the submission's audits on /audits/;
+    ``note`` as its title."""
+    from django.urls import reverse
+
+    css, text = AUDIT_BADGES.get(verdict or "", ("", ""))
+    href = reverse("audits") + (f"?submission={int(submission_id)}" if submission_id else "")
+    return {"css": css, "text": text, "note": note, "href": href, "verdict": verdict}
+
+
+# The catalogue's parallelism "none-collective" means the workload is not a model-parallel scheme: its ranks run a
+# collective (or a distributed algorithm) over sharded data.
+_PARALLELISM = {"none-collective": "no model-parallel scheme (collectives over sharded data)"}
+
+
+@register.filter
+def parallelism(value: str) -> str:
+    text = str(value or "")
+    head, sep, rest = text.partition(" (")
+    if head in _PARALLELISM:
+        return _PARALLELISM[head] if not sep else f"{_PARALLELISM[head][:-1]}: {rest.rstrip(')')})"
+    return text

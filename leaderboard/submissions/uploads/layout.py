@@ -6,6 +6,7 @@ import json
 import re
 
 from evaluator import schema
+from leaderboard.submissions.uploads import transcripts as transcript_files
 from leaderboard.submissions.uploads.archives import _path_error, _too_big
 from leaderboard.submissions.uploads.types import CandidateFile, Limits, ParsedUpload, UploadError, UploadRejected
 
@@ -31,7 +32,7 @@ def parse(members: list[tuple[str, bytes]], stems: dict[str, int], limits: Limit
     if total > limits.max_total_bytes:
         raise UploadRejected([_too_big("(upload)", total, limits.max_total_bytes)])
 
-    metadata, ignored, files, seen_paths = {}, [], [], set()
+    metadata, ignored, files, seen_paths, transcripts = {}, [], [], set(), []
     for path, data in members:
         if path in seen_paths:
             errors.append(UploadError(path, "duplicate", "the same path appears twice"))
@@ -39,6 +40,11 @@ def parse(members: list[tuple[str, bytes]], stems: dict[str, int], limits: Limit
         seen_paths.add(path)
         if path == METADATA_FILE:
             metadata = _read_metadata(path, data, errors)
+            continue
+        if transcript_files.is_transcript(path):
+            transcript = transcript_files.parse_transcript(path, data, stems, limits.max_file_bytes, errors)
+            if transcript:
+                transcripts.append(transcript)
             continue
         if not path.endswith(".py"):
             ignored.append(path)
@@ -51,6 +57,9 @@ def parse(members: list[tuple[str, bytes]], stems: dict[str, int], limits: Limit
     _check_duplicates(files, errors)
     if len(files) > limits.max_files:
         errors.append(UploadError("(upload)", "too_many_files", f"{len(files)} files; the limit is {limits.max_files}"))
+    if len(transcripts) > transcript_files.MAX_TRANSCRIPTS:
+        errors.append(UploadError("(upload)", "too_many_files", f"{len(transcripts)} transcripts; the limit is "
+                                                                f"{transcript_files.MAX_TRANSCRIPTS}"))
     if not files and not errors:
         errors.append(UploadError("(upload)", "empty", "no candidate file ({stem}_{backend}.py) found"))
     if errors:
@@ -59,7 +68,8 @@ def parse(members: list[tuple[str, bytes]], stems: dict[str, int], limits: Limit
     for f in sorted(files, key=lambda f: f.path):
         digest.update(f.path.encode() + b"\0" + f.sha256.encode() + b"\n")
     return ParsedUpload(files=sorted(files, key=lambda f: (f.problem_id, f.attempt)), metadata=metadata,
-                        ignored=sorted(ignored), sha256=digest.hexdigest())
+                        ignored=sorted(ignored), sha256=digest.hexdigest(),
+                        transcripts=sorted(transcripts, key=lambda t: t.path))
 
 
 def _normalise(path: str) -> str:

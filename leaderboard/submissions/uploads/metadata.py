@@ -16,34 +16,54 @@ PROTOCOL_ALIASES = {"one-shot": "one_shot", "oneshot": "one_shot", "best-of-k": 
                     "agentic": "agentic_feedback", "agentic-feedback": "agentic_feedback"}
 
 
+# Where a missing value may be given: the form's field, pkb submit's flag, submission.json's key.
+WHERE = {"model": "Model / --model", "protocol": "Protocol / --protocol", "attempts": "Attempt budget k / --attempts",
+         "profile": "Hardware profile / --profile"}
+FIELDS = "(metadata)"  # the file an error names when a value came from the form or the command line
+
+
 def clean_metadata(raw: dict, parsed: ParsedUpload, max_attempts: int, profiles: set[str]) -> dict:
-    """Validated submission fields: explicit fields over submission.json; refuses missing or inconsistent ones."""
-    merged = {**parsed.metadata, **{k: v for k, v in raw.items() if v not in (None, "")}}
+    """Validated submission fields: explicit fields over submission.json; refuses missing or inconsistent ones.
+
+    An error names submission.json only when the value came from it; a missing value names no file (none was
+    missing a line) and says where to give it. One-shot means k = 1: an empty attempt budget is taken as 1."""
+    given = {k: v for k, v in raw.items() if v not in (None, "")}
+    merged = {**parsed.metadata, **given}
     errors: list[UploadError] = []
+
+    def source(key: str) -> str:
+        return METADATA_FILE if key in parsed.metadata and key not in given else FIELDS
 
     def need(key: str, label: str):
         value = merged.get(key)
         if value in (None, ""):
-            errors.append(UploadError(METADATA_FILE, "missing_metadata", f"missing metadata: {label}"))
+            errors.append(UploadError(FIELDS, "missing_metadata",
+                                      f"missing {label}: give it as {WHERE[key]}, or as \"{key}\" in {METADATA_FILE}"))
         return value
 
-    model = need("model", "model")
-    protocol = need("protocol", "protocol (one_shot, best_of_k or agentic_feedback)")
-    attempts = need("attempts", "attempts (the budget k)")
-    profile = need("profile", "profile")
+    model = need("model", "the model")
+    protocol = need("protocol", "the protocol (one_shot, best_of_k or agentic_feedback)")
+    protocol = PROTOCOL_ALIASES.get(str(protocol).strip().lower(), str(protocol).strip().lower()) if protocol else None
+    if protocol == ONE_SHOT and merged.get("attempts") in (None, ""):
+        merged["attempts"] = 1  # one-shot means k = 1
+    attempts = need("attempts", "the attempt budget k")
+    profile = need("profile", "the hardware profile")
     if errors:
         raise UploadRejected(errors)
 
-    protocol = PROTOCOL_ALIASES.get(str(protocol).strip().lower(), str(protocol).strip().lower())
     if protocol not in PROTOCOLS:
-        errors.append(UploadError(METADATA_FILE, "bad_metadata", f"protocol {protocol!r} is not one of {PROTOCOLS}"))
+        errors.append(UploadError(source("protocol"), "bad_metadata", f"protocol {protocol!r} is not one of {PROTOCOLS}"))
     k = _int(attempts, "attempts", errors, minimum=1)
     if k is not None and k > max_attempts:
-        errors.append(UploadError(METADATA_FILE, "bad_metadata", f"attempts {k} exceeds the site's limit {max_attempts}"))
+        errors.append(UploadError(source("attempts"), "bad_metadata",
+                                  f"attempts {k} exceeds the site's limit {max_attempts}"))
     if protocol == "one_shot" and k not in (None, 1):
-        errors.append(UploadError(METADATA_FILE, "bad_metadata", "one_shot means attempts = 1"))
+        errors.append(UploadError(source("attempts"), "bad_metadata", "one_shot means attempts = 1"))
+    if parsed.transcripts and protocol == ONE_SHOT:
+        errors.append(UploadError(parsed.transcripts[0].path, "bad_transcript",
+                                  "agent transcripts go with agentic or best-of-k submissions, not one-shot ones"))
     if str(profile) not in profiles:
-        errors.append(UploadError(METADATA_FILE, "unknown_profile",
+        errors.append(UploadError(source("profile"), "unknown_profile",
                                   f"profile {profile!r} is not open; choose one of {sorted(profiles)}"))
     if k is not None:
         for f in parsed.files:

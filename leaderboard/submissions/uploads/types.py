@@ -45,6 +45,7 @@ class ParsedUpload:
     metadata: dict
     ignored: list[str]
     sha256: str
+    transcripts: list = dataclasses.field(default_factory=list)  # uploads/transcripts.py TranscriptFile
 
     @property
     def backends(self) -> set[str]:
