@@ -2,7 +2,8 @@
 # One container per GPU host; it owns all the host's GPUs and evaluates one job at a time from its profile's queue.
 #
 #   docker build -t pkb-arena-worker .
-#   docker run --gpus all --ipc=host --network=host --cap-add SYS_ADMIN \
+#   docker run --gpus all --ipc=host --network=host --cap-add SYS_ADMIN --cgroupns=host \
+#     -v /sys/fs/cgroup:/sys/fs/cgroup:rw \
 #     --security-opt apparmor=unconfined --security-opt seccomp=unconfined --restart unless-stopped \
 #     -e DATABASE_URL=postgres://pkb:...@db.internal:5432/pkb_arena \
 #     -e BROKER_URL=amqp://pkb:...@mq.internal:5672/ \
@@ -32,7 +33,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
 
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv python3-dev build-essential ninja-build git \
-      ca-certificates bubblewrap util-linux \
+      ca-certificates bubblewrap util-linux tini \
  && rm -rf /var/lib/apt/lists/* \
  && python3 -m venv $VIRTUAL_ENV \
  && pip install --upgrade pip \
@@ -52,10 +53,15 @@ RUN pip install -e ".[site]" \
 # The worker stays root inside the container on purpose: the judge (evaluator/process/sandbox.py) then runs each candidate
 # group under a fresh numeric uid with no capabilities and no_new_privs, in its own network and IPC namespaces, and
 # each rank in a bubblewrap mount namespace that shows only the system, the interpreter, evaluator/ and problems/
-# (needs --cap-add SYS_ADMIN and no AppArmor/seccomp profile forbidding mount). Candidate code can then read neither
+# (needs --cap-add SYS_ADMIN and no AppArmor/seccomp profile forbidding mount), each group in a box of its own: a
+# control group (a writable cgroup hierarchy: --cgroupns=host and /sys/fs/cgroup mounted rw, or PKB_CGROUP_PARENT
+# naming a delegated subtree) with memory and process limits and a freezer, and a pid namespace whose init reaps
+# its orphans. Candidate code can then read neither
 # this process's environment (database and broker URLs) nor the site's files, nor reach any socket. PKB_SANDBOX=required:
 # a container started without those rights refuses to start its worker instead of running candidates unconfined.
 # One process, one thread, prefetch 1 (also forced by leaderboard.jobs.broker.OneMessageAtATime). The worker runs the
 # lease reaper beside it, so a host that dies mid-job has its job re-queued by the others within a lease period.
-ENTRYPOINT ["dramatiq", "leaderboard.jobs.actors", "--processes", "1", "--threads", "1"]
+# tini is PID 1: it reaps whatever reaches the top of the container (the boxes' own inits reap the candidates'
+# orphans), so no zombie accumulates under the worker.
+ENTRYPOINT ["/usr/bin/tini", "--", "dramatiq", "leaderboard.jobs.actors", "--processes", "1", "--threads", "1"]
 CMD ["--queues", "gpu-h200x8"]

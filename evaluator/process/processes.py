@@ -142,3 +142,31 @@ def kill_as(uid: int) -> None:
                        stderr=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         pass
+
+
+def stop_all(pgids, uid: Optional[int], scratch_root: Optional[str]) -> set:
+    """SIGSTOP for a group without a control group (the sandbox's fallback): its ranks' process groups, then all of
+    the uid's processes, or without one those carrying the group's scratch path. Best effort only: a process that
+    forks and exits between sweeps has a new pid each time, which is why a box freezes its control group instead.
+    Returns the pids stopped outside the process groups."""
+    stopped: set = set()
+    for pgid in pgids:
+        signal_group(pgid, signal.SIGSTOP)
+    if uid is None and not scratch_root:
+        return stopped
+    for _ in range(3):
+        found = processes_of(uid) if uid is not None else processes_with_scratch(scratch_root)
+        fresh = [pid for pid in found if pid not in stopped and pid != os.getpid()]
+        if not fresh:
+            break
+        for pid in fresh:
+            signal_pid(pid, signal.SIGSTOP)
+        stopped.update(fresh)
+    return stopped
+
+
+def continue_all(pgids, stopped) -> None:
+    for pgid in pgids:
+        signal_group(pgid, signal.SIGCONT)
+    for pid in stopped:
+        signal_pid(pid, signal.SIGCONT)

@@ -32,15 +32,14 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
+import time
 from typing import Iterable, Optional
 
-from evaluator.process import boxes, bwrap, cgroups, processes
-from evaluator.process.environment import _LIBC, PKB_UTILS, PR_SET_PDEATHSIG, REPO_ROOT
+from evaluator.process import boxes, bwrap, cgroups, probes, processes
+from evaluator.process.environment import _LIBC, PR_SET_PDEATHSIG
 
 FILE_SIZE_LIMIT = 2 * 2**30  # one file a candidate writes (logs included)
 PROCESS_LIMIT = 8192  # processes and threads of one box (its cgroup's pids.max and its uid's RLIMIT_NPROC)
@@ -53,12 +52,7 @@ CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
 PR_SET_NO_NEW_PRIVS = 38
 
-# Checks, as the candidate user, that everything a rank needs is readable (interpreter, stdlib, torch, this repo):
-# the uid layer without the filesystem view, which then reaches these through the host's own directories.
-_ACCESS_PROBE = ("import os, sys\n"
-                 "def ok(p):\n"
-                 "    return os.access(p[3:], os.R_OK | os.W_OK) if p.startswith('rw:') else os.access(p, os.R_OK)\n"
-                 "print('\\n'.join(p for p in sys.argv[1:] if not ok(p)))")
+# What the probes found (evaluator/process/probes.py), once per process; tests replace it to simulate a host.
 _probe_cache: dict = {}
 
 
@@ -150,7 +144,7 @@ class Sandbox:
         self.paused = False
         self.closed = False
         self.missing: list[str] = []
-        self.freeze_s: list[float] = []  # how long each freeze took (docs/threat-model.md, the box's cost)
+        self.pause_s: list[float] = []  # how long each pause took (docs/threat-model.md, the box's cost)
         self._stopped: set[int] = set()
         self.memory_bytes = memory_bytes or memory_limit(world_size)
         self.tmpfs_bytes = min(TMPFS_MAX, self.memory_bytes // 2)
@@ -229,7 +223,7 @@ class Sandbox:
             self.missing.append(f"no bounded tmpfs for the box's /tmp and /dev/shm: {exc}")
 
     def _set_up_user(self) -> None:
-        view = _probe_filesystem_view()
+        view = probes.filesystem_view(_probe_cache)
         if view is None and self.box.mounted:
             self.filesystem = True
             self.notes["filesystem"] = ("private view (bwrap): system, a whitelist of /etc, interpreter, evaluator/ "
@@ -238,7 +232,7 @@ class Sandbox:
             reason = view or "the box has no tmpfs for /tmp and /dev/shm"
             self.notes["filesystem"] = f"host ({reason})"
             self.missing.append(f"no private filesystem view: {reason}")
-            problem = _probe_user_access(self.uid)
+            problem = probes.user_access(_probe_cache, self.uid)
             if problem:
                 self.notes["user"] = f"judge's own (root): {problem}"
                 self.missing.append(f"no separate uid: {problem}")
@@ -366,25 +360,12 @@ class Sandbox:
         if not self.enabled or self.closed:
             return
         self.paused = True
+        began = time.monotonic()
         if self.cgroup is not None:
-            self.freeze_s.append(self.cgroup.freeze())
-            return
-        self._stopped = set()
-        for pgid in pgids:
-            processes.signal_group(pgid, signal.SIGSTOP)
-        # Processes in other sessions (daemons) too: all of the uid's, or without one, those carrying the group's
-        # scratch path in their environment. Best effort only: a process that forks and exits between sweeps has a
-        # new pid each time (the reason for the freezer).
-        if self.uid is not None or self.scratch_root:
-            for _ in range(3):
-                found = (processes.processes_of(self.uid) if self.uid is not None
-                         else processes.processes_with_scratch(self.scratch_root))
-                fresh = [pid for pid in found if pid not in self._stopped and pid != os.getpid()]
-                if not fresh:
-                    break
-                for pid in fresh:
-                    processes.signal_pid(pid, signal.SIGSTOP)
-                self._stopped.update(fresh)
+            self.cgroup.freeze()
+        else:
+            self._stopped = processes.stop_all(pgids, self.uid, self.scratch_root)
+        self.pause_s.append(time.monotonic() - began)
 
     def resume(self, pgids: Iterable[int]) -> None:
         if not self.paused:
@@ -393,10 +374,7 @@ class Sandbox:
         if self.cgroup is not None:
             self.cgroup.thaw()
             return
-        for pgid in pgids:
-            processes.signal_group(pgid, signal.SIGCONT)
-        for pid in self._stopped:
-            processes.signal_pid(pid, signal.SIGCONT)
+        processes.continue_all(pgids, self._stopped)
 
     def out_of_memory(self) -> bool:
         """Whether the kernel killed a process of the box for its memory limit."""
@@ -418,6 +396,11 @@ class Sandbox:
             self.notes["memory"] = {"limit_bytes": self.memory_bytes, "peak_bytes": self.cgroup.memory_peak(),
                                     "oom_kills": self.cgroup.oom_kills()}
             self.cgroup.kill()
+        if self.pause_s:
+            ordered = sorted(self.pause_s)
+            self.notes["pauses"] = {"how": "freezer" if self.cgroup is not None else "SIGSTOP passes",
+                                    "count": len(ordered), "median_ms": round(ordered[len(ordered) // 2] * 1e3, 3),
+                                    "max_ms": round(ordered[-1] * 1e3, 3)}
         self._stop_holder()
         swept = processes.reap(self.uid, None if self.cgroup is not None else self.scratch_root)
         report["killed_outliving"] += swept["killed_outliving"]
@@ -459,47 +442,3 @@ class Sandbox:
         if self.box is not None:
             self.box.release()
             self.box = None
-
-
-def _probe_filesystem_view() -> Optional[str]:
-    """None if candidate ranks can start inside a bwrap view on this host; else the reason (cached per process).
-    The probe runs in a box of its own, like any job: a judge starting beside it is never touched."""
-    if "view" not in _probe_cache:
-        box = boxes.acquire()
-        scratch = tempfile.mkdtemp(prefix="pkb-view-probe-")
-        try:
-            _probe_cache["view"] = bwrap.works(box.uid, scratch, etc_dir=box.etc)
-        finally:
-            processes.reap(box.uid, None)
-            box.release()
-            shutil.rmtree(scratch, ignore_errors=True)
-    return _probe_cache["view"]
-
-
-def _probe_user_access(uid: int) -> Optional[str]:
-    """None if an unprivileged uid can run the rank worker with this interpreter; else the reason (cached)."""
-    if "result" in _probe_cache:
-        return _probe_cache["result"]
-    import torch  # noqa: F401 - its location is what must be readable
-
-    paths = [os.path.realpath(sys.executable), os.path.dirname(os.__file__), os.path.dirname(torch.__file__),
-             os.path.join(REPO_ROOT, "evaluator", "rank", "worker.py"),
-             os.path.join(REPO_ROOT, "problems", "__init__.py"), PKB_UTILS]
-    # GPU device nodes (present on GPU hosts only): the candidate's uid must be able to open them.
-    paths += ["rw:" + os.path.join("/dev", name) for name in ("nvidiactl", "nvidia-uvm", "nvidia0")
-              if os.path.exists(os.path.join("/dev", name))]
-    try:
-        out = subprocess.run([sys.executable, "-S", "-c", _ACCESS_PROBE, *paths],
-                             preexec_fn=processes.as_user(uid), env={}, capture_output=True, text=True,
-                             timeout=60)
-        unreadable = [p for p in out.stdout.split("\n") if p]
-        if out.returncode != 0:
-            result = f"an unprivileged user cannot run {sys.executable} (status {out.returncode})"
-        elif unreadable:
-            result = f"not readable by an unprivileged user: {', '.join(unreadable)}"
-        else:
-            result = None
-    except (OSError, subprocess.SubprocessError) as exc:
-        result = f"an unprivileged user cannot run {sys.executable}: {exc}"
-    _probe_cache["result"] = result
-    return result

@@ -11,11 +11,9 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from evaluator import schema
 from evaluator.judge.pair import Pair
-from evaluator.process import boxes, processes, sandbox
+from evaluator.process import boxes, processes
 from tests.redteam.harness import CANDIDATES, TIMED, from_template, logs, notes, processes_with, requires_root, run, token
 
 REPO = CANDIDATES.parents[2]
@@ -64,9 +62,18 @@ def test_eight_judges_started_together_each_get_a_whole_box(tmp_path):
     default of pkb eval, where a lost race used to run a candidate as root): every one is sandboxed in a box of its
     own, the honest ones correct, none an infra_error, none flagged unsandboxed."""
     honest = str(CANDIDATES / "honest_allreduce.py")
-    probe = str(CANDIDATES / "probes_box.py")
+    # A secret where a careless host keeps one (world-readable, under /etc): outside the box's /etc whitelist.
+    secret_dir = f"/etc/pkb-redteam-{token()}"
+    os.makedirs(secret_dir)
+    with open(f"{secret_dir}/site.env", "w") as f:
+        f.write("DATABASE_URL=postgres://u:hunter2@db/x\n")
+    os.chmod(f"{secret_dir}/site.env", 0o644)
+    probe = from_template(tmp_path, "probes_box", SECRET_PATH=f"{secret_dir}/site.env")
     jobs = [("honest" if i % 2 == 0 else "probe", _eval_args(honest if i % 2 == 0 else probe), {}) for i in range(8)]
-    results = _judges_at_once(jobs, tmp_path)
+    try:
+        results = _judges_at_once(jobs, tmp_path)
+    finally:
+        shutil.rmtree(secret_dir, ignore_errors=True)
     box_ids = set()
     for (name, _, _), result in zip(jobs, results):
         assert result["verdict"] == schema.CORRECT, (name, result["message"])
@@ -78,8 +85,8 @@ def test_eight_judges_started_together_each_get_a_whole_box(tmp_path):
             assert int(probes["uid"]) == notes(result)["box"]["uid"] != 0, probes
             # Its own pid namespace: the box's init and its two ranks (each behind its bwrap child), nothing else.
             assert len(probes["pids"].split()) <= 6 and "1" in probes["pids"].split(), probes["pids"]
-            for path in ("/etc/shadow", "/etc/pkb-arena/site.env", "/root/.bashrc", "/proc/1/environ",
-                         "/proc/1/root/etc"):
+            assert probes["read secret"].startswith("refused"), probes
+            for path in ("/etc/shadow", "/root/.bashrc", "/proc/1/environ", "/proc/1/root/etc/passwd"):
                 assert probes[f"read {path}"].startswith("refused"), (path, probes)
             assert f"box-{notes(result)['box']['id']}" in probes["cgroup"], probes["cgroup"]
     assert len(box_ids) == 8  # never one box (uid, control group, directory) for two judges
@@ -152,7 +159,10 @@ def test_a_box_over_its_memory_limit_dies_alone_with_that_message(tmp_path):
     assert "exceeded its memory limit of 1.0 GB" in hog["message"], hog["message"]
     assert "SURVIVED" not in logs(hog)
     text = logs(hog)
-    assert "/dev/shm stopped at" in text and "No space left on device" in text, text[-3000:]
+    # Where the ranks' own memory leaves room, the bounded tmpfs refuses first (ENOSPC); on a host where importing
+    # torch takes more (CUDA builds), the limit may kill the box while /dev/shm still fills, before that line.
+    if "/dev/shm stopped at" in text:
+        assert "No space left on device" in text, text[-3000:]
     assert notes(hog)["memory"]["oom_kills"] >= 1 and notes(hog)["memory"]["limit_bytes"] == 2**30
     assert beside["verdict"] == schema.CORRECT, beside["message"]
     assert notes(beside)["memory"]["oom_kills"] == 0

@@ -7,6 +7,8 @@ import sys
 
 import torch.distributed as dist
 
+SECRET_PATH = "__SECRET_PATH__"
+
 
 def _probe(name, what):
     print(f"probe {name}: {what}", file=sys.stderr, flush=True)
@@ -25,8 +27,9 @@ if int(os.environ.get("RANK", "0")) == 0:
     _probe("uid", os.getuid())
     _probe("pids", " ".join(sorted(p for p in os.listdir("/proc") if p.isdigit())))
     _probe("etc", " ".join(sorted(os.listdir("/etc"))))
-    for path in ("/etc/shadow", "/etc/pkb-arena/site.env", "/root/.bashrc", "/proc/1/environ", "/proc/1/root/etc"):
+    for path in ("/etc/shadow", "/root/.bashrc", "/proc/1/environ", "/proc/1/root/etc/passwd"):
         _probe(f"read {path}", _try_read(path))
+    _probe("read secret", _try_read(SECRET_PATH))
     with open("/proc/self/cgroup") as f:
         _probe("cgroup", " ".join(line.strip() for line in f))
 
