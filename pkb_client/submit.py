@@ -246,7 +246,11 @@ def file_line(file: dict) -> str:
     speed = ""
     if file.get("speedup") is not None:
         speed = f"  speedup {file['speedup']:.3f}x{' (faster)' if file.get('faster') else ''}"
-    return f"  {verdict:<16} {file['file']}  ({where}){speed}"
+    line = f"  {verdict:<16} {file['file']}  ({where}){speed}"
+    # The reason of any verdict but correct (the SyntaxError line, the mismatch, the timeout), as --json gives it.
+    if file.get("message") and file.get("verdict") not in (None, "correct"):
+        line += "\n" + "\n".join(f"      {part}" for part in str(file["message"]).splitlines()[:6])
+    return line
 
 
 def summary_row(final: dict) -> str:
@@ -345,7 +349,13 @@ def visibility_main(action: str, argv: list[str] | None = None) -> int:
         print(f"pkb {action}: no submission #{args.submission} of yours ({status or 'no connection'}): "
               f"{body.get('detail', '')}", file=sys.stderr)
         return 2 if status in (403, 404) else 1
-    if body.get("visibility") == change["wanted"]:
+    # Ownership first: another user's public submission is readable, and was answered "already public" (exit 0)
+    # while the site would refuse the change with 403 (issue 35, defect 2).
+    if body.get("editable") is False:
+        print(f"pkb {action}: submission #{args.submission} is not yours: only its owner (or the site's staff) can "
+              f"{action} it", file=sys.stderr)
+        return 2
+    if body.get("visibility") == change["wanted"] and body.get("editable"):
         print(f"submission #{body['id']} is already {change['wanted']}: {args.url.rstrip('/')}{body.get('url', '')}")
         return 0
     what = (f"submission #{body['id']}: {body.get('model_name')} ({body.get('protocol')}, k={body.get('attempts_k')}) "

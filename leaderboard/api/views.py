@@ -149,6 +149,8 @@ class SubmissionDetail(APIView):
     def get(self, request, pk):
         submission = submissions_selectors.submission_get(pk, request.user)
         data = s.SubmissionSerializer(submission).data
+        # Whether the caller may publish, withdraw or delete it (its owner, or staff): pkb publish asks this first.
+        data["editable"] = bool(submission.is_owner(request.user) or request.user.is_staff)
         data["status"] = submissions_selectors.submission_status(submission)
         data["scores"] = s.ScoreSerializer(submission.scores.exclude(status="missing").order_by("problem_id"),
                                            many=True).data

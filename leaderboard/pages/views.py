@@ -18,6 +18,7 @@ from leaderboard.accounts import services as accounts_services
 from leaderboard.accounts import throttle
 from leaderboard.accounts.models import ApiToken
 from leaderboard.catalogue import selectors as catalogue_selectors
+from leaderboard.jobs import logs
 from leaderboard.pages.forms import SignupForm, SubmitForm, TokenForm
 from leaderboard.scoring import export, plots
 from leaderboard.scoring import selectors as scoring_selectors
@@ -234,6 +235,8 @@ def result_detail(request, pk):
     document = dict(result.document)
     if not result.job.submission.code_visible_to(request.user):
         document["logs"] = "visible to the owner until the submission is published"
+    else:
+        document["logs"] = logs.clean_logs(document.get("logs"))  # no server paths, no c10d start-up noise
     return JsonResponse(document, json_dumps_params={"indent": 1})
 
 
@@ -248,7 +251,7 @@ def _log_sections(result) -> list[tuple[str, str]]:
     for log in result.logs:
         where = f"{log.get('role', '?')} rank {log.get('rank')}"
         for stream in ("stdout", "stderr"):
-            text = (log.get(stream) or "").rstrip()
+            text = logs.clean(log.get(stream) or "").rstrip()  # no server paths, no c10d start-up noise
             if text:
                 sections.append((f"{where} {stream}", text))
     return sections

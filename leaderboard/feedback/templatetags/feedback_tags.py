@@ -40,8 +40,12 @@ def feedback_submission_cost(submission):
 def feedback_pareto(profile, filters=None) -> dict:
     data = selectors.pareto(profile, filters)
     frontier = selectors.frontier(data["points"])
-    return {"points": len(data["points"]), "unmetered": data["unmetered"], "axis": data["axis"],
-            "figure": plots.pareto_figure(data, frontier) if data["points"] else None}
+    # A cost axis needs a cost: with no point above zero (only one-shot and best-of-k runs, or agentic ones whose
+    # sessions cost nothing yet) every point sat at x = 0, several on one spot at (0, 0) under two legend entries
+    # (issue 35, defect 8); the page says why instead.
+    costed = any(p["hours"] > 0 for p in data["points"])
+    return {"points": len(data["points"]), "unmetered": data["unmetered"], "axis": data["axis"], "costed": costed,
+            "figure": plots.pareto_figure(data, frontier) if costed else None}
 
 
 @register.inclusion_tag("feedback/owner_panel.html", takes_context=True)
