@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The CPU build of torch lies on this machine's disk; GPU hosts bring their own torch.
 TORCH ?= torch==2.13.0
 
-.PHONY: install serve test selfcheck clean
+.PHONY: install serve test test-fast selfcheck clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,6 +27,17 @@ serve: install
 test: install
 	bash scripts/sandbox_tools.sh
 	bash scripts/test.sh
+
+# The edit loop (a few minutes): the contract and the layers, the timing rules, the judge's units and the site's
+# models, services and upload parser; no rank process, no browser. `make test` (and CI) still run everything.
+FAST_TESTS := tests/test_layers.py tests/test_one_decision.py tests/test_names.py \
+	tests/evaluator/test_timing_rules.py tests/evaluator/test_timing_torch_free.py tests/evaluator/test_stats.py \
+	tests/evaluator/test_pairs.py tests/evaluator/test_compare.py tests/evaluator/test_messages.py \
+	tests/evaluator/test_outputs.py tests/evaluator/test_nulls.py tests/evaluator/test_dtype_rule.py \
+	tests/evaluator/test_backends.py tests/redteam/test_secret_seeds.py \
+	tests/site/test_models.py tests/site/test_uploads.py tests/site/services
+test-fast: install
+	bash scripts/test.sh -q -x $(FAST_TESTS)
 
 selfcheck: install
 	$(BIN)/pkb selfcheck --device cpu --world-size 2
