@@ -35,6 +35,16 @@ def logs(result: dict) -> str:
     return "\n".join((entry.get("stdout") or "") + (entry.get("stderr") or "") for entry in result.get("logs", []))
 
 
+def probe_lines(text: str) -> dict:
+    """What a probing candidate printed, one ``probe NAME: WHAT`` line per attempt, as {NAME: WHAT}."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("probe ") and ": " in line:
+            name, what = line[len("probe "):].split(": ", 1)
+            found[name] = what
+    return found
+
+
 def notes(result: dict) -> dict:
     return (result.get("environment") or {}).get("sandbox") or {}
 

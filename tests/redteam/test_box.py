@@ -14,7 +14,8 @@ import time
 from evaluator import schema
 from evaluator.judge.pair import Pair
 from evaluator.process import boxes, processes
-from tests.redteam.harness import CANDIDATES, TIMED, from_template, logs, notes, processes_with, requires_root, run, token
+from tests.redteam.harness import (CANDIDATES, TIMED, from_template, logs, notes, probe_lines, processes_with,
+                                   requires_root, run, token)
 
 REPO = CANDIDATES.parents[2]
 # Imports first, then waits for a shared instant: the judges' sandbox set-up (box ids, probes) really overlaps.
@@ -47,15 +48,6 @@ def _eval_args(candidate: str, *extra: str) -> list[str]:
             *extra]
 
 
-def _probes(result: dict) -> dict:
-    found = {}
-    for line in logs(result).splitlines():
-        if line.startswith("probe ") and ": " in line:
-            name, what = line[len("probe "):].split(": ", 1)
-            found[name] = what
-    return found
-
-
 @requires_root
 def test_eight_judges_started_together_each_get_a_whole_box(tmp_path):
     """Four honest candidates and four escape probes, released at one instant with --require-sandbox off (the
@@ -81,7 +73,7 @@ def test_eight_judges_started_together_each_get_a_whole_box(tmp_path):
         assert notes(result)["complete"] is True, notes(result)
         box_ids.add(notes(result)["box"]["id"])
         if name == "probe":
-            probes = _probes(result)
+            probes = probe_lines(logs(result))
             assert int(probes["uid"]) == notes(result)["box"]["uid"] != 0, probes
             # Its own pid namespace: the box's init and its two ranks (each behind its bwrap child), nothing else.
             assert len(probes["pids"].split()) <= 6 and "1" in probes["pids"].split(), probes["pids"]

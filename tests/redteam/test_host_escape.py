@@ -13,8 +13,8 @@ import time
 
 from evaluator import schema
 from evaluator.process import sandbox
-from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, processes_with, requires_root, run,
-                                   sandbox_reason, token)
+from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, probe_lines, processes_with,
+                                   requires_root, run, sandbox_reason, token)
 
 REPO = CANDIDATES.parents[2]
 
@@ -59,15 +59,6 @@ class _Listener:
             s.close()
 
 
-def _probe_lines(text: str) -> dict:
-    found = {}
-    for line in text.splitlines():
-        if line.startswith("probe ") and ": " in line:
-            name, what = line[len("probe "):].split(": ", 1)
-            found[name] = what
-    return found
-
-
 @requires_root
 def test_a_candidate_reaches_nothing_of_the_host(tmp_path):
     tag = token()
@@ -96,7 +87,7 @@ def test_a_candidate_reaches_nothing_of_the_host(tmp_path):
             os.kill(pid, 9)
     assert result["verdict"] == schema.CORRECT, result["message"]
     assert notes(result)["complete"] is True, notes(result)
-    probes = _probe_lines(logs(result))
+    probes = probe_lines(logs(result))
     assert probes.get("environ") == "refused", probes
     assert secret not in logs(result)
     for name in ("/etc/shadow", "/etc/gshadow", f"{REPO}/leaderboard/settings.py", f"{REPO}/manage.py",
