@@ -32,7 +32,7 @@ def free_port() -> int:
 class RankGroup:
     def __init__(self, role: str, world_size: int, device: str, problem: str, candidate: str, workdir: str,
                  M: int, N: int, dtype: str, reduced: bool, trusted: bool, isolate: bool = True,
-                 required: bool = False):
+                 required: bool = False, build_device: Optional[str] = None):
         self.role = role
         self.world_size = world_size
         self.workdir = workdir
@@ -44,6 +44,9 @@ class RankGroup:
         self.held = False  # stopped by pause()
         self.sandbox_report: dict = {}
         self.device = device
+        # The device whose build cache the group's builds are keyed for: its own, or for the build stage
+        # (evaluator/judge/prebuild.py), which runs on CPU cores, the GPU job's that will load them.
+        self.build_device = build_device or device
         # Untrusted groups build in one directory for all their ranks, seeded from the judge's cache of earlier
         # jobs of the same file (evaluator/process/builds.py); the reference never compiles.
         self.build_dir: Optional[str] = None if trusted else os.path.join(workdir, "build")
@@ -93,7 +96,7 @@ class RankGroup:
         shutil.copyfile(candidate, copy)
         os.chmod(copy, 0o644)
         if self.build_dir and not self.build_restored:
-            self.build_key = builds.key(copy, self.device)
+            self.build_key = builds.key(copy, self.build_device)
             self.build_restored = builds.restore(self.build_key, self.build_dir, self.sandbox.uid)
         return copy
 

@@ -1,0 +1,84 @@
+"""The build stage: a candidate's extensions built before its GPU job, on CPU cores, in the sandbox, so that the job
+holding the GPUs loads them instead of waiting for nvcc.
+
+Kernels written for PKB build lazily, inside ``solution()`` (``compile_cuda_extension``, ``load_inline``). The stage
+starts the candidate's group on CPU (gloo, the problem's smallest world size, reduced shapes) in a box like any job,
+and runs one trial: the candidate's first call makes its compile calls into the group's build directory, which the
+judge then keeps in its build cache (evaluator/process/builds.py) under the key of the GPU job that will load it
+(the file's bytes and the toolchain, for ``target_device``). Whatever the trial does after compiling (a CUDA launch
+on CPU tensors fails) does not matter; only the builds do.
+
+Outcomes (``status``):
+- ``built``: something compiled (or was already cached) and nothing failed: the GPU job compiles nothing;
+- ``compile_error``: a compile call failed: the verdict of the file, without ever taking a GPU (the same compiler on
+  the same host would fail in the job the same way);
+- ``nothing_built``: the first call made no compile call (plain PyTorch, or Triton, which compiles only against a
+  GPU at its first launch);
+- ``unreached``: the candidate failed before any compile call (it needs a GPU first, a collective the CPU world
+  lacks, ...): its GPU job builds as it does without a stage, so nothing can become wrong because of it.
+Run the stage with ``CUDA_VISIBLE_DEVICES`` empty and ``TORCH_CUDA_ARCH_LIST`` set to the GPU job's architecture
+(a CPU-only process cannot read it from a device).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from typing import Optional
+
+import problems
+from evaluator import schema
+from evaluator.process import builds, sandbox, warm
+from evaluator.process.group import RankGroup, close_all
+from evaluator.process.protocol import GroupFailure
+
+SHAPE = dict(M=64, N=32, dtype="bfloat16")  # the smallest that every problem's reduced inputs accept
+SEED = 1
+
+
+def smallest_world_size(prob) -> int:
+    return next(w for w in range(1, 9) if prob.allows_world_size(w))
+
+
+def prebuild(problem, candidate: str, target_device: str = "cuda", timeout_s: float = 900.0,
+             required: Optional[bool] = None) -> dict:
+    """Build ``candidate``'s extensions for ``problem``'s GPU job and keep them in the build cache; see the module
+    docstring for the outcomes. ``required``: the whole sandbox or no run (default: ``PKB_SANDBOX``)."""
+    prob = problems.get(problem)
+    began = time.monotonic()
+    report = {"problem": prob.stem, "candidate": os.path.basename(candidate), "target_device": target_device}
+    if builds.cache_root() is None:
+        return dict(report, status="nothing_built", message="the build cache is off (PKB_BUILD_CACHE=off)",
+                    seconds=0.0)
+    required = sandbox.required_by_default() if required is None else required
+    world_size = smallest_world_size(prob)
+    workdir = warm.make_workdir()
+    group = None
+    try:
+        group = RankGroup("cand", world_size, "cpu", str(prob.id), candidate, os.path.join(workdir, "cand"),
+                          reduced=True, trusted=False, isolate=sandbox.enabled_by_default(), required=required,
+                          build_device=target_device, **SHAPE)
+        failure = None
+        try:
+            group.collect(timeout_s)
+            group.command({"cmd": "trial", "trial": 0, "seed": SEED, "tag": "build"}, timeout_s)
+        except GroupFailure as exc:
+            failure = exc
+    except sandbox.SandboxUnavailable as exc:
+        return dict(report, status=schema.INFRA_ERROR, message=f"sandbox unavailable: {exc}",
+                    seconds=round(time.monotonic() - began, 3))
+    finally:
+        close_all([group])
+        built = group.build_report() if group is not None else {}
+        shutil.rmtree(workdir, ignore_errors=True)
+    report.update(build=built, world_size=world_size, seconds=round(time.monotonic() - began, 3))
+    if built.get("failed"):
+        message = failure.message if failure is not None else "a compile call failed"
+        return dict(report, status=schema.COMPILE_ERROR, message=message)
+    if built.get("compiled") or built.get("loaded_built") or built.get("from_cache"):
+        return dict(report, status="built", message="built before the GPU job; it loads the build")
+    if failure is not None:
+        return dict(report, status="unreached", message=f"no compile call before it failed on CPU "
+                                                        f"({failure.kind}: {failure.message[:300]}); the GPU job "
+                                                        "builds as without a stage")
+    return dict(report, status="nothing_built", message="its first call made no compile call")
