@@ -176,7 +176,7 @@ def run_feedback(args, base: str) -> int:
 
 
 def device_seconds(base: str, slug: str, meter: dict, timeout: float) -> str:
-    """The session's device-seconds in its profile's unit (leaderboard/costs.py): GPU-seconds on a GPU profile;
+    """The session's device-seconds in its profile's unit (leaderboard/scoring/costs.py): GPU-seconds on a GPU profile;
     on a CPU one rank-seconds (W x wall), never "0 GPU-seconds"."""
     from pkb_client.submit import profile_of
 

@@ -93,7 +93,9 @@ def _score_fill(score: ProblemScore, submission: Submission, attempts: list[dict
     score.status = _status(chosen)
     score.flagged = bool(result and result.flags)
     score.correct = bool(result and _counts_correct(result, ranked))
-    score.faster = bool(score.correct and result.faster and not result.flags)
+    # "faster" is the judge's decision (evaluator/timing/verdict.py: already false when the result carries any flag),
+    # taken as stored; the site only withholds it from a result that does not count as correct.
+    score.faster = bool(score.correct and result.faster)
     score.speedup = result.speedup if result else None
     score.speedup_lo = result.speedup_lo if result else None
     score.speedup_hi = result.speedup_hi if result else None

@@ -105,9 +105,9 @@ def judge_document(verdict="correct", speedup=1.3, lo=1.1, hi=1.5, faster=True, 
     """A document shaped like the judge's, for tests of storage and aggregation only (never shown as a verdict of a
     real candidate: the tests that judge code run the real judge)."""
     timing = None
-    if verdict == "correct":
+    if verdict == "correct":  # "faster" as the judge decides it (evaluator/timing/verdict.py): never with a flag
         timing = {"reference_ms": 1.3, "candidate_ms": 1.0, "speedup": speedup, "speedup_ci": [lo, hi],
-                  "faster": faster, "samples": 10, "ranked": False, "method": "wall_clock"}
+                  "faster": bool(faster and not flags), "samples": 10, "ranked": False, "method": "wall_clock"}
     return {"schema": 1, "verdict": verdict, "message": f"{verdict} (test document)", "flags": list(flags),
             "trials": [], "timing": timing, "environment": {"host": "test", "backend": "gloo"},
             "logs": [{"role": "candidate", "rank": 0, "stdout": "", "stderr": "secret log line"}], "wall_s": 2.0}

@@ -1,4 +1,4 @@
-"""Template filters for measured costs, by leaderboard/costs.py's definitions (one unit rule for every page).
+"""Template filters for measured costs, by leaderboard/scoring/costs.py's definitions (one unit rule for every page).
 
     {% load costs_tags %}
     {{ profile.device|device_unit }}     GPU·s on a GPU profile, rank·s on a CPU one

@@ -161,3 +161,23 @@ def test_unknown_flag_on_an_unranked_profile_still_never_counts(owner, submit, f
     submission = submit(owner)
     finish(submission.jobs.get(), judge_document(flags=["something_new"]))
     assert not submission.scores.get(problem_id=1).correct
+
+
+def test_faster_is_the_judges_decision_taken_as_stored(owner, submit, finish):
+    """The judge decides "faster" once (evaluator/timing/verdict.py): an interval above 1.0 that the judge withheld
+    (here: a reference block that timed its host) stays not faster, and a flagged result arrives not faster."""
+    withheld = submit(owner)
+    document = judge_document(speedup=2.0, lo=1.8, hi=2.2, faster=False)
+    document["timing"]["reference_blocks_spun_short"] = [0]
+    finish(withheld.jobs.get(), document)
+    score = withheld.scores.get(problem_id=1)
+    assert score.correct and not score.faster and score.result.faster is False
+    assert LeaderboardEntry.objects.get(submission=withheld).faster == 0
+
+    decided = submit(owner)
+    finish(decided.jobs.get(), judge_document(speedup=2.0, lo=1.8, hi=2.2))
+    score = decided.scores.get(problem_id=1)
+    assert score.correct and score.faster and score.result.faster is True
+
+    flagged = judge_document(flags=["timing_crosscheck"])
+    assert flagged["timing"]["faster"] is False  # the shape of the judge's document: a flag withholds "faster"

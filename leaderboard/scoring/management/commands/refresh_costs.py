@@ -1,5 +1,5 @@
-"""Recompute every submission's stored measured costs by leaderboard/costs.py's definition (after an upgrade that
-changed it: feedback runs now include linked sessions' runs). Idempotent."""
+"""Recompute every submission's stored measured costs by leaderboard/scoring/costs.py's definition (after an upgrade
+that changed it: feedback runs now include linked sessions' runs). Idempotent."""
 from django.core.management.base import BaseCommand
 
 from leaderboard.scoring import costs
@@ -7,7 +7,7 @@ from leaderboard.submissions.models import Submission
 
 
 class Command(BaseCommand):
-    help = "Recompute stored rank-seconds and feedback-run counts of every submission (leaderboard/costs.py)."
+    help = "Recompute stored rank-seconds and feedback-run counts of every submission (leaderboard/scoring/costs.py)."
 
     def handle(self, *args, **options):
         changed = 0
