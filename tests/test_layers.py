@@ -280,3 +280,93 @@ def test_the_site_has_no_import_cycle():
 
 def test_the_judge_has_no_import_cycle():
     assert import_cycles("evaluator") == []
+
+
+# --- the apps' order ---------------------------------------------------------------------------------------------------
+#
+# The site's apps in dependency order (docs/architecture.md, "The apps' order"): an app imports only apps below it
+# (its own modules aside), lazily or not; the edges (pages/, api/) import any app, and no app imports an edge. A lower
+# app that must act when a higher one's data changes is called through a signal or registry the higher app connects
+# in its AppConfig.ready (leaderboard/jobs/lease.py's register). Counted over every module of leaderboard/<app>/, its
+# views, api, admin and management commands included.
+
+APP_ORDER = ("catalogue", "accounts", "jobs", "submissions", "feedback", "scoring")
+EDGE_APPS = ("pages", "api")
+
+# Imports against the order in files another change owns while it is under way, as (file, imported app): the test
+# below fails once one is gone, so the entry goes too.
+APP_ORDER_PENDING = {
+    ("leaderboard/jobs/management/commands/runserver_with_worker.py", "feedback"),
+    ("leaderboard/accounts/selectors.py", "jobs"),
+    ("leaderboard/accounts/services.py", "jobs"),
+    ("leaderboard/catalogue/management/commands/load_problems.py", "jobs"),
+    ("leaderboard/feedback/api.py", "api"),
+    ("leaderboard/feedback/views.py", "pages"),
+    ("leaderboard/feedback/selectors.py", "scoring"),
+    ("leaderboard/feedback/services.py", "scoring"),
+    ("leaderboard/jobs/services.py", "scoring"),
+    ("leaderboard/jobs/services.py", "submissions"),
+    ("leaderboard/submissions/admin.py", "scoring"),
+    ("leaderboard/submissions/selectors.py", "feedback"),
+    ("leaderboard/submissions/selectors.py", "scoring"),
+    ("leaderboard/submissions/services.py", "scoring"),
+}
+
+
+def app_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "leaderboard" and parts[1] in APP_ORDER + EDGE_APPS else None
+
+
+def app_order_violations(rel: str, source: str) -> list[str]:
+    """The imports of one module of an app that reach an app above it or an edge, as 'file:line: why'."""
+    own = app_of(module_name(ROOT / rel)) if rel.startswith("leaderboard/") else None
+    if own is None or own in EDGE_APPS or "/migrations/" in rel:
+        return []
+    found, seen = [], set()
+    for line, target in imports(ast.parse(source, filename=rel), module_name(ROOT / rel), rel.endswith("__init__.py")):
+        other = app_of(target)
+        if other is None or other == own or (line, other) in seen:
+            continue
+        if other in EDGE_APPS or APP_ORDER.index(other) > APP_ORDER.index(own):
+            seen.add((line, other))
+            found.append(f"{rel}:{line}: the {own} app imports {target} ({other} is "
+                         f"{'an edge' if other in EDGE_APPS else 'above it'}: {' < '.join(APP_ORDER)} < edges)")
+    return found
+
+
+def _app_order_found() -> list[str]:
+    found = []
+    for path in modules():
+        rel = path.relative_to(ROOT).as_posix()
+        found += app_order_violations(rel, path.read_text())
+    return found
+
+
+def _file_and_app(entry: str) -> tuple[str, str]:
+    return entry.split(":")[0], entry.split(" (")[1].split(" is ")[0]
+
+
+def test_every_app_imports_only_the_apps_below_it():
+    found = [f for f in _app_order_found() if _file_and_app(f) not in APP_ORDER_PENDING]
+    assert not found, "imports against the apps' order:\n" + "\n".join(found)
+
+
+def test_the_pending_app_order_imports_are_still_there():
+    found = {_file_and_app(f) for f in _app_order_found()}
+    assert APP_ORDER_PENDING <= found, f"fixed, drop from APP_ORDER_PENDING: {sorted(APP_ORDER_PENDING - found)}"
+
+
+@pytest.mark.parametrize("rel, source, bad", [
+    ("leaderboard/jobs/services.py", "from leaderboard.scoring.services import entry_refresh\n", True),
+    ("leaderboard/scoring/costs.py", "def f():\n    from leaderboard.feedback.models import FeedbackRun\n", False),
+    ("leaderboard/submissions/selectors.py", "def f():\n    from leaderboard.scoring.models import Audit\n", True),
+    ("leaderboard/catalogue/management/commands/x.py", "from leaderboard.jobs import services\n", True),
+    ("leaderboard/feedback/views.py", "from leaderboard.pages.forms import IdForm\n", True),
+    ("leaderboard/accounts/services.py", "from leaderboard.accounts.models import ApiToken\n", False),
+    ("leaderboard/pages/views.py", "from leaderboard.scoring import selectors\n", False),
+    ("leaderboard/api/views.py", "from leaderboard.feedback import services\n", False),
+    ("leaderboard/scoring/services.py", "from leaderboard.catalogue.models import Problem\n", False),
+])
+def test_the_app_order_rule_names_what_it_refuses(rel, source, bad):
+    assert bool(app_order_violations(rel, source)) is bad

@@ -18,6 +18,11 @@ import dataclasses
 
 from django.db.models import Count, F, Q, Sum
 
+from evaluator.schema import INFRA_ERROR
+from leaderboard.feedback.models import FeedbackRun, FeedbackSession
+from leaderboard.jobs.models import Result
+from leaderboard.submissions.models import Submission
+
 GPU_UNIT, RANK_UNIT = "GPU-seconds", "rank-seconds"
 SHORT_UNIT = {GPU_UNIT: "GPU·s", RANK_UNIT: "rank·s"}
 
@@ -75,8 +80,6 @@ def export_values(cost: Cost) -> list:
 
 def for_submissions(submission_ids) -> dict[int, Cost]:
     """Each submission's Cost (two queries, whatever the number of ids)."""
-    from leaderboard.submissions.models import Submission
-
     ids = list(submission_ids)
     if not ids:
         return {}
@@ -113,8 +116,6 @@ def of(submission) -> Cost:
 
 def _sessions(submission_ids: list[int]) -> dict[int, dict]:
     """Per submission: its linked sessions, and their counted runs' wall and rank milliseconds (one query)."""
-    from leaderboard.feedback.models import FeedbackRun, FeedbackSession
-
     counted = Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=FeedbackRun.DONE)
     rows = (FeedbackSession.objects.filter(submission_id__in=submission_ids).values("submission_id")
             .annotate(n_sessions=Count("id", distinct=True), n_runs=Count("runs", filter=counted),
@@ -126,9 +127,6 @@ def _sessions(submission_ids: list[int]) -> dict[int, dict]:
 
 def feedback_runs(submission_id: int) -> int:
     """The definition of the feedback-run count (module docstring), from the tables (three queries)."""
-    from evaluator.schema import INFRA_ERROR
-    from leaderboard.jobs.models import Result
-
     final = Result.objects.exclude(verdict=INFRA_ERROR)
     uploads = final.filter(job__submission__feedback_for_id=submission_id).count()
     reruns = final.filter(job__submission_id=submission_id, run__gt=1).count()
@@ -137,15 +135,11 @@ def feedback_runs(submission_id: int) -> int:
 
 def rank_seconds(submission_id: int) -> float:
     """W x wall over every result of the submission's own evaluations (``Result.gpu_seconds`` holds W x wall)."""
-    from leaderboard.jobs.models import Result
-
     return Result.objects.filter(job__submission_id=submission_id).aggregate(s=Sum("gpu_seconds"))["s"] or 0.0
 
 
 def refresh(submission_id: int) -> None:
     """Store both measured costs of a submission, and the feedback count of the one it was feedback for."""
-    from leaderboard.submissions.models import Submission
-
     Submission.objects.filter(pk=submission_id).update(gpu_seconds=rank_seconds(submission_id),
                                                        feedback_runs=feedback_runs(submission_id))
     target = Submission.objects.filter(pk=submission_id).values_list("feedback_for_id", flat=True).first()

@@ -13,7 +13,7 @@ from django.db.models import F
 from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.scoring.forms import QueryForm
 from leaderboard.scoring.models import Audit, LeaderboardEntry, ProblemScore, ProblemStat
-from leaderboard.submissions.models import Submission
+from leaderboard.submissions.models import Submission, Transcript
 from leaderboard.submissions.uploads.metadata import PROTOCOLS
 from leaderboard.validators import BadQuery
 
@@ -87,8 +87,6 @@ def leaderboard_sections(profile: HardwareProfile, filters: Filters) -> list[dic
 
 def _attach_transcripts(entries: list) -> None:
     """Each listed entry's first transcript (the cell links it) and how many it has: one query for the section."""
-    from leaderboard.submissions.models import Transcript
-
     found: dict[int, list[int]] = defaultdict(list)
     for sid, tid in (Transcript.objects.filter(submission_id__in=[e.submission_id for e in entries])
                      .order_by("problem_id", "attempt", "filename").values_list("submission_id", "id")):

@@ -10,6 +10,7 @@ from evaluator import schema
 from evaluator.schema import CORRECT, INFRA_ERROR
 from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.jobs.models import EvaluationJob, Result
+from leaderboard.scoring import costs
 from leaderboard.scoring.models import Audit, LeaderboardEntry, ProblemScore, ProblemStat
 from leaderboard.submissions.models import Candidate, Submission
 
@@ -249,6 +250,4 @@ def audits_refresh(submission: Submission, problem_id: int | None) -> None:
 
 def _costs_refresh(submission: Submission) -> None:
     """Platform-measured cost, as leaderboard/scoring/costs.py defines it (rank-seconds, feedback runs)."""
-    from leaderboard.scoring import costs
-
     costs.refresh(submission.pk)
