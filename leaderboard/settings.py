@@ -74,7 +74,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI's files, served from /static/ (no CDN)
     "django_dramatiq",
     "axes",  # login failures counted and locked out (docs/site.md, Throttling)
-    "leaderboard",  # the project: the migration history of the tables the apps below took over, seed_demo
+    "leaderboard",  # the project: the tables' migration history, seed_demo and load_problems
     "leaderboard.catalogue",
     "leaderboard.accounts",
     "leaderboard.submissions",

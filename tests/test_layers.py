@@ -299,7 +299,6 @@ APP_ORDER_PENDING = {
     ("leaderboard/jobs/management/commands/runserver_with_worker.py", "feedback"),
     ("leaderboard/accounts/selectors.py", "jobs"),
     ("leaderboard/accounts/services.py", "jobs"),
-    ("leaderboard/catalogue/management/commands/load_problems.py", "jobs"),
     ("leaderboard/feedback/api.py", "api"),
     ("leaderboard/feedback/views.py", "pages"),
     ("leaderboard/feedback/selectors.py", "scoring"),

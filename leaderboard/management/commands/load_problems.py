@@ -1,5 +1,6 @@
 """Load the 87 problems (catalogue facts for all, reference and docstring for those the registry implements),
-create the default hardware profiles, and queue jobs for candidates whose problem became implemented."""
+create the default hardware profiles, and queue jobs for candidates whose problem became implemented. A command of the
+project, not of the catalogue app: it drives the catalogue and the jobs app, above both (docs/architecture.md)."""
 import importlib
 import pkgutil
 
