@@ -33,7 +33,7 @@ import json
 import os
 import sys
 
-from evaluator import judge, schema
+from evaluator import contract, schema  # the judge itself (torch) only for the commands that judge
 
 
 def _problems_list(args) -> int:
@@ -52,24 +52,37 @@ def _problems_list(args) -> int:
 
 
 def _eval(args) -> int:
-    options = dict(trials=args.trials, seed=args.seed, M=args.M, N=args.N, dtype=args.dtype, reduced=args.reduced,
-                   timing=not args.no_timing, multicast_allowed=args.multicast_allowed, timeout_s=args.timeout,
-                   seeds=_seed_list(args.seeds), profile_dir=args.profile, hidden_shape=args.hidden_shape,
-                   hidden_world_size=args.hidden_world_size, pairs=args.pairs)
-    if args.require_sandbox:
+    return run_eval(contract.JudgeRequest.from_namespace(args), pool=getattr(args, "pool", None))
+
+
+def evaluate_options(request: contract.JudgeRequest) -> dict:
+    """The request as judge.evaluate's keywords (its Config): everything but problem, candidate, W, device, output."""
+    options = dict(trials=request.trials, seed=request.seed, M=request.M, N=request.N, dtype=request.dtype,
+                   reduced=request.reduced, timing=request.timing, multicast_allowed=request.multicast_allowed,
+                   timeout_s=request.timeout_s, seeds=list(request.seeds) if request.seeds else None,
+                   profile_dir=request.profile_dir, hidden_shape=request.hidden_shape,
+                   hidden_world_size=request.hidden_world_size, pairs=request.pairs)
+    if request.sandbox_required:
         options["sandbox_required"] = True
+    return options
+
+
+def run_eval(request: contract.JudgeRequest, pool=None) -> int:
+    """Judge one request (``pkb eval``; evaluator.serve passes its WarmPool as ``pool``)."""
+    from evaluator import judge
+
     try:
-        _check_hidden_world_size(args.problem, args.world_size, args.hidden_world_size)
-        result = judge.evaluate(args.problem, args.candidate, args.world_size, args.device,
-                                pool=getattr(args, "pool", None), **options)
+        _check_hidden_world_size(request.problem, request.world_size, request.hidden_world_size)
+        result = judge.evaluate(request.problem, request.candidate, request.world_size, request.device,
+                                pool=pool, **evaluate_options(request))
     except judge.BadRequest as exc:
         print(f"pkb eval: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        _write_json(args.json, result)
+    if request.json_out:
+        _write_json(request.json_out, result)
     print(summary(result))
-    print(f"trials: {args.trials} correctness + 1 re-check after timing (--trials {args.trials}; a site's profile "
-          f"sets its own count, which pkb submit prints)")
+    print(f"trials: {request.trials} correctness + 1 re-check after timing (--trials {request.trials}; a site's "
+          f"profile sets its own count, which pkb submit prints)")
     if result.get("profile"):
         from evaluator.rank import profiling
 
@@ -82,6 +95,8 @@ def _eval(args) -> int:
 def _check_hidden_world_size(problem, world_size: int, hidden: int | None) -> None:
     """``--hidden-world-size``: another world size that the problem's rule allows. (The judge itself only records a
     disallowed one as skipped; on the command line it is a mistake, so it is refused before anything runs.)"""
+    from evaluator import judge
+
     if hidden is None:
         return
     if hidden < 1:
@@ -97,20 +112,12 @@ def _check_hidden_world_size(problem, world_size: int, hidden: int | None) -> No
 def _problem(problem):
     import problems
 
+    from evaluator import judge
+
     try:
         return problems.get(problem)
     except problems.UnknownProblem as exc:
         raise judge.BadRequest(str(exc)) from exc
-
-
-def _seed_list(text):
-    """``--seeds a,b,c``: explicit published seeds (the feedback endpoint's); None when not given."""
-    if not text:
-        return None
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise SystemExit(f"pkb eval: bad --seeds {text!r} (comma-separated integers)") from None
 
 
 def _write_json(path: str, document) -> None:
@@ -182,8 +189,8 @@ def _selfcheck(args) -> int:
     report = selfcheck.run(ids, args.world_size, args.device, M=args.M, N=args.N, reduced=args.reduced,
                            trials=args.trials, nulls=not args.no_nulls, seed=args.seed,
                            on_row=lambda row: print(selfcheck.render_row(row), flush=True))
-    if args.json:
-        _write_json(args.json, report)
+    if args.json_out:
+        _write_json(args.json_out, report)
     bad = sum(not r["ok"] for r in report["rows"])
     print(f"selfcheck W={args.world_size} {args.device}: {len(report['rows']) - bad} ok, {bad} bad")
     return 0 if report["ok"] else 1
@@ -245,43 +252,13 @@ def build_parser() -> argparse.ArgumentParser:
     plist.add_argument("--json", action="store_true", help="print the list as JSON")
     plist.set_defaults(func=_problems_list)
 
-    shape = argparse.ArgumentParser(add_help=False)
-    shape.add_argument("--world-size", "-W", type=int, required=True, help="number of ranks")
-    shape.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="cpu: gloo ranks; cuda: NCCL ranks")
-    shape.add_argument("--trials", type=int, default=5,
-                       help="correctness trials, each on fresh seeds (default 5); one re-check trial follows timing, "
-                            "so a result lists trials + 1. A site uses its profile's count (cpu-gloo: 3): "
-                            "pkb submit prints it")
-    shape.add_argument("--seed", type=int, default=None, help="seed of the trial seeds (default: random)")
-    shape.add_argument("--M", type=int, default=1024, help="the problem's M (default 1024)")
-    shape.add_argument("--N", type=int, default=1024, help="the problem's N (default 1024)")
-    shape.add_argument("--reduced", action="store_true", help="CPU development shapes where a spec fixes huge ones")
-    shape.add_argument("--json", metavar="OUT", help="write the result document (- for stdout)")
-
-    pev = sub.add_parser("eval", parents=[shape], help="judge one candidate on one problem")
-    pev.add_argument("problem")
-    pev.add_argument("candidate", help="path to a .py defining solution(*inputs), or 'reference'")
-    pev.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"],
-                     help="the inputs' dtype (default bfloat16)")
-    pev.add_argument("--no-timing", action="store_true")
-    pev.add_argument("--multicast-allowed", action="store_true", help="the host profile permits NVLink multicast")
-    pev.add_argument("--require-sandbox", action="store_true",
-                     help="fail closed: run the candidate only inside the complete sandbox, else infra_error "
-                          "(ranked site profiles always do this; PKB_SANDBOX=required does it for every eval)")
-    pev.add_argument("--timeout", type=float, default=None, help="seconds per trial/timing block (hang detection)")
-    pev.add_argument("--seeds", default=None, help="explicit public trial seeds, comma-separated (trials + 1)")
-    pev.add_argument("--hidden-shape", action="store_true",
-                     help="one more correctness trial at a shape (M', N') the judge draws (ranked site runs do this)")
-    pev.add_argument("--hidden-world-size", metavar="W2", type=int, default=None,
-                     help="a correctness-only run at another world size W2 allowed by the problem (ranked site runs "
-                          "pick one the candidate cannot predict)")
-    pev.add_argument("--pairs", type=int, default=1,
-                     help="time in K fresh process pairs and combine them (evaluator/timing/pairs.py); default 1")
-    pev.add_argument("--profile", metavar="DIR", default=None,
-                     help="also record a torch profiler trace per rank: DIR/trace.json (merged), DIR/summary.json")
+    # eval's options are the judge request's (evaluator/contract.py): the command line reads what a request writes.
+    pev = sub.add_parser("eval", help="judge one candidate on one problem")
+    contract.add_arguments(pev)
     pev.set_defaults(func=_eval)
 
-    psc = sub.add_parser("selfcheck", parents=[shape], help="references against themselves, and null answers")
+    psc = sub.add_parser("selfcheck", help="references against themselves, and null answers")
+    contract.add_arguments(psc, contract.SHAPE_FIELDS)
     psc.add_argument("--problems", default=None, help="ids, e.g. 1-29 or 1,2,13 (default: all implemented)")
     psc.add_argument("--no-nulls", action="store_true", help="skip the null answers (no communication, zeros, ...)")
     psc.set_defaults(func=_selfcheck)

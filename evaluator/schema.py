@@ -85,3 +85,6 @@ MAX_PAIRS = 16  # the most timing pairs: Config.pairs and HardwareProfile.timing
 
 # Which backends the judge can build: the same test for the judge's static checks and the site's uploads.
 from evaluator.backends import SUPPORTED_BACKENDS, unsupported_backend  # noqa: E402,F401
+
+# The request a worker sends the judge (``pkb eval``'s command line as a type): evaluator/contract.py.
+from evaluator.contract import JUDGE, JudgeRequest, serve_command  # noqa: E402,F401

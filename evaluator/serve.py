@@ -1,8 +1,9 @@
 """A long-lived judge for one worker: ``python -m evaluator.serve --world-size W --device D --warm N --reply-fd FD``.
 
-It holds a WarmPool (evaluator/process/warm.py) and runs, one after another, the ``pkb eval`` commands it reads on stdin
-as JSON lines ``{"id": ..., "argv": ["eval", ...], "log": PATH}``: exactly what ``python -m evaluator.cli`` would do
-with that argv (the result goes where its ``--json`` says), except that the job's rank groups come from the pool. What
+It holds a WarmPool (evaluator/process/warm.py) and runs, one after another, the judge requests it reads on stdin as
+JSON lines ``{"id": ..., "argv": JudgeRequest.argv(), "log": PATH}`` (evaluator/contract.py: the request's own command
+line, read back by JudgeRequest.from_argv): exactly what ``python -m evaluator.cli`` would do with that request (the
+result goes where its ``json_out`` says), except that the job's rank groups come from the pool. What
 the command prints goes to ``log``; when it is done, ``{"id": ..., "status": EXIT_STATUS}`` is written to the reply fd.
 
 It runs no candidate code itself (that only ever runs in rank processes), so one crashed or killed job does not
@@ -10,14 +11,13 @@ spoil the next: its owner (leaderboard.jobs.judge_service) kills and restarts it
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
 import sys
 import traceback
 
-from evaluator import cli
+from evaluator import cli, contract
 from evaluator.process import warm
 
 
@@ -27,10 +27,7 @@ def serve(requests, reply, pool) -> None:
         with open(request["log"], "a", buffering=1) as log, contextlib.redirect_stdout(log), \
                 contextlib.redirect_stderr(log):
             try:
-                argv = list(request["argv"])
-                if argv[:1] != ["eval"]:
-                    raise SystemExit(f"evaluator.serve runs eval commands only, not {argv[:1]}")
-                status = cli.main(argv, pool=pool)
+                status = cli.run_eval(contract.JudgeRequest.from_argv(request["argv"]), pool=pool)
             except SystemExit as exc:  # argparse's way of refusing arguments
                 if not isinstance(exc.code, int):
                     print(exc.code)
@@ -43,12 +40,7 @@ def serve(requests, reply, pool) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--world-size", type=int, required=True)
-    parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
-    parser.add_argument("--warm", type=int, default=1)
-    parser.add_argument("--reply-fd", type=int, required=True)
-    args = parser.parse_args(argv)
+    args = contract.serve_parser(__doc__).parse_args(argv)
     reply = os.fdopen(args.reply_fd, "w", buffering=1)
     with warm.WarmPool(args.world_size, args.device, depth=args.warm) as pool:
         serve(sys.stdin, reply, pool)

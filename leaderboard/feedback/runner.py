@@ -8,16 +8,15 @@ import gzip
 import json
 import logging
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from django.conf import settings
 
-from evaluator.schema import VERDICTS
+from evaluator.schema import VERDICTS, JudgeRequest
 from leaderboard.feedback import conf, seeds, services
-from leaderboard.jobs import judge_process
+from leaderboard.jobs import judge_process, judge_service
 
 log = logging.getLogger("leaderboard.feedback")
 TAIL = 8000
@@ -45,33 +44,31 @@ def run_feedback(run_id: int, worker: str = judge_process.WORKER_ID) -> str:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def judge_command(run, candidate_path: Path, out_path: Path, profile_dir: Path) -> list[str]:
+def judge_request(run, candidate_path: Path, out_path: Path, profile_dir: Path) -> JudgeRequest:
     """Always the run's public seeds (checked here, and again by the judge); never a leaderboard option."""
     if not run.seeds or not all(seeds.is_public(s) for s in run.seeds):
         raise ValueError(f"feedback run {run.pk} has non-public seeds")
-    command = [sys.executable, "-m", "evaluator.cli", "eval", run.problem.stem, str(candidate_path),
-               "--world-size", str(run.world_size), "--device", run.device, "--trials", str(run.trials),
-               "--seeds", ",".join(str(s) for s in run.seeds), "--M", str(run.M), "--N", str(run.N),
-               "--json", str(out_path)]
-    if run.device == "cpu":
-        command.append("--reduced")
-    if run.profile.multicast_allowed:
-        command.append("--multicast-allowed")
-    if run.kind == run.PROFILE:
-        command += ["--no-timing", "--profile", str(profile_dir)]
-    if not settings.PKB_SANDBOX_OFF:
-        command.append("--require-sandbox")  # as every job: the whole sandbox or no run
-    return command
+    profiled = run.kind == run.PROFILE
+    return JudgeRequest(run.problem.stem, str(candidate_path), world_size=run.world_size, device=run.device,
+                        trials=run.trials, seeds=tuple(run.seeds), M=run.M, N=run.N, json_out=str(out_path),
+                        reduced=run.device == "cpu", multicast_allowed=run.profile.multicast_allowed,
+                        timing=not profiled, profile_dir=str(profile_dir) if profiled else None,
+                        sandbox_required=not settings.PKB_SANDBOX_OFF)  # as every job: the whole sandbox or no run
+
+
+def judge_command(run, candidate_path: Path, out_path: Path, profile_dir: Path) -> list[str]:
+    """The judge's command line for this run: its request's (JudgeRequest.command)."""
+    return judge_request(run, candidate_path, out_path, profile_dir).command()
 
 
 def _judge(run, workdir: Path, worker: str) -> tuple[str, object]:
     path = workdir / Path(run.filename).name
     path.write_text(run.code, encoding="utf-8")
     out = workdir / "result.json"
-    command = judge_command(run, path, out, workdir / "profile")
+    request = judge_request(run, path, out, workdir / "profile")
     started = time.monotonic()
-    outcome, returncode = judge_process.supervise(command, workdir, lambda: services.run_heartbeat(run.pk, worker),
-                                    started + conf.get("PKB_FEEDBACK_TIMEOUT_SECONDS"), f"feedback run {run.pk}")
+    outcome, returncode = judge_service.launch(request, workdir, lambda: services.run_heartbeat(run.pk, worker),
+                                               started + conf.get("PKB_FEEDBACK_TIMEOUT_SECONDS"), f"feedback run {run.pk}")
     tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
     if outcome == "lease_lost":
         return "infra", "lease lost while judging"

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 from django.conf import settings
 
-JUDGE = [sys.executable, "-m", "evaluator.cli"]
+from evaluator.schema import JUDGE
+
 TIMEOUT_S = 120
 
 

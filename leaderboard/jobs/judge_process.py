@@ -12,7 +12,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -30,7 +29,6 @@ WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "PKB_SANDBOX",
             "PKB_BWRAP", "PKB_SETPRIV")
 PASS_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "TORCH_", "TRITON_", "PKB_JUDGE_")
-JUDGE = [sys.executable, "-m", "evaluator.cli"]
 
 
 def close_old_connections() -> None:

@@ -2,7 +2,7 @@
 
 A fresh ``python -m evaluator.cli eval`` per job starts its rank groups from nothing: on a GPU host that is most of
 the job's wall time. ``evaluator.serve`` keeps a pool of groups started ahead of the jobs (evaluator/process/warm.py) and runs
-the same ``eval`` commands; this module owns one such process per worker thread and gives each job the same
+the same judge requests (evaluator/contract.py, JudgeRequest); this module owns one such process per worker thread and gives each job the same
 guarantees as judge_process.supervise: the job's log in its own directory, the lease renewed while it runs, and on the
 deadline or a lost lease the judge is killed (with every job of its pool) and started again for the next job. A judge
 that died or answered nothing readable is an infra_error, as with a per-job judge.
@@ -14,16 +14,28 @@ import os
 import selectors
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
 
 from django.conf import settings
 
+from evaluator.schema import JudgeRequest, serve_command
+
 from leaderboard.jobs import judge_process
 
 _local = threading.local()
+
+
+def launch(request: JudgeRequest, workdir: Path, heartbeat, deadline: float, what: str,
+           warm_spares: int = 0) -> tuple[str, int | None]:
+    """Judge one request: in this thread's long-lived judge when ``warm_spares`` (settings.PKB_WARM_SPARES) asks for
+    one, else in a judge process of its own (judge_process.supervise, ``request.command()``). Returns (exited |
+    timeout | lease_lost, the judge's exit status)."""
+    if warm_spares:
+        service = for_thread(request.world_size, request.device, warm_spares)
+        return service.run(request, workdir, heartbeat, deadline, what)
+    return judge_process.supervise(request.command(), workdir, heartbeat, deadline, what)
 
 
 def for_thread(world_size: int, device: str, depth: int) -> "JudgeService":
@@ -45,17 +57,18 @@ class JudgeService:
         self.seq = 0
         self.directory: Path | None = None
 
-    def run(self, argv: list[str], workdir: Path, heartbeat, deadline: float, what: str) -> tuple[str, int | None]:
-        """Run one ``eval`` argv; same return as judge_process.supervise: (exited | timeout | lease_lost, exit status)."""
+    def run(self, request: JudgeRequest, workdir: Path, heartbeat, deadline: float,
+            what: str) -> tuple[str, int | None]:
+        """Judge one request; same return as judge_process.supervise: (exited | timeout | lease_lost, exit status)."""
         if self.process is None or self.process.poll() is not None:
             self.stop()
             self._start()
         self.seq += 1
         log_path = workdir / "judge.log"
         log_path.touch()
-        request = json.dumps({"id": self.seq, "argv": argv, "log": str(log_path)}) + "\n"
+        line = json.dumps({"id": self.seq, "argv": request.argv(), "log": str(log_path)}) + "\n"
         try:
-            self.process.stdin.write(request.encode())
+            self.process.stdin.write(line.encode())
             self.process.stdin.flush()
         except OSError:  # it died between jobs
             return "exited", self.stop() or 1
@@ -85,8 +98,7 @@ class JudgeService:
         self.directory = Path(tempfile.mkdtemp(prefix="judge-service-", dir=judge_process.work_root()))
         read_fd, write_fd = os.pipe()
         world_size, device, depth = self.key
-        command = [sys.executable, "-m", "evaluator.serve", "--world-size", str(world_size), "--device", device,
-                   "--warm", str(depth), "--reply-fd", str(write_fd)]
+        command = serve_command(world_size, device, depth, write_fd)
         with open(self.directory / "service.log", "ab") as log:
             try:
                 self.process = subprocess.Popen(

@@ -1,10 +1,10 @@
 """What a worker does with one job id: claim, run the judge in a subprocess, heartbeat, store the document.
 
 The candidate's code never enters this process: it is written to a private directory and handed to
-``python -m evaluator.cli eval`` (the trusted judge), which runs it in its own rank processes. A judge that exits
+``python -m evaluator.cli eval`` (the trusted judge; the job's JudgeRequest, evaluator/contract.py), which runs it in its own rank processes. A judge that exits
 non-zero, writes unreadable JSON, hangs past the job's timeout, or dies with this worker is an ``infra_error``:
-retried, never scored against the candidate, refunded when retries run out. With ``PKB_WARM_SPARES`` the same eval
-command goes to this thread's long-lived judge instead (leaderboard/jobs/judge_service.py), under the same rules.
+retried, never scored against the candidate, refunded when retries run out. With ``PKB_WARM_SPARES`` the same request
+goes to this thread's long-lived judge instead (leaderboard/jobs/judge_service.py), under the same rules.
 """
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from pathlib import Path
 
 from django.conf import settings
 
-from evaluator.schema import VERDICTS
+from evaluator.schema import VERDICTS, JudgeRequest
 from leaderboard.jobs import judge_process, judge_service, lease
 from leaderboard.jobs import services as jobs_services
 from leaderboard.jobs import workspace
-from leaderboard.jobs.judge_process import JUDGE, WORKER_ID, close_old_connections, supervise
+from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections
 
 log = logging.getLogger("leaderboard.jobs.runner")
 TAIL = 8000
@@ -48,21 +48,20 @@ def run_job(job_id: int, worker: str = WORKER_ID) -> str:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
+def judge_request(job, candidate_path: Path, out_path: Path) -> JudgeRequest:
+    """What the judge is asked for this job (evaluator/contract.py): the profile's world, trials and pairs, the whole
+    sandbox (fail closed: a stranger's code never runs in a weaker one), and the hidden checks of a rankable run."""
     profile = job.profile
-    command = JUDGE + ["eval", job.candidate.problem.stem, str(candidate_path),
-                       "--world-size", str(profile.world_size), "--device", profile.device,
-                       "--trials", str(profile.trials), "--json", str(out_path)]
-    if profile.device == "cpu":
-        command.append("--reduced")
-    if profile.timing_pairs > 1:
-        command += ["--pairs", str(profile.timing_pairs)]
-    if profile.multicast_allowed:
-        command.append("--multicast-allowed")
-    if not settings.PKB_SANDBOX_OFF:
-        command.append("--require-sandbox")  # fail closed: a stranger's code never runs in a weaker sandbox
-    command.extend(hidden_check_flags(job))
-    return command
+    return JudgeRequest(job.candidate.problem.stem, str(candidate_path), world_size=profile.world_size,
+                        device=profile.device, trials=profile.trials, json_out=str(out_path),
+                        reduced=profile.device == "cpu", pairs=profile.timing_pairs if profile.timing_pairs > 1 else 1,
+                        multicast_allowed=profile.multicast_allowed, sandbox_required=not settings.PKB_SANDBOX_OFF,
+                        **hidden_checks(job))
+
+
+def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
+    """The judge's command line for this job: its request's (JudgeRequest.command)."""
+    return judge_request(job, candidate_path, out_path).command()
 
 
 # World sizes a CPU profile may use for the hidden run: gloo ranks are processes, but more than 4 of them on a CI host
@@ -70,19 +69,19 @@ def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
 CPU_HIDDEN_MAX_WORLD_SIZE = 4
 
 
-def hidden_check_flags(job) -> list[str]:
+def hidden_checks(job) -> dict:
     """Hidden checks for a job whose result can rank (its profile is ranked; a private submission may still be
     published): a trial at a shape the judge draws, and a correctness-only run at a world size the candidate cannot
     predict (drawn here from the OS, never from the job id). None with ``PKB_HIDDEN_CHECKS`` off or on unranked
     profiles, and no hidden world size where the problem and the profile's devices leave no other one (W = 1 hosts)."""
     profile = job.profile
     if not settings.PKB_HIDDEN_CHECKS or not profile.ranked:
-        return []
-    flags = ["--hidden-shape"]
+        return {}
+    checks = {"hidden_shape": True}
     other = hidden_world_sizes(job.candidate.problem_id, profile)
     if other:
-        flags += ["--hidden-world-size", str(random.SystemRandom().choice(other))]
-    return flags
+        checks["hidden_world_size"] = random.SystemRandom().choice(other)
+    return checks
 
 
 def hidden_world_sizes(problem_id: int, profile) -> list[int]:
@@ -103,15 +102,12 @@ def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:
     path = workdir / Path(candidate.filename).name
     path.write_text(candidate.code, encoding="utf-8")
     out = workdir / "result.json"
-    command = judge_command(job, path, out)
+    request = judge_request(job, path, out)
     started = time.monotonic()
     heartbeat = lambda: jobs_services.job_heartbeat(job.pk, worker)  # noqa: E731
     deadline = started + settings.PKB_JOB_TIMEOUT_SECONDS
-    if settings.PKB_WARM_SPARES and command[:len(JUDGE)] == JUDGE:
-        service = judge_service.for_thread(job.profile.world_size, job.profile.device, settings.PKB_WARM_SPARES)
-        outcome, returncode = service.run(command[len(JUDGE):], workdir, heartbeat, deadline, f"job {job.pk}")
-    else:
-        outcome, returncode = supervise(command, workdir, heartbeat, deadline, f"job {job.pk}")
+    outcome, returncode = judge_service.launch(request, workdir, heartbeat, deadline, f"job {job.pk}",
+                                               warm_spares=settings.PKB_WARM_SPARES)
     tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
     logs = [{"role": "judge", "rank": None, "stdout": tail, "stderr": ""}]
     if outcome == "lease_lost":

@@ -58,3 +58,16 @@ def test_feedback_runs_pass_public_seeds_and_leaderboard_jobs_none(owner, sessio
 def test_public_seeds_endpoint(client, catalogue):
     body = client.get("/api/v1/feedback/seeds/1_allreduce/").json()
     assert body["seeds"] == seeds.public_seeds(1) and body["problem_id"] == 1
+
+
+def test_feedback_runs_ask_the_judge_through_a_request(owner, session, settings):
+    from evaluator.schema import JudgeRequest
+
+    settings.PKB_SANDBOX_OFF = False
+    run = services.run_create(owner.submitter, session.pk, "1", source("good_1.py"), "good.py", 64, 64)
+    request = runner.judge_request(run, Path("c.py"), Path("o.json"), Path("p"))
+    assert isinstance(request, JudgeRequest)
+    assert request.seeds == tuple(run.seeds) and (request.M, request.N) == (64, 64) and request.sandbox_required
+    assert request.timing and request.profile_dir is None  # a feedback run times; a profile run does not
+    assert runner.judge_command(run, Path("c.py"), Path("o.json"), Path("p")) == request.command()
+    assert JudgeRequest.from_argv(request.argv()) == request

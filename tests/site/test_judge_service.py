@@ -6,15 +6,17 @@ import time
 
 import pytest
 
+from evaluator.schema import JudgeRequest
 from leaderboard.jobs import judge_service, runner
 from leaderboard.jobs.models import Result
 
 CANDIDATES = pathlib.Path(__file__).resolve().parent.parent / "evaluator" / "candidates"
 
 
-def eval_argv(candidate: str, out: pathlib.Path, *extra: str) -> list[str]:
-    return ["eval", "1", candidate, "--world-size", "2", "--device", "cpu", "--trials", "1", "--reduced",
-            "--json", str(out), *extra]
+def eval_argv(candidate: str, out: pathlib.Path, *extra: str) -> JudgeRequest:
+    """The request (evaluator/contract.py) that this eval command line says."""
+    return JudgeRequest.from_argv(["eval", "1", candidate, "--world-size", "2", "--device", "cpu", "--trials", "1",
+                                   "--reduced", "--json", str(out), *extra])
 
 
 @pytest.fixture
@@ -34,6 +36,17 @@ def job_dir(tmp_path, name: str) -> pathlib.Path:
 
 def run(service, argv, workdir, deadline_s: float = 300, heartbeat=lambda: True):
     return service.run(argv, workdir, heartbeat, time.monotonic() + deadline_s, "test")
+
+
+def serve_line(service, request: dict) -> int:
+    """Write one raw line to the running judge (what JudgeService.run writes for a request) and read its status."""
+    service.seq += 1
+    service.process.stdin.write((json.dumps({"id": service.seq, **request}) + "\n").encode())
+    service.process.stdin.flush()
+    status = None
+    while status is None:
+        status = service._wait(60)
+    return status
 
 
 def test_jobs_run_back_to_back_on_warm_spares_in_one_judge(service, tmp_path):
@@ -58,7 +71,8 @@ def test_refused_arguments_exit_2_and_the_judge_goes_on(service, tmp_path):
     assert "world size of the run itself" in (bad / "judge.log").read_text()
     pid = service.process.pid
     not_eval = job_dir(tmp_path, "other")
-    assert run(service, ["problems", "list"], not_eval) == ("exited", 2)  # eval commands only
+    assert serve_line(service, {"argv": ["problems", "list"], "log": str(not_eval / "judge.log")}) == 2  # eval only
+    assert "only eval commands" in (not_eval / "judge.log").read_text()
     good = job_dir(tmp_path, "good")
     assert run(service, eval_argv("reference", good / "r.json"), good) == ("exited", 0)
     assert service.process.pid == pid

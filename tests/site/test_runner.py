@@ -8,6 +8,7 @@ import time
 import pytest
 from django.db import connection
 
+from evaluator.schema import JudgeRequest
 from leaderboard.accounts.models import QuotaCharge
 from leaderboard.jobs import judge_process, runner
 from leaderboard.jobs.models import EvaluationJob, Result
@@ -41,8 +42,8 @@ def test_real_judge_correct_and_incorrect(owner, submit, quick):
 
 
 def fake_command(monkeypatch, code: str):
-    monkeypatch.setattr(runner, "judge_command",
-                        lambda job, path, out: [sys.executable, "-c", code, str(out)])
+    """The job's request still built by the runner; only the command it starts is replaced."""
+    monkeypatch.setattr(JudgeRequest, "command", lambda request: [sys.executable, "-c", code, request.json_out])
 
 
 @pytest.mark.parametrize("code, message", [
@@ -230,3 +231,19 @@ def test_reaper_thread_runs_its_pass_again_after_a_failure(caplog):
     assert "test reaper pass failed" in caplog.text
     feedback = feedback_reaper()
     assert feedback.name == "pkb-feedback-reaper" and feedback.log.name == "leaderboard.feedback"
+
+
+def test_the_runner_builds_a_judge_request_not_an_argv(owner, submit, gpu, cpu, settings, tmp_path):
+    """leaderboard/jobs/runner.py asks the judge through the contract (evaluator/contract.py): a JudgeRequest whose
+    command is the only command line of the job."""
+    settings.PKB_SANDBOX_OFF = False
+    job = submit(owner, profile="gpu-h200x8").jobs.get()
+    request = runner.judge_request(job, tmp_path / "c.py", tmp_path / "o.json")
+    assert isinstance(request, JudgeRequest)
+    assert (request.problem, request.world_size, request.device, request.trials) == ("1_allreduce", 8, "cuda",
+                                                                                     gpu.trials)
+    assert request.sandbox_required and request.multicast_allowed is gpu.multicast_allowed and not request.reduced
+    assert request.json_out == str(tmp_path / "o.json") and request.candidate == str(tmp_path / "c.py")
+    assert JudgeRequest.from_argv(request.argv()) == request
+    dev = runner.judge_request(submit(owner).jobs.get(), tmp_path / "c.py", tmp_path / "o.json")
+    assert dev.reduced and dev.device == "cpu" and not dev.hidden_shape and dev.hidden_world_size is None

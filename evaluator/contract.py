@@ -1,0 +1,195 @@
+"""The one request between the site and the judge: what ``pkb eval`` is asked to do, as a type.
+
+    request = JudgeRequest("1_allreduce", "/tmp/job1/c.py", world_size=8, device="cuda", trials=5,
+                           json_out="/tmp/job1/result.json", sandbox_required=True, hidden_shape=True)
+    request.command()                     # [python, "-m", "evaluator.cli", "eval", "1_allreduce", ...]: a subprocess's
+    JudgeRequest.from_argv(request.argv())  == request                         # the warm judge's (evaluator/serve.py)
+
+Every caller builds a :class:`JudgeRequest` (the site's job runner, the feedback runner, the warm judge) and
+:meth:`JudgeRequest.argv` is the only place its command line is written; :meth:`JudgeRequest.from_argv` (and the
+command line itself, evaluator/cli.py, whose ``eval`` parser is :func:`add_arguments`) the only place it is read.
+Standard library only (tests/test_layers.py): the site loads it through evaluator/schema.py, without torch.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from typing import Optional
+
+# The judge's command line as a worker starts it (its own interpreter: the site's environment has the judge installed).
+JUDGE = (sys.executable, "-m", "evaluator.cli")
+EVAL = "eval"
+DEVICES = ("cpu", "cuda")
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+def _option(flag: str, help: str, *, kind: str = "value", type=str, always: bool = False, **extra) -> dict:
+    """How one field is spelled on the command line. kind: positional | value (``--flag V``) | flag (store_true) |
+    negated (``--no-x`` sets the field False) | ints (comma-separated integers). ``always``: written even when it is
+    the default (the lines a reader of a job's log expects to see)."""
+    return {"flag": flag, "help": help, "kind": kind, "type": type, "always": always, "extra": extra}
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One ``pkb eval``: every option the judge's command line takes, with its default."""
+
+    problem: str = field(metadata=_option("problem", "problem id or stem", kind="positional"))
+    candidate: str = field(metadata=_option("candidate", "path to a .py defining solution(*inputs), or 'reference'",
+                                            kind="positional"))
+    world_size: int = field(metadata=_option("--world-size", "number of ranks", type=int, always=True,
+                                                        short="-W", required=True))
+    device: str = field(default="cpu", metadata=_option("--device", "cpu: gloo ranks; cuda: NCCL ranks", always=True,
+                                                        choices=DEVICES))
+    trials: int = field(default=5, metadata=_option(
+        "--trials", "correctness trials, each on fresh seeds (default 5); one re-check trial follows timing, so a "
+                    "result lists trials + 1. A site uses its profile's count (cpu-gloo: 3): pkb submit prints it",
+        type=int, always=True))
+    seed: Optional[int] = field(default=None, metadata=_option("--seed", "seed of the trial seeds (default: random)",
+                                                               type=int))
+    M: int = field(default=1024, metadata=_option("--M", "the problem's M (default 1024)", type=int))
+    N: int = field(default=1024, metadata=_option("--N", "the problem's N (default 1024)", type=int))
+    reduced: bool = field(default=False, metadata=_option(
+        "--reduced", "CPU development shapes where a spec fixes huge ones", kind="flag"))
+    json_out: Optional[str] = field(default=None, metadata=_option(
+        "--json", "write the result document (- for stdout)", always=True, metavar="OUT"))
+    dtype: str = field(default="bfloat16", metadata=_option("--dtype", "the inputs' dtype (default bfloat16)",
+                                                            choices=DTYPES))
+    timing: bool = field(default=True, metadata=_option("--no-timing", "correctness only: no timed loop",
+                                                        kind="negated"))
+    multicast_allowed: bool = field(default=False, metadata=_option(
+        "--multicast-allowed", "the host profile permits NVLink multicast", kind="flag"))
+    sandbox_required: bool = field(default=False, metadata=_option(
+        "--require-sandbox", "fail closed: run the candidate only inside the complete sandbox, else infra_error "
+                             "(ranked site profiles always do this; PKB_SANDBOX=required does it for every eval)",
+        kind="flag"))
+    timeout_s: Optional[float] = field(default=None, metadata=_option(
+        "--timeout", "seconds per trial/timing block (hang detection)", type=float))
+    seeds: Optional[tuple] = field(default=None, metadata=_option(
+        "--seeds", "explicit public trial seeds, comma-separated (trials + 1)", kind="ints"))
+    hidden_shape: bool = field(default=False, metadata=_option(
+        "--hidden-shape", "one more correctness trial at a shape (M', N') the judge draws (ranked site runs do this)",
+        kind="flag"))
+    hidden_world_size: Optional[int] = field(default=None, metadata=_option(
+        "--hidden-world-size", "a correctness-only run at another world size W2 allowed by the problem (ranked site "
+                               "runs pick one the candidate cannot predict)", type=int, metavar="W2"))
+    pairs: int = field(default=1, metadata=_option(
+        "--pairs", "time in K fresh process pairs and combine them (evaluator/timing/pairs.py); default 1", type=int))
+    profile_dir: Optional[str] = field(default=None, metadata=_option(
+        "--profile", "also record a torch profiler trace per rank: DIR/trace.json (merged), DIR/summary.json",
+        metavar="DIR"))
+
+    def __post_init__(self):
+        if self.seeds is not None:  # any sequence in, a tuple kept (the request is frozen and compares by value)
+            object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds) or None)
+        for name in ("problem", "candidate"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value.startswith("-"):
+                raise ValueError(f"JudgeRequest.{name} must be a string not starting with '-', not {value!r}")
+
+    # --- the one writer and the one reader of the command line -------------------------------------------------------
+
+    def argv(self) -> list[str]:
+        """The ``eval`` command line (without the interpreter): ``["eval", PROBLEM, CANDIDATE, --world-size, W, ...]``."""
+        out = [EVAL]
+        for f in dataclasses.fields(self):
+            spec, value = f.metadata, getattr(self, f.name)
+            kind = spec["kind"]
+            if kind == "positional":
+                out.append(str(value))
+            elif kind == "flag":
+                out += [spec["flag"]] if value else []
+            elif kind == "negated":
+                out += [] if value else [spec["flag"]]
+            elif value is not None and (spec["always"] or value != f.default):
+                text = ",".join(str(s) for s in value) if kind == "ints" else str(value)
+                # A value that begins with '-' would read as an option: it goes in the same word.
+                out += [f"{spec['flag']}={text}"] if text.startswith("-") else [spec["flag"], text]
+        return out
+
+    def command(self) -> list[str]:
+        """The subprocess a worker starts: this interpreter running the judge's command line with :meth:`argv`."""
+        return [*JUDGE, *self.argv()]
+
+    @classmethod
+    def from_argv(cls, argv: list[str]) -> "JudgeRequest":
+        """The request an ``eval`` command line says (argparse's exit 2, with its message, for a bad one)."""
+        argv = list(argv)
+        if argv[:1] != [EVAL]:
+            raise SystemExit(f"evaluator.cli: only eval commands are judge requests, not {argv[:1]}")
+        parser = argparse.ArgumentParser(prog="pkb eval")
+        add_arguments(parser)
+        return cls.from_namespace(parser.parse_args(argv[1:]))
+
+    @classmethod
+    def from_namespace(cls, args: argparse.Namespace) -> "JudgeRequest":
+        """The request in what a parser built by :func:`add_arguments` returned (evaluator/cli.py's ``eval``)."""
+        values = {}
+        for f in dataclasses.fields(cls):
+            value = getattr(args, f.name)
+            if f.metadata["kind"] == "negated":
+                value = not value
+            elif f.metadata["kind"] == "ints":
+                value = _ints(value, f.metadata["flag"])
+            values[f.name] = value
+        return cls(**values)
+
+
+def _ints(text: Optional[str], flag: str) -> Optional[tuple]:
+    """``--seeds a,b,c``: explicit published seeds (the feedback endpoint's); None when not given."""
+    if not text:
+        return None
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise SystemExit(f"pkb eval: bad {flag} {text!r} (comma-separated integers)") from None
+
+
+# Options ``pkb selfcheck`` shares with ``eval`` (evaluator/cli.py): the world, its shapes and trials, the output.
+SHAPE_FIELDS = ("world_size", "device", "trials", "seed", "M", "N", "reduced", "json_out")
+
+
+def add_arguments(parser: argparse.ArgumentParser, names=None) -> argparse.ArgumentParser:
+    """Add the request's options (all of them, or the fields ``names``) to ``parser``: the judge's command line is
+    built from here, so it reads exactly what :meth:`JudgeRequest.argv` writes."""
+    for f in dataclasses.fields(JudgeRequest):
+        if names is not None and f.name not in names:
+            continue
+        spec = f.metadata
+        kind, extra = spec["kind"], dict(spec["extra"])
+        if kind == "positional":
+            parser.add_argument(f.name, help=spec["help"])
+            continue
+        flags = [spec["flag"]] + ([extra.pop("short")] if "short" in extra else [])
+        if kind in ("flag", "negated"):
+            parser.add_argument(*flags, dest=f.name, action="store_true", help=spec["help"])
+        elif kind == "ints":
+            parser.add_argument(*flags, dest=f.name, default=None, help=spec["help"], **extra)
+        else:
+            default = None if f.default is dataclasses.MISSING else f.default
+            parser.add_argument(*flags, dest=f.name, type=spec["type"], default=default, help=spec["help"], **extra)
+    return parser
+
+
+# --- the warm judge (evaluator/serve.py): the process a worker starts once, then sends requests ---------------------
+
+SERVE = (sys.executable, "-m", "evaluator.serve")
+
+
+def serve_command(world_size: int, device: str, warm: int, reply_fd: int) -> list[str]:
+    """The long-lived judge's command line (leaderboard/jobs/judge_service.py starts it; its pool's world)."""
+    return [*SERVE, "--world-size", str(world_size), "--device", device, "--warm", str(warm),
+            "--reply-fd", str(reply_fd)]
+
+
+def serve_parser(description: str = "") -> argparse.ArgumentParser:
+    """What evaluator/serve.py reads: exactly what :func:`serve_command` writes."""
+    parser = argparse.ArgumentParser(prog="python -m evaluator.serve", description=description)
+    world = next(f for f in dataclasses.fields(JudgeRequest) if f.name == "world_size").metadata
+    parser.add_argument(world["flag"], dest="world_size", type=int, required=True, help=world["help"])
+    parser.add_argument("--device", choices=DEVICES, required=True)
+    parser.add_argument("--warm", type=int, default=1, help="rank groups started ahead of the jobs")
+    parser.add_argument("--reply-fd", type=int, required=True, help="where each request's exit status is written")
+    return parser
