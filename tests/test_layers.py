@@ -297,8 +297,6 @@ EDGE_APPS = ("pages", "api")
 # below fails once one is gone, so the entry goes too.
 APP_ORDER_PENDING = {
     ("leaderboard/jobs/management/commands/runserver_with_worker.py", "feedback"),
-    ("leaderboard/accounts/selectors.py", "jobs"),
-    ("leaderboard/accounts/services.py", "jobs"),
     ("leaderboard/feedback/api.py", "api"),
     ("leaderboard/feedback/views.py", "pages"),
     ("leaderboard/feedback/selectors.py", "scoring"),

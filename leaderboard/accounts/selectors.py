@@ -6,7 +6,17 @@ import datetime as dt
 from django.utils import timezone
 
 from leaderboard.accounts.models import ApiToken, QuotaCharge
-from leaderboard.jobs.models import EvaluationJob
+
+# Counters of a submitter's evaluations that wait (queued or running), each ``count(submitter) -> int``: the apps
+# whose rows they are register them at start-up (AppConfig.ready; the jobs app its evaluation jobs), so accounts,
+# below them (docs/architecture.md, the apps' order), never imports them.
+_WAITING: list = []
+
+
+def register_waiting(count) -> None:
+    """Count ``count(submitter)`` among the submitter's evaluations queued or running (the concurrent quota)."""
+    if count not in _WAITING:
+        _WAITING.append(count)
 
 
 def tokens_of(user) -> list[ApiToken]:
@@ -17,8 +27,6 @@ def quota_status(submitter) -> dict:
     from datetime import timedelta
 
     from django.utils import timezone
-
-    from leaderboard.accounts.models import QuotaCharge
 
     now = timezone.now()
     usage = quota_usage(submitter, now)
@@ -41,6 +49,5 @@ def quota_usage(submitter, now=None) -> dict:
     return {
         "daily": live.filter(created_at__gt=now - dt.timedelta(days=1)).count(),
         "total": live.count(),
-        "concurrent": EvaluationJob.objects.filter(submitter=submitter,
-                                                   status__in=(EvaluationJob.QUEUED, EvaluationJob.RUNNING)).count(),
+        "concurrent": sum(count(submitter) for count in _WAITING),
     }

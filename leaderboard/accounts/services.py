@@ -8,7 +8,6 @@ from django.utils import timezone
 
 from leaderboard.accounts.models import ApiToken, QuotaCharge, Submitter
 from leaderboard.accounts.selectors import quota_usage
-from leaderboard.jobs.models import EvaluationJob
 
 
 class QuotaExceeded(Exception):
@@ -97,6 +96,6 @@ def _daily_free_at(submitter: Submitter, excess: int, now):
     return times[-1] + timedelta(days=1) if len(times) == excess else None
 
 
-def quota_refund(job: EvaluationJob) -> None:
-    """The platform failed this run: its charge no longer counts."""
+def quota_refund(job) -> None:
+    """The platform failed this run of ``job`` (an evaluation job): its charge no longer counts."""
     QuotaCharge.objects.filter(job=job, run=job.run, refunded_at__isnull=True).update(refunded_at=timezone.now())

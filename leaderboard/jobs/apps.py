@@ -9,6 +9,9 @@ class JobsConfig(AppConfig):
 
     def ready(self):
         # A worker that finds a dead one's leases (leaderboard/jobs/lease.py, release_leases_of) re-queues its jobs.
-        from leaderboard.jobs import lease, services
+        from leaderboard.accounts import selectors as accounts_selectors
+        from leaderboard.jobs import lease, selectors, services
 
         lease.register(services.LEASE, services.jobs_reap)
+        # The concurrent quota (accounts, below jobs) counts a submitter's jobs queued or running.
+        accounts_selectors.register_waiting(selectors.jobs_waiting_count)
