@@ -16,8 +16,7 @@ from leaderboard.accounts.services import quota_refund, quota_reserve
 from leaderboard.jobs.broker import ACTOR_NAME
 from leaderboard.jobs.lease import Lease
 from leaderboard.jobs.models import EvaluationJob, Result
-from leaderboard.scoring.services import entry_refresh, scores_refresh
-from leaderboard.submissions.models import Candidate, Submission
+from leaderboard.jobs.signals import results_changed
 
 log = logging.getLogger("leaderboard.jobs.services")
 QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE,
@@ -26,8 +25,8 @@ LEASE = Lease(EvaluationJob, ACTOR_NAME, lambda profile: profile.queue_name, "jo
               claim_related=("candidate__problem", "profile", "submission"), logger=log)
 
 
-def jobs_create(submission: Submission, candidates: list[Candidate], queue: str) -> list[EvaluationJob]:
-    """One job per candidate, in the caller's transaction; each message leaves when it commits."""
+def jobs_create(submission, candidates: list, queue: str) -> list[EvaluationJob]:
+    """One job per candidate (of ``submission``), in the caller's transaction; each message leaves when it commits."""
     now = timezone.now()
     jobs = EvaluationJob.objects.bulk_create([
         EvaluationJob(candidate=c, profile_id=submission.profile_id, submission=submission,
@@ -40,21 +39,6 @@ def jobs_create(submission: Submission, candidates: list[Candidate], queue: str)
     for job in jobs:
         LEASE.send_on_commit(job.pk, queue)
     return jobs
-
-
-def jobs_create_missing() -> int:
-    """Jobs for candidates whose problem was not implemented when they were uploaded (free: never charged)."""
-    created = 0
-    waiting = Candidate.objects.filter(problem__implemented=True, jobs__isnull=True).select_related(
-        "submission__profile")
-    for candidate in waiting:
-        submission = candidate.submission
-        with transaction.atomic():
-            jobs_create(submission, [candidate], submission.profile.queue_name)
-            scores_refresh(submission, [candidate.problem_id])
-            entry_refresh(submission)
-        created += 1
-    return created
 
 
 # --- on workers: claim, heartbeat, finish, infra failure ------------------------------------------------------------
@@ -129,10 +113,8 @@ def _number(value):
 
 
 def _after_result(job: EvaluationJob) -> None:
-    submission = Submission.objects.get(pk=job.submission_id)
-    problem_id = Candidate.objects.filter(pk=job.candidate_id).values_list("problem_id", flat=True).get()
-    scores_refresh(submission, [problem_id])
-    entry_refresh(submission)
+    problem_id = EvaluationJob.objects.filter(pk=job.pk).values_list("candidate__problem_id", flat=True).get()
+    results_changed.send(EvaluationJob, submission_id=job.submission_id, problem_ids=[problem_id])
 
 
 # --- the reaper and re-runs -----------------------------------------------------------------------------------------
@@ -162,7 +144,6 @@ def jobs_rerun(jobs, charge_to: Submitter | None) -> int:
                 QuotaCharge.objects.create(submitter=charge_to, job=job, run=job.run, created_at=now)
             LEASE.send_on_commit(job.pk, job.profile.queue_name)
         for submission_id in {j.submission_id for j in jobs}:
-            submission = Submission.objects.get(pk=submission_id)
-            scores_refresh(submission, list({j.candidate.problem_id for j in jobs if j.submission_id == submission_id}))
-            entry_refresh(submission)
+            problem_ids = list({j.candidate.problem_id for j in jobs if j.submission_id == submission_id})
+            results_changed.send(EvaluationJob, submission_id=submission_id, problem_ids=problem_ids)
     return len(jobs)

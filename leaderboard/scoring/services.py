@@ -251,3 +251,30 @@ def audits_refresh(submission: Submission, problem_id: int | None) -> None:
 def _costs_refresh(submission: Submission) -> None:
     """Platform-measured cost, as leaderboard/scoring/costs.py defines it (rank-seconds, feedback runs)."""
     costs.refresh(submission.pk)
+
+
+# --- the receivers of what the apps below announce (connected in leaderboard/scoring/apps.py) ------------------------
+
+def on_results_changed(sender, submission_id: int, problem_ids: list[int], **_) -> None:
+    """leaderboard/jobs/signals.py: a submission's evaluations of these problems changed."""
+    submission = Submission.objects.get(pk=submission_id)
+    scores_refresh(submission, problem_ids)
+    entry_refresh(submission)
+
+
+def on_scores_stale(sender, submission: Submission, problem_ids: list[int] | None = None, **_) -> None:
+    """leaderboard/submissions/signals.py: candidates or jobs of these problems (None: all) came or went."""
+    scores_refresh(submission, problem_ids)
+    entry_refresh(submission)
+
+
+def on_listing_changed(sender, submission: Submission, **_) -> None:
+    """leaderboard/submissions/signals.py: the submission's visibility changed."""
+    ProblemScore.objects.filter(submission=submission).update(listed=submission.visibility == "public")
+    problem_stats_refresh(Problem.objects.values_list("id", flat=True), submission.profile_id, submission.protocol)
+    entry_refresh(submission)
+
+
+def on_entry_stale(sender, submission: Submission, **_) -> None:
+    """leaderboard/submissions/signals.py: a field the submission's leaderboard row shows changed."""
+    entry_refresh(submission)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from leaderboard.scoring import services as scoring_services
 from leaderboard.submissions import services as submissions_services
 from leaderboard.submissions.models import Submission
+from leaderboard.submissions.signals import entry_stale
 
 
 @admin.register(Submission)
@@ -54,4 +54,4 @@ class SubmissionAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
-        scoring_services.entry_refresh(obj)
+        entry_stale.send(Submission, submission=obj)

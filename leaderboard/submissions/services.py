@@ -16,10 +16,9 @@ from leaderboard.accounts.services import NotAllowed, quota_reserve
 from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.jobs.models import EvaluationJob
 from leaderboard.jobs.services import jobs_create, jobs_rerun
-from leaderboard.scoring.models import ProblemScore
-from leaderboard.scoring.services import entry_refresh, problem_stats_refresh, scores_refresh
 from leaderboard.submissions import uploads
 from leaderboard.submissions.models import Candidate, Submission, Transcript
+from leaderboard.submissions.signals import entry_stale, listing_changed, scores_stale
 
 log = logging.getLogger("leaderboard.submissions.services")
 QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE,
@@ -76,8 +75,7 @@ def submission_create(submitter: Submitter, fields: dict, files: list[tuple[str,
         Transcript.objects.bulk_create([
             Transcript(submission=submission, problem_id=t.problem_id, attempt=t.attempt, filename=t.path,
                        content=t.text, steps=t.steps, sha256=t.sha256, size=t.size) for t in parsed.transcripts])
-        scores_refresh(submission)
-        entry_refresh(submission)
+        scores_stale.send(Submission, submission=submission, problem_ids=None)
     log.info("submission %s by %s: %d files, %d jobs on %s", submission.pk, submitter, len(parsed.files),
              len(judged), profile.slug)
     return submission
@@ -178,7 +176,7 @@ def submission_flag(submission: Submission, reason: str, flagged: bool = True) -
     with transaction.atomic():
         Submission.objects.filter(pk=submission.pk).update(flagged=flagged, flag_reason=reason[:300] if flagged else "")
         submission.refresh_from_db()
-        entry_refresh(submission)
+        entry_stale.send(Submission, submission=submission)
 
 
 def submission_verify(submission: Submission, verified: bool = True) -> None:
@@ -186,9 +184,21 @@ def submission_verify(submission: Submission, verified: bool = True) -> None:
 
 
 def _listing_refresh(submission: Submission) -> None:
-    ProblemScore.objects.filter(submission=submission).update(listed=submission.visibility == "public")
-    problem_stats_refresh(Problem.objects.values_list("id", flat=True), submission.profile_id, submission.protocol)
-    entry_refresh(submission)
+    listing_changed.send(Submission, submission=submission)
+
+
+def jobs_create_missing() -> int:
+    """Jobs for candidates whose problem was not implemented when they were uploaded (free: never charged)."""
+    created = 0
+    waiting = Candidate.objects.filter(problem__implemented=True, jobs__isnull=True).select_related(
+        "submission__profile")
+    for candidate in waiting:
+        submission = candidate.submission
+        with transaction.atomic():
+            jobs_create(submission, [candidate], submission.profile.queue_name)
+            scores_stale.send(Submission, submission=submission, problem_ids=[candidate.problem_id])
+        created += 1
+    return created
 
 
 def submission_rerun(submission: Submission, user, only_failed: bool = False) -> int:

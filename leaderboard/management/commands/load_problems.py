@@ -7,7 +7,7 @@ import pkgutil
 from django.core.management.base import BaseCommand
 
 from leaderboard.catalogue import services as catalogue_services
-from leaderboard.jobs import services as jobs_services
+from leaderboard.submissions import services as submissions_services
 
 
 def _registry(stderr) -> dict:
@@ -48,6 +48,6 @@ class Command(BaseCommand):
         catalogue_services.profiles_ensure_defaults()
         registry = _registry(self.stderr)
         counts = catalogue_services.problems_load(problems.catalogue(), registry, highlight=highlight)
-        queued = jobs_services.jobs_create_missing()
+        queued = submissions_services.jobs_create_missing()
         self.stdout.write(f"problems: {counts['created']} created, {counts['updated']} updated, "
                           f"{counts['implemented']} implemented; {queued} waiting candidate(s) queued")

@@ -5,7 +5,6 @@ import pytest
 
 from leaderboard.accounts.models import QuotaCharge
 from leaderboard.catalogue import services as catalogue_services
-from leaderboard.jobs import services as jobs_services
 from leaderboard.jobs.models import EvaluationJob
 from leaderboard.scoring.models import LeaderboardEntry, ProblemScore
 from leaderboard.submissions import services as submissions_services
@@ -59,7 +58,7 @@ def test_jobs_are_created_when_the_problem_lands(owner, submit, small_registry):
     submission = submit(owner, {"2_allgather_torch.py": GOOD_1})
     assert submission.jobs.count() == 0
     catalogue_services.problems_load(problems.catalogue(), {**small_registry, 2: problems.get(2)})
-    assert jobs_services.jobs_create_missing() == 1
+    assert submissions_services.jobs_create_missing() == 1
     assert ProblemScore.objects.get(submission=submission, problem_id=2).status == "pending"
 
 

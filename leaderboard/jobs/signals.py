@@ -1,0 +1,10 @@
+"""What the jobs app announces, for the apps above it to follow (docs/architecture.md, the apps' order: jobs never
+imports them). Sent synchronously, inside the sender's transaction: a receiver's failure fails the sender's write.
+
+- ``results_changed(submission_id, problem_ids)``: the evaluations of these problems of a submission changed (a
+  result stored, a run failed for good or re-queued): scoring recomputes their scores and the submission's row
+  (leaderboard/scoring/apps.py connects it).
+"""
+from django.dispatch import Signal
+
+results_changed = Signal()
