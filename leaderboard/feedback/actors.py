@@ -9,14 +9,8 @@ the dramatiq command line: it also starts the feedback reaper beside the worker.
 from __future__ import annotations
 
 import logging
-import os
 
-import django
-from django.apps import apps
-
-if not apps.apps_ready:  # imported by the dramatiq CLI: set Django up (this also configures the broker)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
-    django.setup()
+from leaderboard import worker as bootstrap  # noqa: F401  (sets Django up when the dramatiq CLI imports this first)
 
 import dramatiq  # noqa: E402
 

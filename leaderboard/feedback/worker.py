@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 
-from leaderboard.feedback import actors  # noqa: F401  (sets Django up when needed, declares the actor)
+from leaderboard import worker as bootstrap  # Django, the broker's middleware: one bootstrap for every worker
+from leaderboard.feedback import actors  # noqa: F401  (declares the actor)
 
 import dramatiq  # noqa: E402
-from dramatiq.middleware import Middleware  # noqa: E402
 
 log = logging.getLogger("leaderboard.feedback")
 
@@ -24,28 +24,9 @@ def feedback_reaper():
     return Reaper(reap=lambda: services.runs_reap(), name="pkb-feedback-reaper", logger=log, what="feedback reaper")
 
 
-class FeedbackReaperMiddleware(Middleware):
-    def __init__(self):
-        self.reaper = None
-
-    def before_worker_boot(self, broker, worker):
-        # A feedback-only worker runs strangers' code as much as the jobs' one: the same gate, once, at start.
-        from leaderboard.jobs.sandbox_gate import check_sandbox
-
-        check_sandbox(worker.consumer_whitelist or broker.get_declared_queues())
-
-    def after_worker_boot(self, broker, worker):
-        self.reaper = feedback_reaper()
-        self.reaper.start()
-
-    def before_worker_shutdown(self, broker, worker):
-        if self.reaper is not None:
-            self.reaper.stop()
-
-
 def declare_feedback_queues(broker=None) -> list[str]:
-    from leaderboard.feedback.models import queue_for
     from leaderboard.catalogue.models import HardwareProfile
+    from leaderboard.feedback.models import queue_for
 
     broker = broker or dramatiq.get_broker()
     try:
@@ -58,7 +39,5 @@ def declare_feedback_queues(broker=None) -> list[str]:
     return names
 
 
-_broker = dramatiq.get_broker()
-if not any(isinstance(m, FeedbackReaperMiddleware) for m in _broker.middleware):
-    _broker.add_middleware(FeedbackReaperMiddleware())
-declare_feedback_queues(_broker)
+# A feedback-only worker runs strangers' code as much as the jobs' one: the same gate (once), then this reaper.
+bootstrap.boot("feedback", reaper=feedback_reaper, declare=declare_feedback_queues)

@@ -2,7 +2,8 @@
 
     dramatiq leaderboard.jobs.actors --queues gpu-h200x8 --processes 1 --threads 1
 
-(prefetch 1 is forced by leaderboard.jobs.broker.OneMessageAtATime). The message carries only the job id; the actor
+(prefetch 1 is forced by leaderboard.jobs.broker.OneMessageAtATime; Django, the broker and the middleware come from the
+one worker bootstrap, leaderboard/worker.py). The message carries only the job id; the actor
 claims the EvaluationJob row by compare-and-swap, so duplicate or stale messages are harmless. The worker process
 also runs the reaper thread, so expired leases are re-queued even when no web process is up.
 """
@@ -11,15 +12,9 @@ from __future__ import annotations
 import logging
 import os
 
-import django
-from django.apps import apps
-
-if not apps.ready:  # imported by the dramatiq CLI: set Django up (this also configures the broker)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard.settings")
-    django.setup()
+from leaderboard import worker as bootstrap  # sets Django up when the dramatiq CLI imports this first
 
 import dramatiq  # noqa: E402
-from dramatiq.middleware import Middleware  # noqa: E402
 
 from leaderboard.jobs.broker import ACTOR_NAME  # noqa: E402
 from leaderboard.jobs.sandbox_gate import SandboxUnavailableOnHost, check_sandbox  # noqa: E402,F401
@@ -36,31 +31,19 @@ def evaluate_job(job_id: int) -> None:
     log.info("job %s: %s", job_id, outcome)
 
 
-class ReaperMiddleware(Middleware):
-    """Checks the candidate sandbox, then runs the lease reaper beside each worker process (after sweeping what dead
-    workers of this host left behind)."""
+def recover_at_boot() -> None:
+    """Before the reaper's first pass: what dead workers of this host left behind (processes, scratch, leases)."""
+    from leaderboard.jobs.runner import recover_dead_workers
 
-    def __init__(self):
-        self.reaper = None
+    recovered = recover_dead_workers()
+    if recovered["workers"]:
+        log.warning("recovered after dead workers: %s", recovered)
 
-    def before_worker_boot(self, broker, worker):
-        check_sandbox(worker.consumer_whitelist or broker.get_declared_queues())
 
-    def after_worker_boot(self, broker, worker):
-        from leaderboard.jobs.runner import Reaper, recover_dead_workers
+def jobs_reaper():
+    from leaderboard.jobs.runner import Reaper
 
-        try:
-            recovered = recover_dead_workers()
-            if recovered["workers"]:
-                log.warning("recovered after dead workers: %s", recovered)
-        except Exception:
-            log.exception("could not sweep dead workers' directories")
-        self.reaper = Reaper()
-        self.reaper.start()
-
-    def before_worker_shutdown(self, broker, worker):
-        if self.reaper is not None:
-            self.reaper.stop()
+    return Reaper()
 
 
 def declare_profile_queues(broker=None) -> list[str]:
@@ -82,7 +65,5 @@ def declare_profile_queues(broker=None) -> list[str]:
 
 
 if os.environ.get("PKB_ACTORS_NO_SETUP") != "1":
-    _broker = dramatiq.get_broker()
-    if not any(isinstance(m, ReaperMiddleware) for m in _broker.middleware):
-        _broker.add_middleware(ReaperMiddleware())
-    declare_profile_queues(_broker)
+    # The sandbox gate, the sweep after dead workers and the lease reaper beside each worker (leaderboard/worker.py).
+    bootstrap.boot("jobs", reaper=jobs_reaper, declare=declare_profile_queues, on_boot=recover_at_boot)

@@ -45,12 +45,14 @@ def test_the_decision_is_taken_once_per_worker(monkeypatch, settings):
 
 
 def test_the_feedback_worker_checks_the_sandbox_at_boot(incomplete, settings):
-    from leaderboard.feedback.worker import FeedbackReaperMiddleware
+    from leaderboard import worker as bootstrap
+    from leaderboard.feedback import worker as feedback_worker  # noqa: F401  (its part of the one middleware)
 
     settings.PKB_SANDBOX_OFF = False
     worker = SimpleNamespace(consumer_whitelist={"feedback-cpu-gloo"})
+    assert "feedback" in bootstrap.middleware().parts
     with pytest.raises(actors.SandboxUnavailableOnHost):
-        FeedbackReaperMiddleware().before_worker_boot(None, worker)
+        bootstrap.middleware().before_worker_boot(None, worker)
 
 
 def test_every_judge_command_requires_the_sandbox_unless_off(owner, gpu, cpu, submit, settings):

@@ -1,7 +1,8 @@
 """``runserver`` plus an in-process dramatiq worker (one thread) and the reaper: the embedded mode of `make serve`.
 
-The worker is dramatiq's own Worker consuming the configured broker (the in-memory StubBroker by default), so jobs
-take the same path as on a GPU host: message with the job id -> actor -> runner.run_job -> judge subprocess.
+The worker is dramatiq's own Worker, started by the one worker bootstrap (leaderboard/worker.py: the sandbox gate and
+the reaper, as the dramatiq CLI's), consuming the configured broker (the in-memory StubBroker by default), so jobs take
+the same path as on a GPU host: message with the job id -> actor -> runner.run_job -> judge subprocess.
 """
 import dramatiq
 from django.conf import settings
@@ -34,14 +35,11 @@ class Command(RunserverCommand):
 
 def start_worker(queues: list[str]) -> dramatiq.Worker:
     import leaderboard.feedback.actors  # noqa: F401  (the feedback and profile runs' actor)
-    import leaderboard.jobs.actors  # noqa: F401  (declares the actor, the queues and the reaper middleware)
+    import leaderboard.jobs.actors  # noqa: F401  (declares the actor, the queues and its part of the worker)
+    from leaderboard import worker as bootstrap
     from leaderboard.feedback import services as feedback_services
 
-    broker = dramatiq.get_broker()
-    for queue in queues:
-        broker.declare_queue(queue)
-    worker = dramatiq.Worker(broker, queues=set(queues), worker_threads=1)
-    worker.start()
+    worker = bootstrap.start_worker(queues)  # the sandbox gate and the reaper, as a dramatiq CLI worker
     # The in-memory broker starts empty: re-send every job the database says is waiting.
     jobs_services.jobs_reap(resend_all=True)
     feedback_services.runs_reap(resend_all=True)
