@@ -7,7 +7,8 @@ with ``ast`` (lazy imports inside functions included). A failure names file:line
   of the judge it asks the judge's command line (leaderboard/jobs/runner.py, leaderboard/jobs/judge_commands.py);
 - evaluator/schema.py, and every judge module it imports (the contract's closure), import the standard library only:
   the site loads it without torch;
-- pkb_client/ (the ``pkb`` command's site client) is standard library (rich, lazily) and talks HTTP only;
+- pkb_client/ (the ``pkb`` command's site client) is standard library (rich, lazily) and the contract's modules (the
+  feedback text: evaluator/feedback_text.py), and talks HTTP only: it installs without torch (client/pyproject.toml);
 - selectors (reads) never import services (writes): services may read through selectors, not the other way;
 - services take plain values: no ``request`` parameter, no request attributes (FILES, POST, GET, META, COOKIES,
   a QueryDict's getlist).
@@ -83,6 +84,12 @@ def _under(module: str, *prefixes: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
+def _in_contract(target: str) -> bool:
+    """A module of the contract's closure, or a name in one (``from evaluator.schema import JudgeRequest``)."""
+    parent = target.rpartition(".")[0]
+    return target in CONTRACT_MODULES or (parent in CONTRACT_MODULES and parent != "evaluator")
+
+
 def violations_of(rel: str, source: str) -> list[str]:
     """The forbidden imports (and request-taking services) of one module, as 'file:line: why'."""
     path = ROOT / rel
@@ -112,8 +119,10 @@ def violations_of(rel: str, source: str) -> list[str]:
             elif not isinstance(_node_at(tree, line), ast.ImportFrom):
                 bad(line, "the site imports the evaluator package (it takes only evaluator.schema from the judge)")
         if rel.startswith("pkb_client/") and top not in sys.stdlib_module_names and top != "__future__" \
-                and not _under(target, "pkb_client") and top not in THIRD_PARTY_ALLOWED_IN_CLIENT:
-            bad(line, f"pkb_client/ imports {target} (the client is standard library and talks HTTP only)")
+                and not _under(target, "pkb_client") and top not in THIRD_PARTY_ALLOWED_IN_CLIENT \
+                and not _in_contract(target):
+            bad(line, f"pkb_client/ imports {target} (the client is standard library and the judge's contract, and "
+                      "talks HTTP only)")
         if rel.startswith("leaderboard/") and path.name == "selectors.py" and target.split(".")[-1] == "services":
             bad(line, f"a selector imports {target} (reads never import writes)")
     if rel.startswith("leaderboard/") and path.name == "services.py":
@@ -156,6 +165,8 @@ def test_every_import_follows_the_layers():
     ("leaderboard/services.py", "def upload(files):\n    return files.FILES\n", "leaderboard/services.py:2"),
     ("pkb_client/x.py", "import leaderboard.feedback.report\n", "pkb_client/x.py:1"),
     ("pkb_client/x.py", "import requests\n", "pkb_client/x.py:1"),
+    ("pkb_client/x.py", "from evaluator import judge\n", "pkb_client/x.py:1"),
+    ("pkb_client/x.py", "import evaluator.timing.physics\n", "pkb_client/x.py:1"),
 ])
 def test_the_walk_names_file_and_line_of_a_forbidden_import(rel, source, expected):
     found = violations_of(rel, source)
@@ -172,6 +183,7 @@ def test_the_contract_is_what_the_site_loads_of_the_judge():
     ("leaderboard/selectors.py", "from leaderboard.models import Submission\n"),
     ("evaluator/cli.py", "from pkb_client import submit\nimport problems\n"),
     ("pkb_client/x.py", "import json\nfrom rich.progress import Progress\nfrom pkb_client.submit import send\n"),
+    ("pkb_client/x.py", "from evaluator.feedback_text import text\nfrom evaluator import schema\n"),
 ])
 def test_the_walk_allows_what_the_layers_allow(rel, source):
     assert violations_of(rel, source) == []
@@ -301,8 +313,6 @@ APP_ORDER_PENDING = {
     ("leaderboard/feedback/views.py", "pages"),
     ("leaderboard/feedback/selectors.py", "scoring"),
     ("leaderboard/feedback/services.py", "scoring"),
-    ("leaderboard/submissions/selectors.py", "feedback"),
-    ("leaderboard/submissions/selectors.py", "scoring"),
 }
 
 

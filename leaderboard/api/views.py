@@ -151,7 +151,7 @@ class SubmissionDetail(APIView):
         data = s.SubmissionSerializer(submission).data
         # Whether the caller may publish, withdraw or delete it (its owner, or staff): pkb publish asks this first.
         data["editable"] = bool(submission.is_owner(request.user) or request.user.is_staff)
-        data["status"] = submissions_selectors.submission_status(submission)
+        data["status"] = scoring_selectors.submission_status(submission)
         data["scores"] = s.ScoreSerializer(submission.scores.exclude(status="missing").order_by("problem_id"),
                                            many=True).data
         data["transcripts"] = [  # owner-only until published, like code (transcripts_of gives none otherwise)
@@ -168,7 +168,7 @@ class SubmissionStatus(APIView):
 
     @extend_schema(responses=s.SubmissionStatusSerializer)
     def get(self, request, pk):
-        return Response(submissions_selectors.submission_status(submissions_selectors.submission_get(pk, request.user)))
+        return Response(scoring_selectors.submission_status(submissions_selectors.submission_get(pk, request.user)))
 
 
 class _VisibilityChange(APIView):

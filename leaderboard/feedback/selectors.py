@@ -7,7 +7,8 @@ from django.http import Http404
 from leaderboard.feedback.models import FeedbackRun, FeedbackSession
 from leaderboard.scoring import costs
 from leaderboard.scoring.models import LeaderboardEntry
-from leaderboard.submissions.models import Submission
+from leaderboard.submissions import transcripts
+from leaderboard.submissions.models import Submission, Transcript
 from leaderboard.submissions.uploads import AGENTIC
 
 DONE = FeedbackRun.DONE
@@ -167,3 +168,19 @@ def measured_cost(submission_ids) -> dict[int, dict]:
                                    "device_seconds": rank / 1000,
                                    "unit": costs.SHORT_UNIT[costs.unit(r["profile__device"])]}
     return out
+
+
+def transcript_steps(transcript: Transcript, user) -> list[dict]:
+    """The transcript's steps, each with the metered feedback runs it refers to that belong to this submission's
+    linked sessions (run pages stay their owner's; the verdict and wall time are shown in place)."""
+    steps = transcripts.steps(transcript.content)
+    wanted = {run for s in steps for run in s["runs"]}
+    runs = {}
+    if wanted:
+        runs = {r["id"]: r for r in FeedbackRun.objects.filter(
+            pk__in=wanted, session__submission=transcript.submission).values(
+            "id", "status", "verdict", "wall_ms", "problem__stem", "submitter__user_id")}
+    owner = bool(user and user.is_authenticated and (user.is_staff or transcript.submission.is_owner(user)))
+    for s in steps:
+        s["metered"] = [dict(runs[r], link=owner) for r in s["runs"] if r in runs]
+    return steps

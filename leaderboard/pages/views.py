@@ -18,6 +18,7 @@ from leaderboard.accounts import services as accounts_services
 from leaderboard.accounts import throttle
 from leaderboard.accounts.models import ApiToken
 from leaderboard.catalogue import selectors as catalogue_selectors
+from leaderboard.feedback import selectors as feedback_selectors
 from leaderboard.jobs import logs
 from leaderboard.pages.forms import SignupForm, SubmitForm, TokenForm
 from leaderboard.scoring import export, plots
@@ -122,12 +123,12 @@ def problem_reference(request, key):
 
 def submission_detail(request, pk):
     submission = submissions_selectors.submission_get(pk, request.user)
-    grid = submissions_selectors.submission_grid(submission)
+    grid = scoring_selectors.submission_grid(submission)
     fmt = export.wanted(request)
     if fmt:
         columns, rows = export.submission_table(grid)
         return export.table_response(fmt, f"submission-{submission.pk}", columns, rows)
-    status = submissions_selectors.submission_status(submission)
+    status = scoring_selectors.submission_status(submission)
     transcripts = submissions_selectors.transcripts_of(submission, request.user)
     by_problem: dict = {}
     for t in transcripts:
@@ -146,7 +147,7 @@ def submission_detail(request, pk):
 
 def submission_status(request, pk):
     submission = submissions_selectors.submission_get(pk, request.user)
-    return JsonResponse(submissions_selectors.submission_status(submission))
+    return JsonResponse(scoring_selectors.submission_status(submission))
 
 
 def _confirmed(request, submission, what: str) -> bool:
@@ -414,7 +415,7 @@ def transcript_page(request, pk):
     """An agent transcript step by step: each message, tool call and result collapsible, the metered feedback runs a
     step refers to shown in place. Owner-only until the submission is published, like code."""
     transcript = submissions_selectors.transcript_for_viewer(pk, request.user)
-    steps = submissions_selectors.transcript_steps(transcript, request.user)
+    steps = feedback_selectors.transcript_steps(transcript, request.user)
     return render(request, "leaderboard/transcript.html", {
         "transcript": transcript, "submission": transcript.submission, "steps": steps,
         "calls": sum(len(s["calls"]) for s in steps), "metered": sum(len(s["metered"]) for s in steps),
