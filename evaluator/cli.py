@@ -34,6 +34,7 @@ import os
 import sys
 
 from evaluator import contract, schema  # the judge itself (torch) only for the commands that judge
+from pkb_client import cli as client_cli
 
 
 def _problems_list(args) -> int:
@@ -219,30 +220,6 @@ def _sweep(args) -> int:
     return 0
 
 
-def _submit(argv: list[str]) -> int:
-    from pkb_client import submit  # standard library (+ rich, lazily): part of the base install
-
-    return submit.main(argv)
-
-
-def _publish(argv: list[str]) -> int:
-    from pkb_client import submit
-
-    return submit.publish_main(argv)
-
-
-def _withdraw(argv: list[str]) -> int:
-    from pkb_client import submit
-
-    return submit.withdraw_main(argv)
-
-
-def _feedback(argv: list[str]) -> int:
-    from pkb_client import feedback
-
-    return feedback.main(argv)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pkb", description="pkb-arena judge")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -272,19 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
     psw.add_argument("--json", action="store_true", help="print the counts as JSON")
     psw.set_defaults(func=_sweep)
 
-    # Their own parsers (pkb_client/submit.py, pkb_client/feedback.py) read the rest of the line.
-    sub.add_parser("submit", help="upload a directory of candidates to a pkb-arena site (--wait: follow verdicts)",
-                   add_help=False)
-    sub.add_parser("publish", help="list one of your submissions on the site's leaderboard (asks first)",
-                   add_help=False)
-    sub.add_parser("withdraw", help="take one of your published submissions off the leaderboards (asks first)",
-                   add_help=False)
-    sub.add_parser("feedback", help="feedback sessions and runs on a pkb-arena site (agentic protocol; "
-                                    "pkb feedback --help lists its subcommands)", add_help=False)
+    # The site client's commands (pkb_client/cli.py): their own parsers read the rest of the line.
+    for name, text in client_cli.COMMANDS.items():
+        sub.add_parser(name, help=text, add_help=False)
     return parser
 
 
-SITE_COMMANDS = {"submit": _submit, "publish": _publish, "withdraw": _withdraw, "feedback": _feedback}
+SITE_COMMANDS = tuple(client_cli.COMMANDS)
 SIGPIPE_STATUS = 128 + 13
 
 
@@ -292,8 +263,8 @@ def main(argv: list[str] | None = None, pool=None) -> int:
     """``pool``: a WarmPool for ``eval`` (evaluator.serve passes its own; the command line never has one)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] in SITE_COMMANDS:
-            status = SITE_COMMANDS[argv[0]](argv[1:])
+        if argv and argv[0] in SITE_COMMANDS:  # the client alone: nothing of the judge (torch) is imported
+            status = client_cli.run(argv[0], argv[1:])
         else:
             args = build_parser().parse_args(argv)
             args.pool = pool

@@ -88,3 +88,5 @@ from evaluator.backends import SUPPORTED_BACKENDS, unsupported_backend  # noqa: 
 
 # The request a worker sends the judge (``pkb eval``'s command line as a type): evaluator/contract.py.
 from evaluator.contract import JUDGE, JudgeRequest, serve_command  # noqa: E402,F401
+# The feedback as text (the site's run page and ``pkb feedback``) and the peak rates behind it: evaluator/feedback_text.py.
+from evaluator import feedback_text  # noqa: E402,F401

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TORCH = os.environ.get("PKB_TEST_TORCH", "torch==2.13.0")  # the Makefile's pin; GPU hosts bring their own
 # What `pip install .` needs of the checkout: the build description and the packages it lists.
-SOURCES = ("pyproject.toml", "README.md", "evaluator", "problems", "leaderboard", "pkb_client")
+SOURCES = ("pyproject.toml", "README.md", "evaluator", "problems", "leaderboard", "pkb_client", "client")
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float, env: dict) -> subprocess.CompletedProcess:
@@ -28,19 +28,29 @@ def _run(cmd: list[str], cwd: Path, timeout: float, env: dict) -> subprocess.Com
     return done
 
 
-def test_the_judge_installed_alone_judges_63_and_78(tmp_path):
-    # A copy of the sources, so the build writes nothing into the checkout (others' build/ and egg-info).
+def _sources(tmp_path: Path) -> Path:
+    """A copy of the sources, so the build writes nothing into the checkout (others' build/ and egg-info)."""
     src = tmp_path / "src"
     src.mkdir()
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
         else:
             shutil.copy2(ROOT / name, src / name)
+    return src
+
+
+def _venv(tmp_path: Path) -> tuple[Path, dict]:
     venv = tmp_path / "venv"
-    # The environment the judge runs in, not the one pytest runs in: no PYTHONPATH or virtualenv of ours leaks in.
+    # The environment the installed code runs in, not pytest's: no PYTHONPATH or virtualenv of ours leaks in.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
     _run([sys.executable, "-m", "venv", str(venv)], tmp_path, 120, env)
+    return venv, env
+
+
+def test_the_judge_installed_alone_judges_63_and_78(tmp_path):
+    src = _sources(tmp_path)
+    venv, env = _venv(tmp_path)
     python, pkb = venv / "bin" / "python", venv / "bin" / "pkb"
     _run([str(python), "-m", "pip", "install", "-q", TORCH], tmp_path, 600, env)
     _run([str(python), "-m", "pip", "install", "-q", str(src)], tmp_path, 600, env)
@@ -61,4 +71,30 @@ def test_the_judge_installed_alone_judges_63_and_78(tmp_path):
         assert row["ok"] and row["verdict"] == "correct", f"problem {pid}: {row['verdict']}: {row['message']}{detail}"
     assert done.returncode == 0, detail
     installed = _run([str(python), "-c", "import evaluator; print(evaluator.__file__)"], tmp_path, 60, env).stdout
+    assert str(venv) in installed, installed
+
+
+def test_the_client_installed_alone_submits_without_torch(tmp_path):
+    """client/pyproject.toml: the site client and the judge's torch-free contract, nothing else: ``pkb submit --help``
+    and ``pkb feedback --help`` run, and neither torch, numpy nor Django is even installed."""
+    src = _sources(tmp_path)
+    venv, env = _venv(tmp_path)
+    python = venv / "bin" / "python"
+    _run([str(python), "-m", "pip", "install", "-q", str(src / "client")], tmp_path, 600, env)
+    missing = _run([str(python), "-c", "import importlib.util as u; "
+                    "print([m for m in ('torch', 'numpy', 'django', 'problems', 'leaderboard', 'evaluator.judge') "
+                    "if u.find_spec(m.split('.')[0]) is None or u.find_spec(m) is None])"], tmp_path, 60, env).stdout
+    assert missing.strip() == "['torch', 'numpy', 'django', 'problems', 'leaderboard', 'evaluator.judge']", missing
+    for script in ("pkb", "pkb-client"):
+        done = _run([str(venv / "bin" / script), "submit", "--help"], tmp_path, 60, env)
+        assert "usage: pkb submit" in done.stdout and "--profile" in done.stdout, done.stdout
+    assert "pkb feedback" in _run([str(venv / "bin" / "pkb"), "feedback", "--help"], tmp_path, 60, env).stdout
+    # The feedback text is the contract's, as on the site's run page.
+    text = _run([str(python), "-c", "from evaluator.feedback_text import text; print(text({'verdict': 'correct'}))"],
+                tmp_path, 60, env).stdout
+    assert text.startswith("verdict: CORRECT"), text
+    refused = subprocess.run([str(venv / "bin" / "pkb"), "eval", "1", "reference", "-W", "1"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "the judge's own install" in refused.stderr, refused.stderr
+    installed = _run([str(python), "-c", "import pkb_client; print(pkb_client.__file__)"], tmp_path, 60, env).stdout
     assert str(venv) in installed, installed

@@ -22,12 +22,14 @@ formula). Reference logs are never included.
 from __future__ import annotations
 
 from evaluator import schema
+from evaluator.schema import feedback_text
 
-# The text renderers live with the client (standard library), so the site's run page and ``pkb feedback`` agree.
-from pkb_client.report import crosscheck_line, first_line, text, withheld_line  # noqa: F401
-
-HBM_BYTES_PER_S = 4.3e12  # H200 measured copy rate, as evaluator.timing.physics.H200["hbm_bytes_per_s"]
-CEILINGS_TEXT = "H200: NVLink 450 GB/s per direction, HBM 4.3 TB/s, 790 TFLOP/s dense bf16"
+# The text renderers and the ceilings are the contract's (evaluator/feedback_text.py), so the site's run page and
+# ``pkb feedback`` agree.
+text, withheld_line, crosscheck_line, first_line = (feedback_text.text, feedback_text.withheld_line,
+                                                    feedback_text.crosscheck_line, feedback_text.first_line)
+HBM_BYTES_PER_S = feedback_text.H200_CEILINGS["hbm_bytes_per_s"]
+CEILINGS_TEXT = feedback_text.ceilings_text()
 LOG_FIELDS = ("rank", "exit_code", "stdout", "stderr")
 
 

@@ -1,6 +1,20 @@
-"""The feedback as text (``pkb feedback`` prints it, the site's run page shows the same): pure functions over the
-feedback document that leaderboard/feedback/report.py builds. Standard library only."""
+"""The feedback as text, shared by the site's run page (leaderboard/feedback/report.py) and ``pkb feedback``
+(pkb_client/feedback.py): pure functions over the feedback document the site builds, and the peak rates its speed of
+light is measured against. Part of the judge's torch-free contract (evaluator/schema.py re-exports it): standard
+library only, installed with the client alone (client/pyproject.toml)."""
 from __future__ import annotations
+
+# Peak rates of the GPUs the ranked profiles run on (NVIDIA H200 SXM): NVLink 4 is 18 links x 25 GB/s = 450 GB/s per
+# direction, dense bf16 tensor cores about 790 TFLOP/s, HBM3e 4.3 TB/s measured copy rate. The judge's floor
+# (evaluator/timing/physics.py, H200) holds the same numbers: tests/feedback/test_report.py checks they agree.
+H200_CEILINGS = {"name": "H200", "link_bytes_per_s": 450e9, "flops_per_s": 790e12, "hbm_bytes_per_s": 4.3e12}
+
+
+def ceilings_text(ceilings: dict = H200_CEILINGS) -> str:
+    """``H200: NVLink 450 GB/s per direction, HBM 4.3 TB/s, 790 TFLOP/s dense bf16``."""
+    return (f"{ceilings['name']}: NVLink {ceilings['link_bytes_per_s'] / 1e9:g} GB/s per direction, "
+            f"HBM {ceilings['hbm_bytes_per_s'] / 1e12:g} TB/s, {ceilings['flops_per_s'] / 1e12:g} TFLOP/s dense bf16")
+
 
 
 def withheld_line(timing: dict) -> str:
