@@ -311,8 +311,6 @@ APP_ORDER_PENDING = {
     ("leaderboard/jobs/management/commands/runserver_with_worker.py", "feedback"),
     ("leaderboard/feedback/api.py", "api"),
     ("leaderboard/feedback/views.py", "pages"),
-    ("leaderboard/feedback/selectors.py", "scoring"),
-    ("leaderboard/feedback/services.py", "scoring"),
 }
 
 

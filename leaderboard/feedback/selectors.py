@@ -4,12 +4,10 @@ from __future__ import annotations
 from django.db.models import Count, F, Q, Sum
 from django.http import Http404
 
+from leaderboard.catalogue import units
 from leaderboard.feedback.models import FeedbackRun, FeedbackSession
-from leaderboard.scoring import costs
-from leaderboard.scoring.models import LeaderboardEntry
 from leaderboard.submissions import transcripts
 from leaderboard.submissions.models import Submission, Transcript
-from leaderboard.submissions.uploads import AGENTIC
 
 DONE = FeedbackRun.DONE
 
@@ -74,7 +72,7 @@ def session_dict(session: FeedbackSession, with_runs: bool = True, totals: dict 
                      "gpu_hours": totals["gpu_ms"] / 3.6e6,
                      # W x wall in the profile's unit (leaderboard/scoring/costs.py): GPU-seconds, or rank-seconds on CPU
                      "device_seconds": totals["rank_ms"] / 1000,
-                     "unit": costs.unit(session.profile.device),
+                     "unit": units.unit(session.profile.device),
                      "rule": "runs that returned feedback; wall = the judge's wall_s; device_seconds = W x wall, in unit "
                              "(GPU-seconds on GPU profiles, rank-seconds on CPU ones, where gpu_seconds is 0); "
                              "platform failures are neither counted nor charged"},
@@ -93,47 +91,6 @@ def profile_runs_of(submission: Submission) -> list[FeedbackRun]:
                 .select_related("candidate", "problem")
                 .defer("trace_gz", "code", "document", "candidate__code", "problem__reference_source",
                        "problem__reference_html", "problem__docstring").order_by("-id")[:20])
-
-
-def pareto(profile, filters=None) -> dict:
-    """Points of the Pareto plot: every listed submission. x: the measured cost of the feedback its linked sessions
-    gave, in leaderboard/scoring/costs.py's unit of the profile (GPU-hours on a GPU profile, rank-hours = W x wall on a CPU
-    one); one-shot and best-of-k runs got no feedback and sit at x = 0. y: Faster. Agentic submissions without a
-    linked session have no measured cost and are counted, not plotted. The leaderboard's filters apply."""
-    query = LeaderboardEntry.objects.filter(profile=profile, listed=True)
-    if filters is not None and filters.protocol:
-        query = query.filter(protocol=filters.protocol)
-    if filters is not None and filters.backend:
-        query = query.filter(backend=filters.backend)
-    if filters is not None and filters.k is not None:
-        query = query.filter(attempts_k=filters.k)
-    entries = list(query.values_list("submission_id", "protocol", "faster", "correct", "submission__model_name",
-                                     "submission__feedback_runs"))
-    measured = measured_cost([sid for sid, protocol, *_ in entries if protocol == AGENTIC])
-    unit = costs.unit(profile.device)
-    points, unmetered = [], 0
-    for sid, protocol, faster, correct, model, feedback_runs in entries:
-        hours = 0.0
-        if protocol == AGENTIC:
-            cost = measured.get(sid)
-            if cost is None:
-                unmetered += 1
-                continue
-            hours = cost["device_seconds"] / 3600  # W x wall: GPU-seconds on a GPU profile, rank-seconds on CPU
-        points.append({"id": sid, "model": model, "protocol": protocol, "faster": faster, "correct": correct,
-                       "hours": hours, "runs": feedback_runs if protocol == AGENTIC else 0})
-    return {"points": points, "unmetered": unmetered, "gpu": profile.device == "cuda", "unit": unit,
-            "axis": f"measured {unit.replace('seconds', 'hours')} of feedback runs"}
-
-
-def frontier(points: list[dict]) -> list[dict]:
-    """The points no other point beats on both axes (less cost and at least as many faster), by cost."""
-    best, out = -1, []
-    for p in sorted(points, key=lambda p: (p["hours"], -p["faster"])):
-        if p["faster"] > best:
-            out.append(p)
-            best = p["faster"]
-    return out
 
 
 def session_totals(session_ids) -> dict[int, dict]:
@@ -166,7 +123,7 @@ def measured_cost(submission_ids) -> dict[int, dict]:
                                    "wall_s": wall / 1000, "gpu_seconds": gpu / 1000, "gpu_hours": gpu / 3.6e6,
                                    # device-seconds in the unit leaderboard/scoring/costs.py names (rank·s on CPU)
                                    "device_seconds": rank / 1000,
-                                   "unit": costs.SHORT_UNIT[costs.unit(r["profile__device"])]}
+                                   "unit": units.SHORT_UNIT[units.unit(r["profile__device"])]}
     return out
 
 

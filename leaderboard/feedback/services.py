@@ -23,9 +23,9 @@ from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.feedback import conf, report, seeds
 from leaderboard.feedback.models import FeedbackQuota, FeedbackRun, FeedbackSession, queue_for
 from leaderboard.feedback.selectors import measured_cost, session_totals  # noqa: F401 (reads live in selectors)
+from leaderboard.feedback.signals import feedback_changed
 from leaderboard.jobs.broker import FEEDBACK_ACTOR_NAME
 from leaderboard.jobs.lease import Lease
-from leaderboard.scoring import costs
 from leaderboard.submissions.models import Candidate, Submission
 from leaderboard.submissions.uploads import AGENTIC
 
@@ -90,7 +90,7 @@ def session_link(session: FeedbackSession, submission: Submission, user) -> Feed
         now = timezone.now()
         FeedbackSession.objects.filter(pk=session.pk).update(submission=submission, linked_at=now,
                                                              closed_at=locked.closed_at or now)
-        costs.refresh(submission.pk)  # its runs now count as the submission's feedback runs
+        feedback_changed.send(FeedbackSession, submission_id=submission.pk)  # its runs count as its feedback now
     session.refresh_from_db()
     return session
 
@@ -267,7 +267,7 @@ def run_finish(run_id: int, worker: str, document: dict, trace_gz: bytes | None 
             trace_gz=trace_gz)
         linked = FeedbackSession.objects.filter(pk=run.session_id).values_list("submission_id", flat=True).first()
         if linked:  # a run queued before its session was linked lands after: the submission's count follows
-            costs.refresh(linked)
+            feedback_changed.send(FeedbackRun, submission_id=linked)
     run.refresh_from_db()
     return run
 

@@ -19,16 +19,10 @@ import dataclasses
 from django.db.models import Count, F, Q, Sum
 
 from evaluator.schema import INFRA_ERROR
+from leaderboard.catalogue.units import GPU_UNIT, RANK_UNIT, SHORT_UNIT, unit  # noqa: F401 (read here too)
 from leaderboard.feedback.models import FeedbackRun, FeedbackSession
 from leaderboard.jobs.models import Result
 from leaderboard.submissions.models import Submission
-
-GPU_UNIT, RANK_UNIT = "GPU-seconds", "rank-seconds"
-SHORT_UNIT = {GPU_UNIT: "GPU·s", RANK_UNIT: "rank·s"}
-
-
-def unit(device: str) -> str:
-    return GPU_UNIT if device == "cuda" else RANK_UNIT
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,11 +15,13 @@ from evaluator.schema import INFRA_ERROR
 
 from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.feedback import report
+from leaderboard.feedback import selectors as feedback_selectors
 from leaderboard.jobs.models import EvaluationJob, Result
+from leaderboard.scoring import costs
 from leaderboard.scoring.forms import QueryForm
 from leaderboard.scoring.models import Audit, LeaderboardEntry, ProblemScore, ProblemStat
 from leaderboard.submissions.models import Candidate, Submission, Transcript
-from leaderboard.submissions.uploads.metadata import PROTOCOLS
+from leaderboard.submissions.uploads.metadata import AGENTIC, PROTOCOLS
 from leaderboard.validators import BadQuery
 
 PROTOCOL_ORDER = list(PROTOCOLS)
@@ -338,4 +340,47 @@ def _job_files(submission: Submission) -> list[dict]:
                     "attempt": job["candidate__attempt"], "status": job["status"], "verdict": final.get("verdict"),
                     "speedup": final.get("speedup"), "faster": bool(final.get("faster")),
                     "message": (final.get("message") or "")[:300]})
+    return out
+
+
+# --- the leaderboard's Pareto plot (its cost axis: the feedback app's meters) --------------------------------------
+
+def pareto(profile, filters=None) -> dict:
+    """Points of the Pareto plot: every listed submission. x: the measured cost of the feedback its linked sessions
+    gave, in leaderboard/scoring/costs.py's unit of the profile (GPU-hours on a GPU profile, rank-hours = W x wall on a CPU
+    one); one-shot and best-of-k runs got no feedback and sit at x = 0. y: Faster. Agentic submissions without a
+    linked session have no measured cost and are counted, not plotted. The leaderboard's filters apply."""
+    query = LeaderboardEntry.objects.filter(profile=profile, listed=True)
+    if filters is not None and filters.protocol:
+        query = query.filter(protocol=filters.protocol)
+    if filters is not None and filters.backend:
+        query = query.filter(backend=filters.backend)
+    if filters is not None and filters.k is not None:
+        query = query.filter(attempts_k=filters.k)
+    entries = list(query.values_list("submission_id", "protocol", "faster", "correct", "submission__model_name",
+                                     "submission__feedback_runs"))
+    measured = feedback_selectors.measured_cost([sid for sid, protocol, *_ in entries if protocol == AGENTIC])
+    unit = costs.unit(profile.device)
+    points, unmetered = [], 0
+    for sid, protocol, faster, correct, model, feedback_runs in entries:
+        hours = 0.0
+        if protocol == AGENTIC:
+            cost = measured.get(sid)
+            if cost is None:
+                unmetered += 1
+                continue
+            hours = cost["device_seconds"] / 3600  # W x wall: GPU-seconds on a GPU profile, rank-seconds on CPU
+        points.append({"id": sid, "model": model, "protocol": protocol, "faster": faster, "correct": correct,
+                       "hours": hours, "runs": feedback_runs if protocol == AGENTIC else 0})
+    return {"points": points, "unmetered": unmetered, "gpu": profile.device == "cuda", "unit": unit,
+            "axis": f"measured {unit.replace('seconds', 'hours')} of feedback runs"}
+
+
+def frontier(points: list[dict]) -> list[dict]:
+    """The points no other point beats on both axes (less cost and at least as many faster), by cost."""
+    best, out = -1, []
+    for p in sorted(points, key=lambda p: (p["hours"], -p["faster"])):
+        if p["faster"] > best:
+            out.append(p)
+            best = p["faster"]
     return out

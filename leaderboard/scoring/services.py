@@ -278,3 +278,8 @@ def on_listing_changed(sender, submission: Submission, **_) -> None:
 def on_entry_stale(sender, submission: Submission, **_) -> None:
     """leaderboard/submissions/signals.py: a field the submission's leaderboard row shows changed."""
     entry_refresh(submission)
+
+
+def on_feedback_changed(sender, submission_id: int, **_) -> None:
+    """leaderboard/feedback/signals.py: the feedback that counts for the submission changed: its measured costs."""
+    costs.refresh(submission_id)

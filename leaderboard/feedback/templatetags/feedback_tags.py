@@ -3,7 +3,6 @@
     {% load feedback_tags %}
     {% feedback_costs section.entries as fcosts %}        leaderboard: measured cost of the agentic rows (1 query)
     {% include "feedback/cost_cell.html" with fc=fcosts|fb_get:s.pk %}
-    {% feedback_pareto profile filters %}                 leaderboard: the Pareto plot (2 queries at most)
     {% feedback_submission_cost submission as fc %}       submission page: its linked sessions' cost (1 query)
     {% feedback_owner_panel submission %}                 submission page: profile button, runs, session link
 """
@@ -11,7 +10,7 @@ from __future__ import annotations
 
 from django import template
 
-from leaderboard.feedback import plots, selectors, services
+from leaderboard.feedback import selectors, services
 from leaderboard.feedback.models import FeedbackRun
 
 register = template.Library()
@@ -34,18 +33,6 @@ def feedback_submission_cost(submission):
     if submission.protocol != services.AGENTIC:
         return None
     return services.measured_cost([submission.pk]).get(submission.pk)
-
-
-@register.inclusion_tag("feedback/pareto.html")
-def feedback_pareto(profile, filters=None) -> dict:
-    data = selectors.pareto(profile, filters)
-    frontier = selectors.frontier(data["points"])
-    # A cost axis needs a cost: with no point above zero (only one-shot and best-of-k runs, or agentic ones whose
-    # sessions cost nothing yet) every point sat at x = 0, several on one spot at (0, 0) under two legend entries
-    # (issue 35, defect 8); the page says why instead.
-    costed = any(p["hours"] > 0 for p in data["points"])
-    return {"points": len(data["points"]), "unmetered": data["unmetered"], "axis": data["axis"], "costed": costed,
-            "figure": plots.pareto_figure(data, frontier) if costed else None}
 
 
 @register.inclusion_tag("feedback/owner_panel.html", takes_context=True)

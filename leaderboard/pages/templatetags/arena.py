@@ -1,6 +1,8 @@
 from django import template
 
 from evaluator import schema
+from leaderboard.feedback import plots as feedback_plots
+from leaderboard.scoring import selectors as scoring_selectors
 
 register = template.Library()
 
@@ -124,3 +126,17 @@ def parallelism(value: str) -> str:
     if head in _PARALLELISM:
         return _PARALLELISM[head] if not sep else f"{_PARALLELISM[head][:-1]}: {rest.rstrip(')')})"
     return text
+
+
+@register.inclusion_tag("feedback/pareto.html")
+def feedback_pareto(profile, filters=None) -> dict:
+    """The leaderboard's Pareto plot (leaderboard/scoring/selectors.py pareto; 2 queries at most), drawn by the
+    feedback app's plot and template."""
+    data = scoring_selectors.pareto(profile, filters)
+    frontier = scoring_selectors.frontier(data["points"])
+    # A cost axis needs a cost: with no point above zero (only one-shot and best-of-k runs, or agentic ones whose
+    # sessions cost nothing yet) every point sat at x = 0, several on one spot at (0, 0) under two legend entries
+    # (issue 35, defect 8); the page says why instead.
+    costed = any(p["hours"] > 0 for p in data["points"])
+    return {"points": len(data["points"]), "unmetered": data["unmetered"], "axis": data["axis"], "costed": costed,
+            "figure": feedback_plots.pareto_figure(data, frontier) if costed else None}
