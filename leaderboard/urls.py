@@ -2,15 +2,37 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, register_converter
 
+from leaderboard.api import feedback as feedback_api
 from leaderboard.catalogue import converters
+from leaderboard.pages import feedback as feedback_views
 from leaderboard.pages import views
 
-# Registered before the includes below import the API's and the feedback app's routes, which use them too.
+# Registered before the routes below and the API's (included) use them.
 register_converter(converters.IdConverter, "id")
 register_converter(converters.ProblemKeyConverter, "problem")
 handler400 = "leaderboard.pages.views.bad_request"
 handler404 = "leaderboard.pages.views.not_found"
 handler500 = "leaderboard.pages.views.server_error"
+
+# The feedback loop and profile runs (issue 10; docs/feedback.md): its API (leaderboard/api/feedback.py) under
+# /api/v1/feedback/, its pages (leaderboard/pages/feedback.py) under /feedback/ and two owner actions on /submissions/.
+feedback_urlpatterns = [
+    path("api/v1/feedback/", feedback_api.FeedbackRunCreate.as_view(), name="api-feedback"),
+    path("api/v1/feedback/runs/<id:pk>/", feedback_api.FeedbackRunDetail.as_view(), name="api-feedback-run"),
+    path("api/v1/feedback/sessions/", feedback_api.SessionList.as_view(), name="api-feedback-sessions"),
+    path("api/v1/feedback/sessions/<id:pk>/", feedback_api.SessionDetail.as_view(), name="api-feedback-session"),
+    path("api/v1/feedback/sessions/<id:pk>/link/", feedback_api.SessionLink.as_view(),
+         name="api-feedback-session-link"),
+    path("api/v1/feedback/sessions/<id:pk>/close/", feedback_api.SessionClose.as_view(),
+         name="api-feedback-session-close"),
+    path("api/v1/feedback/seeds/<problem:key>/", feedback_api.PublicSeeds.as_view(), name="api-feedback-seeds"),
+    path("api/v1/feedback/quota/", feedback_api.Quota.as_view(), name="api-feedback-quota"),
+    path("feedback/sessions/<id:pk>/", feedback_views.session_detail, name="feedback-session"),
+    path("feedback/runs/<id:pk>/", feedback_views.run_detail, name="feedback-run"),
+    path("feedback/runs/<id:pk>/trace.json.gz", feedback_views.run_trace, name="feedback-run-trace"),
+    path("submissions/<id:pk>/profile", feedback_views.submission_profile, name="submission-profile"),
+    path("submissions/<id:pk>/feedback-session", feedback_views.submission_link, name="submission-feedback-link"),
+]
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -44,7 +66,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
     path("favicon.ico", views.favicon, name="favicon"),
-    path("", include("leaderboard.feedback.urls")),  # feedback loop and profile runs (issue 10)
+    path("", include(feedback_urlpatterns)),  # feedback loop and profile runs (issue 10)
     path("api/v1/", include("leaderboard.api.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,4 +1,5 @@
-"""REST API of the feedback loop (token auth like the rest of /api/v1/: ``Authorization: Bearer pkb_...``).
+"""REST API of the feedback loop (token auth like the rest of /api/v1/: ``Authorization: Bearer pkb_...``), routed in
+leaderboard/urls.py.
 
     POST /api/v1/feedback/                      queue one feedback run (scope submit): session, problem, code|file
     GET  /api/v1/feedback/runs/<id>/            its status, then the structured feedback (scope read, owner only)

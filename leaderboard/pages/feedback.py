@@ -1,4 +1,5 @@
-"""Pages of the feedback app: a session, a run, a profile run's trace, and the owner's actions on a submission."""
+"""Pages of the feedback loop (the feedback app's reads and writes): a session, a run, a profile run's trace, and the
+owner's actions on a submission. Routed in leaderboard/urls.py."""
 from __future__ import annotations
 
 from django.contrib import messages
