@@ -4,7 +4,7 @@ For each kernel file, in turn:
 - without a stage: a cold build cache, then the GPU job (``judge.evaluate``): the job holds the GPU for its whole
   wall, compiling included;
 - with the stage: another cold cache, the stage on CPU cores (its own process, ``CUDA_VISIBLE_DEVICES`` empty,
-  ``TORCH_CUDA_ARCH_LIST`` from the GPU), all files' stages at once up to --parallel, then the same GPU job.
+  otherwise the job's environment), all files' stages at once up to --parallel, then the same GPU job.
 Prints one row per file and the totals: GPU-held seconds, the compile seconds inside them and their share.
 
     python benchmarks/build_stage.py FILE:PROBLEM ... [-W 1] [--device cuda] [--parallel 4] [--json OUT]
@@ -26,19 +26,10 @@ _STAGE = ("import json, sys\nfrom evaluator.judge.prebuild import prebuild\n"
           "print(json.dumps(prebuild(sys.argv[1], sys.argv[2], target_device=sys.argv[3])))")
 
 
-def _arch() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        major, minor = torch.cuda.get_device_capability()
-        return f"{major}.{minor}"
-    return ""
-
-
-def stage(path: str, problem: str, cache: str, device: str, arch: str) -> dict:
+def stage(path: str, problem: str, cache: str, device: str) -> dict:
+    # The job's environment but for the GPUs: compile_cuda_extension's flags and fingerprint (TORCH_CUDA_ARCH_LIST
+    # among them, 9.0 unless the host sets one) must be the job's, or the job compiles again.
     env = dict(os.environ, PKB_BUILD_CACHE=cache, CUDA_VISIBLE_DEVICES="")
-    if arch:
-        env["TORCH_CUDA_ARCH_LIST"] = arch
     began = time.monotonic()
     done = subprocess.run([sys.executable, "-c", _STAGE, problem, path, device], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1800)
@@ -70,24 +61,30 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--parallel", type=int, default=4, help="stages at once (CPU cores)")
     parser.add_argument("--json")
+    parser.add_argument("--skip-without", action="store_true", help="only the stage and its jobs (a re-check)")
     args = parser.parse_args()
     pairs = [f.rsplit(":", 1) for f in args.files]
-    arch = _arch() if args.device == "cuda" else ""
     root = tempfile.mkdtemp(prefix="pkb-build-stage-")
     rows = []
     # Without a stage: each file's job on a cold cache of its own.
     for path, problem in pairs:
+        if args.skip_without:
+            rows.append({"file": os.path.basename(path), "problem": problem,
+                         "without": {"verdict": "-", "gpu_held_s": 0.0, "compile_s": 0.0}})
+            continue
         rows.append({"file": os.path.basename(path), "problem": problem,
                      "without": job(path, problem, os.path.join(root, "without", problem + "-" +
                                                                 os.path.basename(path)), args.world_size,
                                     args.device)})
+        print("without the stage:", json.dumps(rows[-1]), flush=True)
     # With the stage: every file's stage at once (bounded), then the jobs, each on the cache its stage filled.
     caches = [os.path.join(root, "with", problem + "-" + os.path.basename(path)) for path, problem in pairs]
     began = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(args.parallel) as pool:
-        stages = list(pool.map(lambda i: stage(pairs[i][0], pairs[i][1], caches[i], args.device, arch),
+        stages = list(pool.map(lambda i: stage(pairs[i][0], pairs[i][1], caches[i], args.device),
                                range(len(pairs))))
     stage_wall = time.monotonic() - began
+    print(f"stages: {stage_wall:.1f} s", json.dumps(stages), flush=True)
     for row, (path, problem), cache, st in zip(rows, pairs, caches, stages):
         row["stage"] = {k: st.get(k) for k in ("status", "message", "stage_wall_s", "build")}
         if st.get("status") == "compile_error":  # the file's verdict: its GPU job never runs
@@ -95,6 +92,7 @@ def main() -> None:
                            "from_cache": None, "message": (st.get("message") or "")[:200]}
         else:
             row["with"] = job(path, problem, cache, args.world_size, args.device)
+        print("with the stage:", json.dumps(row), flush=True)
     print(f"W={args.world_size} {args.device}; stages {args.parallel} at once took {stage_wall:.1f} s of wall on "
           "CPU cores, beside no GPU job")
     print(f"{'file':<28} {'P':>3} {'without: verdict':<16} {'held s':>7} {'compile s':>9} | {'stage':<13} "

@@ -96,6 +96,7 @@ def report(build_dir: str) -> dict:
     """What the candidate's ranks said about their builds (informational: written by the candidate's processes)."""
     path = os.path.join(build_dir, LOG_NAME)
     compiled, loaded, failed, seconds = 0, 0, 0, 0.0
+    fingerprints: set = set()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as f:
@@ -105,6 +106,7 @@ def report(build_dir: str) -> dict:
     for line in data.splitlines():
         try:
             entry = json.loads(line)
+            fingerprints.add(f"{str(entry.get('fingerprint', ''))[:16]} arch={str(entry.get('arch', ''))[:32]}")
             if entry.get("failed"):
                 failed += 1
             if entry.get("compiled"):
@@ -114,7 +116,8 @@ def report(build_dir: str) -> dict:
                 loaded += 1
         except (ValueError, TypeError, AttributeError):
             continue
-    return {"compiled": compiled, "loaded_built": loaded, "failed": failed, "compile_s": round(seconds, 3)}
+    return {"compiled": compiled, "loaded_built": loaded, "failed": failed, "compile_s": round(seconds, 3),
+            "fingerprints": sorted(fingerprints)[:8]}
 
 
 def _has_build(build_dir: str) -> bool:

@@ -58,12 +58,15 @@ def _fingerprint(name: str, texts: Sequence[str], functions, options: dict) -> s
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def _log(name: str, compiled: bool, seconds: float, failed: bool = False) -> None:
+def _log(name: str, compiled: bool, seconds: float, failed: bool = False, fingerprint: str = "") -> None:
     path = os.environ.get("PKB_BUILD_LOG")
     if not path:
         return
+    # The fingerprint and the arch list it includes: when a job compiles what a build stage or an earlier job built,
+    # the two lines say which input differed.
     line = json.dumps({"name": name, "compiled": compiled, "failed": failed, "seconds": round(seconds, 3),
-                       "rank": os.environ.get("RANK")})
+                       "rank": os.environ.get("RANK"), "fingerprint": fingerprint[:16],
+                       "arch": os.environ.get("TORCH_CUDA_ARCH_LIST", "")})
     try:
         with open(path, "a") as f:
             f.write(line + "\n")
@@ -125,23 +128,23 @@ def _build_once(name: str, build_dir: str, fingerprint: str, build):
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         module = _built(build_dir, fingerprint)
         if module is not None:
-            _log(name, False, time.monotonic() - began)
+            _log(name, False, time.monotonic() - began, fingerprint=fingerprint)
             return module
         failed = _failed(build_dir, fingerprint)
         if failed:  # another rank's build of the same sources failed: the same error, without compiling again
-            _log(name, False, time.monotonic() - began, failed=True)
+            _log(name, False, time.monotonic() - began, failed=True, fingerprint=fingerprint)
             raise RuntimeError(failed)
         try:
             module = build()
         except (subprocess.CalledProcessError, RuntimeError) as exc:
             _record_failure(build_dir, fingerprint, name, exc)
-            _log(name, True, time.monotonic() - began, failed=True)
+            _log(name, True, time.monotonic() - began, failed=True, fingerprint=fingerprint)
             raise
         if isinstance(getattr(module, "__file__", None), str) and module.__file__.endswith(".so"):
             with open(os.path.join(build_dir, MARKER), "w") as f:
                 json.dump({"fingerprint": fingerprint,
                            "module": os.path.basename(module.__file__)[:-3]}, f)
-        _log(name, True, time.monotonic() - began)
+        _log(name, True, time.monotonic() - began, fingerprint=fingerprint)
         return module
 
 
