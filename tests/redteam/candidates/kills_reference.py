@@ -1,7 +1,8 @@
 """Exploit (interference): kill the job's reference ranks (found by their command line). A failing reference is an
 infra_error, retried and never counted against the candidate - a way to hide a failure, or to stall the platform.
-Defences: another uid (the kill is refused); and where that layer is missing, the judge re-runs the failed
-command on a fresh reference alone and, if it passes there, blames the candidate (runtime_error)."""
+Defences: the box's pid namespace (the reference's processes are not there to find), another uid (a kill is
+refused); and where those layers are missing, the judge re-runs the failed command on a fresh reference alone and,
+if it passes there, blames the candidate (runtime_error)."""
 import os
 import signal
 import sys
@@ -13,6 +14,7 @@ done = []
 
 
 def kill_reference():
+    found = 0
     for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -20,11 +22,13 @@ def kill_reference():
         except OSError:
             continue
         if b"evaluator.rank.worker" in argv and b"ref" in argv and REF_OUT in argv:
+            found += 1
             try:
                 os.kill(int(pid), signal.SIGKILL)
                 print(f"kills_reference: KILLED reference rank pid {pid}", file=sys.stderr)
             except OSError as exc:
                 print(f"kills_reference: refused pid {pid}: {exc.strerror}", file=sys.stderr)
+    print(f"kills_reference: {found} reference ranks visible", file=sys.stderr)
 
 
 def solution(tensor):
