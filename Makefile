@@ -35,6 +35,7 @@ FAST_TESTS := tests/test_layers.py tests/test_one_decision.py tests/test_names.p
 	tests/evaluator/test_pairs.py tests/evaluator/test_compare.py tests/evaluator/test_messages.py \
 	tests/evaluator/test_outputs.py tests/evaluator/test_nulls.py tests/evaluator/test_dtype_rule.py \
 	tests/evaluator/test_backends.py tests/redteam/test_secret_seeds.py \
+	tests/evaluator/test_contract.py tests/test_client_alone.py \
 	tests/site/test_models.py tests/site/test_uploads.py tests/site/services
 test-fast: install
 	bash scripts/test.sh -q -x $(FAST_TESTS)
