@@ -220,6 +220,23 @@ def _sweep(args) -> int:
     return 0
 
 
+def _host(args) -> int:
+    """A GPU worker's host record for its device set, and whether it can serve a profile (evaluator/judge/hosts.py):
+    exit 1 with the reason when it cannot."""
+    from evaluator.judge import hosts
+
+    try:
+        devices = hosts.device_set(args.gpus) if args.gpus else None
+    except hosts.BadDeviceSet as exc:
+        print(f"pkb host: {exc}", file=sys.stderr)
+        return 2
+    host = hosts.record(devices)
+    why = hosts.mismatch(host, args.world_size, args.gpu_model, args.nvlink) if args.world_size else None
+    host["refused"] = why
+    print(json.dumps(host) if args.json else (why or f"serves: {len(host['gpus'])} GPUs ({host['visible']})"))
+    return 1 if why else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pkb", description="pkb-arena judge")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -243,6 +260,14 @@ def build_parser() -> argparse.ArgumentParser:
     pbox = sub.add_parser("sandbox-check", help="what a candidate sandbox on this host would be (one line, or JSON)")
     pbox.add_argument("--json", action="store_true", help="print host_support() as JSON")
     pbox.set_defaults(func=_sandbox_check)
+
+    phost = sub.add_parser("host", help="this host's record for a worker's GPUs, and whether it serves a profile")
+    phost.add_argument("--gpus", help="the worker's devices, e.g. 0-3 (default: all)")
+    phost.add_argument("--world-size", type=int, default=0, help="check a profile of this many ranks")
+    phost.add_argument("--gpu-model", help="the profile's GPU model, e.g. H200")
+    phost.add_argument("--nvlink", action="store_true", help="the profile needs its GPUs linked by NVLink")
+    phost.add_argument("--json", action="store_true", help="print the record as JSON")
+    phost.set_defaults(func=_host)
 
     psw = sub.add_parser("sweep", help="kill what a killed judge left running under its temporary directory")
     psw.add_argument("directory", help="the killed judge's temporary directory (a worker's job or workspace dir)")

@@ -14,7 +14,7 @@ from leaderboard.jobs import sandbox_gate
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = ("leaderboard/jobs/actors.py", "leaderboard/feedback/actors.py", "leaderboard/feedback/worker.py",
-                "leaderboard/jobs/management/commands/runserver_with_worker.py")
+                "leaderboard/management/commands/runserver_with_worker.py")
 
 
 def _imports_and_calls(rel: str) -> tuple[set[str], set[str]]:
@@ -77,7 +77,7 @@ def test_a_worker_boot_checks_the_sandbox_once_and_runs_every_reaper(monkeypatch
 
 
 def test_the_embedded_worker_boots_through_the_bootstrap(monkeypatch):
-    from leaderboard.jobs.management.commands import runserver_with_worker
+    from leaderboard.management.commands import runserver_with_worker
 
     started = []
     monkeypatch.setattr(bootstrap, "start_worker", lambda queues: started.append(queues) or "worker")

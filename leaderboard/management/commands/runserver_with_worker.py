@@ -1,4 +1,5 @@
 """``runserver`` plus an in-process dramatiq worker (one thread) and the reaper: the embedded mode of `make serve`.
+A command of the project, not of an app: it starts the jobs' and the feedback runs' workers together, above both.
 
 The worker is dramatiq's own Worker, started by the one worker bootstrap (leaderboard/worker.py: the sandbox gate and
 the reaper, as the dramatiq CLI's), consuming the configured broker (the in-memory StubBroker by default), so jobs take
