@@ -231,7 +231,7 @@ def _host(args) -> int:
         print(f"pkb host: {exc}", file=sys.stderr)
         return 2
     host = hosts.record(devices)
-    why = hosts.mismatch(host, args.world_size, args.gpu_model, args.nvlink) if args.world_size else None
+    why = hosts.mismatch(host, args.ranks, args.gpu_model, args.nvlink) if args.ranks else None
     host["refused"] = why
     print(json.dumps(host) if args.json else (why or f"serves: {len(host['gpus'])} GPUs ({host['visible']})"))
     return 1 if why else 0
@@ -263,7 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     phost = sub.add_parser("host", help="this host's record for a worker's GPUs, and whether it serves a profile")
     phost.add_argument("--gpus", help="the worker's devices, e.g. 0-3 (default: all)")
-    phost.add_argument("--world-size", type=int, default=0, help="check a profile of this many ranks")
+    # Not --world-size: that option is the judge request's alone (evaluator/contract.py); this one names a profile's.
+    phost.add_argument("--ranks", type=int, default=0, help="check a profile of this many ranks (its world size)")
     phost.add_argument("--gpu-model", help="the profile's GPU model, e.g. H200")
     phost.add_argument("--nvlink", action="store_true", help="the profile needs its GPUs linked by NVLink")
     phost.add_argument("--json", action="store_true", help="print the record as JSON")
