@@ -148,11 +148,14 @@ def _enable_v2(directory: str) -> None:
 class BoxCgroup:
     """One box's control group (in each v1 hierarchy, or the one v2 group)."""
 
-    def __init__(self, name: str, memory_bytes: int, pids_max: int, where: Optional[Layout] = None):
+    def __init__(self, name: str, memory_bytes: int, pids_max: int, where: Optional[Layout] = None,
+                 create: bool = True):
         self.where = where or layout()
         self.name, self.memory_bytes, self.pids_max = name, memory_bytes, pids_max
         self.dirs = {c: os.path.join(p, name) for c, p in self.where.parents.items()}
         self.remove()  # a box id's leftover from a judge that died: its processes are killed first
+        if not create:
+            return
         try:
             for path in self.dirs.values():
                 os.mkdir(path, 0o755)
@@ -202,11 +205,7 @@ class BoxCgroup:
 
     # --- reading ------------------------------------------------------------------------------------------------------
     def pids(self) -> list[int]:
-        path = self._file("freezer", "cgroup.procs")
-        try:
-            return [int(x) for x in _read(path).split()]
-        except (OSError, ValueError):
-            return []
+        return _pids_in(self.dirs["unified" if self.v2 else "freezer"])
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed for the box's memory limit."""
@@ -315,10 +314,6 @@ class BoxCgroup:
                     time.sleep(0.01)
         return killed
 
-    def exists(self) -> bool:
-        return any(os.path.isdir(d) for d in self.dirs.values())
-
-
 def _pids_in(directory: str) -> list[int]:
     try:
         return [int(x) for x in _read(os.path.join(directory, "cgroup.procs")).split()]
@@ -326,10 +321,6 @@ def _pids_in(directory: str) -> list[int]:
         return []
 
 
-def remove_leftover(name: str, where: Optional[Layout] = None) -> int:
+def remove_leftover(name: str, where: Optional[Layout] = None) -> None:
     """Kill and remove a box's group that a dead judge left (without creating one)."""
-    where = where or layout()
-    group = BoxCgroup.__new__(BoxCgroup)
-    group.where, group.name, group.memory_bytes, group.pids_max = where, name, 0, 0
-    group.dirs = {c: os.path.join(p, name) for c, p in where.parents.items()}
-    return group.remove()
+    BoxCgroup(name, 0, 0, where, create=False)
