@@ -3,11 +3,13 @@ monkeypatched clocks and torch.distributed, patched judge modules, forged result
 reference. See docs/threat-model.md, section C. GPU-only variants (CUDA events, side streams, graph replay) are in
 test_gpu.py."""
 import re
+import subprocess
+import sys
 
 import pytest
 
 from evaluator import schema
-from tests.redteam.harness import TIMED, assert_never_correct_and_faster, logs, run
+from tests.redteam.harness import CANDIDATES, TIMED, assert_never_correct_and_faster, logs, run
 
 
 def assert_flagged(result):
@@ -53,6 +55,29 @@ def test_side_process_finishing_after_the_window_is_caught():
 def test_patching_the_judges_modules_changes_nothing():
     result = run("patches_judge_modules")
     assert result["verdict"] == schema.INCORRECT, result["message"]
+
+
+# A reference rank's check of problem 1 (evaluator/rank/outputs.py, imported first as in a rank), a wrong output
+# (zeros for ones) before and after the candidate's patches run in the same process.
+_CHECK_IN_THE_PATCHED_PROCESS = """
+import runpy, sys, torch
+import problems
+from evaluator.rank import outputs
+check = lambda: outputs.compare_rank(problems.get(1), torch.ones(4, 4), torch.zeros(4, 4), 0, 2)["ok"]
+before = check()
+runpy.run_path(sys.argv[1])
+print(before, check())
+"""
+
+
+def test_control_patched_judge_modules_fool_a_check_made_in_their_own_process():
+    """The control of the test above: the patch is not a dud. Were the check made in the candidate's process (the
+    defence gone), that wrong output would pass; only the process boundary makes it ``incorrect``."""
+    done = subprocess.run([sys.executable, "-c", _CHECK_IN_THE_PATCHED_PROCESS,
+                           str(CANDIDATES / "patches_judge_modules.py")],
+                          cwd=CANDIDATES.parents[2], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["False", "True"], done.stdout
 
 
 def test_fake_json_on_stdout_is_ignored():
