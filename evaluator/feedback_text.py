@@ -5,8 +5,9 @@ library only, installed with the client alone (client/pyproject.toml)."""
 from __future__ import annotations
 
 # Peak rates of the GPUs the ranked profiles run on (NVIDIA H200 SXM): NVLink 4 is 18 links x 25 GB/s = 450 GB/s per
-# direction, dense bf16 tensor cores about 790 TFLOP/s, HBM3e 4.3 TB/s measured copy rate. The judge's floor
-# (evaluator/timing/physics.py, H200) holds the same numbers: tests/feedback/test_report.py checks they agree.
+# direction; dense bf16 tensor cores about 790 TFLOP/s (989 with sparsity, which no problem here uses); HBM3e about
+# 4.8 TB/s on the sheet, 4.3 TB/s the measured copy rate. The one definition: the judge's speed-of-light floor
+# (evaluator/timing/physics.py) takes them from here, so the text never states rates the floor did not use.
 H200_CEILINGS = {"name": "H200", "link_bytes_per_s": 450e9, "flops_per_s": 790e12, "hbm_bytes_per_s": 4.3e12}
 
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-# NVIDIA H200 SXM peaks: NVLink 4 is 18 links x 25 GB/s = 450 GB/s per direction; dense bf16 tensor cores about
-# 790 TFLOP/s (989 with sparsity, which no problem here uses); HBM3e about 4.8 TB/s (4.3 TB/s measured copy rate).
-H200 = {"name": "H200", "link_bytes_per_s": 450e9, "flops_per_s": 790e12, "hbm_bytes_per_s": 4.3e12}
+# The NVIDIA H200 SXM peaks (their sources beside them): the contract's, which the feedback text states too.
+from evaluator.feedback_text import H200_CEILINGS as H200
 
 DEFAULTS = {"M": 1024, "N": 1024, "W": 8, "dtype": "bfloat16"}
 _DTYPES = ("bfloat16", "float16", "float32")  # the dtypes a problem's estimate is asked at; any other: bfloat16

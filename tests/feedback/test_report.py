@@ -69,13 +69,10 @@ def test_faster_withheld_when_the_references_blocks_timed_its_host():
     assert report.build(document, 1, 8, [])["timing"]["faster_withheld"] is None
 
 
-def test_the_ceilings_come_from_one_place():
-    """The text's ceilings (evaluator/feedback_text.py, shared by the site and ``pkb feedback``) are the judge's own
-    floor's (evaluator/timing/physics.py, H200): one set of numbers."""
+def test_the_site_states_the_ceilings_with_the_contracts_text():
+    """The run page's ceilings line and renderers are the contract's (evaluator/feedback_text.py, which ``pkb
+    feedback`` uses too), in units a reader knows."""
     from evaluator import feedback_text
-    from evaluator.timing import physics
 
-    assert feedback_text.H200_CEILINGS == physics.H200
-    assert report.HBM_BYTES_PER_S == physics.H200["hbm_bytes_per_s"]
     assert report.CEILINGS_TEXT == "H200: NVLink 450 GB/s per direction, HBM 4.3 TB/s, 790 TFLOP/s dense bf16"
     assert report.text is feedback_text.text and report.crosscheck_line is feedback_text.crosscheck_line
