@@ -1,11 +1,16 @@
-"""The judge's own install works alone: a fresh virtual environment (no system site-packages, nothing of this
-checkout's .venv) with torch and ``pip install <repo>`` without extras, as a GPU host installs the judge, judges
-problems 63 and 78, whose references exchange Python objects (torch's ``all_gather_object`` pickles through numpy):
-with numpy missing from the base dependencies both were ``infra_error`` "Numpy is not available".
+"""Each install works alone, in a fresh virtual environment (no system site-packages, nothing of this checkout's
+.venv), and runs its smoke:
 
-torch comes from this machine's disk (pip's find-links, /opt/wheels), so the environment builds in well under a
-minute; the whole test takes about two. It runs in the full suite (``make test``) on every machine that can build a
-venv and install that torch, and fails (not skips) where it cannot."""
+- the judge's (torch and ``pip install <repo>`` without extras, as a GPU host installs it) judges problems 63 and 78,
+  whose references exchange Python objects (torch's ``all_gather_object`` pickles through numpy): with numpy missing
+  from the base dependencies both were ``infra_error`` "Numpy is not available";
+- the client's (client/pyproject.toml) runs ``pkb submit`` without torch, numpy or Django installed;
+- the site's (torch and ``pip install '<repo>[site]'``) checks, migrates a fresh SQLite database, loads the problems,
+  collects its static files and renders the leaderboard and problems pages, with nothing of the test extra.
+
+torch comes from this machine's disk (pip's find-links, /opt/wheels), so an environment builds in well under a
+minute; the judge's test takes about two. They run in the full suite (``make test``), not ``make test-fast``, on every
+machine that can build a venv and install that torch, and fail (not skip) where it cannot."""
 from __future__ import annotations
 
 import json
@@ -19,6 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 TORCH = os.environ.get("PKB_TEST_TORCH", "torch==2.13.0")  # the Makefile's pin; GPU hosts bring their own
 # What `pip install .` needs of the checkout: the build description and the packages it lists.
 SOURCES = ("pyproject.toml", "README.md", "evaluator", "problems", "leaderboard", "pkb_client", "client")
+# The site runs from its checkout, as the Dockerfile's WORKDIR: templates/ and static/ beside manage.py (settings'
+# BASE_DIR); the install brings its dependencies.
+SITE_FILES = ("manage.py", "templates", "static")
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float, env: dict) -> subprocess.CompletedProcess:
@@ -28,11 +36,12 @@ def _run(cmd: list[str], cwd: Path, timeout: float, env: dict) -> subprocess.Com
     return done
 
 
-def _sources(tmp_path: Path) -> Path:
-    """A copy of the sources, so the build writes nothing into the checkout (others' build/ and egg-info)."""
+def _sources(tmp_path: Path, *extra: str) -> Path:
+    """A copy of the sources (and ``extra`` files of the checkout), so the build writes nothing into the checkout
+    (others' build/ and egg-info)."""
     src = tmp_path / "src"
     src.mkdir()
-    for name in SOURCES:
+    for name in SOURCES + extra:
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
         else:
@@ -97,4 +106,55 @@ def test_the_client_installed_alone_submits_without_torch(tmp_path):
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "the judge's own install" in refused.stderr, refused.stderr
     installed = _run([str(python), "-c", "import pkb_client; print(pkb_client.__file__)"], tmp_path, 60, env).stdout
+    assert str(venv) in installed, installed
+
+
+# Run by ``manage.py shell -c``: the pages a visitor opens first, through Django's test client (it re-raises a view's
+# exception, so a failure shows its traceback). Problem 1's stem is on the problems page once load_problems ran.
+_PAGES = """
+from django.test import Client
+from leaderboard.catalogue import selectors
+client = Client()
+board = client.get("/")
+assert board.status_code == 200, board.status_code
+assert selectors.profile_get(None).name in board.content.decode(), "the default profile is not on the leaderboard"
+index = client.get("/problems/")
+assert index.status_code == 200, index.status_code
+assert "1_allreduce" in index.content.decode(), "problem 1 is not on the problems page"
+print("pages ok")
+"""
+
+
+def _site_env(env: dict, tmp_path: Path) -> dict:
+    """The production settings' defaults (no variable of this test run's leaks in: pytest-django's settings module,
+    a database, a broker), with a SQLite database and a data directory of this test's own."""
+    env = {k: v for k, v in env.items()
+           if not k.startswith(("DJANGO_", "PKB_")) and k not in ("DATABASE_URL", "BROKER_URL")}
+    return {**env, "DJANGO_SETTINGS_MODULE": "leaderboard.settings", "PKB_DATA_DIR": str(tmp_path / "data"),
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'site.sqlite3'}"}
+
+
+def test_the_site_installed_with_its_extra_serves_its_pages(tmp_path):
+    src = _sources(tmp_path, *SITE_FILES)
+    venv, env = _venv(tmp_path)
+    python = venv / "bin" / "python"
+    _run([str(python), "-m", "pip", "install", "-q", TORCH], tmp_path, 600, env)
+    _run([str(python), "-m", "pip", "install", "-q", f"{src}[site]"], tmp_path, 600, env)
+    # The site's extra is all it has: nothing of the test extra came with it.
+    missing = _run([str(python), "-c", "import importlib.util as u; "
+                    "print([m for m in ('pytest', 'pytest_django') if u.find_spec(m) is None])"],
+                   tmp_path, 60, env).stdout
+    assert missing.strip() == "['pytest', 'pytest_django']", missing
+
+    site = _site_env(env, tmp_path)
+    manage = [str(python), "manage.py"]
+    _run(manage + ["check"], src, 120, site)
+    _run(manage + ["migrate", "--noinput"], src, 300, site)
+    loaded = _run(manage + ["load_problems"], src, 300, site).stdout
+    assert "87 created" in loaded, loaded
+    # The production storage serves hashed names from a manifest: a page renders only after collectstatic.
+    _run(manage + ["collectstatic", "--noinput"], src, 300, site)
+    assert "pages ok" in _run(manage + ["shell", "-c", _PAGES], src, 120, site).stdout
+    installed = _run([str(python), "-c", "import django, rest_framework; print(django.__file__)"],
+                     tmp_path, 60, env).stdout
     assert str(venv) in installed, installed
