@@ -215,9 +215,29 @@ PKB_HIDDEN_CHECKS = env_bool("PKB_HIDDEN_CHECKS", True)
 # pool holds N pairs of rank groups started ahead of the jobs; every job still gets processes of its own. 0: a fresh
 # judge per job. Worth it on GPU hosts, where start-up is most of a job (docs/calibration.md, Throughput).
 PKB_WARM_SPARES = env_int("PKB_WARM_SPARES", 0, minimum=0)
+# The build stage (leaderboard/jobs/build_stage.py; docs/site.md, "GPU hosts: the build stage"): a file that compiles
+# an extension is built on CPU cores before its job takes the GPUs. PKB_BUILD_STAGE: cuda (GPU profiles), all (CPU
+# profiles too), off. PKB_BUILD_WORKERS builds at once per build worker, PKB_BUILD_MAX_JOBS compile processes each:
+# together at most about half the host's cores, so the judged jobs' ranks are never starved (the stage also runs at
+# a lower CPU priority). PKB_BUILD_ARCH: TORCH_CUDA_ARCH_LIST of the builds and of this worker's judged jobs alike
+# (part of every build's fingerprint); empty: both inherit the worker's environment (compile_cuda_extension: 9.0).
+PKB_BUILD_STAGE = env_str("PKB_BUILD_STAGE", "cuda").lower()
+if PKB_BUILD_STAGE not in ("cuda", "all", "off"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"PKB_BUILD_STAGE must be cuda, all or off, not {PKB_BUILD_STAGE!r}")
+PKB_BUILD_WORKERS = env_int("PKB_BUILD_WORKERS", max(1, (os.cpu_count() or 1) // 4), minimum=1)
+PKB_BUILD_MAX_JOBS = env_int("PKB_BUILD_MAX_JOBS", 2, minimum=1)
+PKB_BUILD_ARCH = env_str("PKB_BUILD_ARCH", "")
+PKB_BUILD_TIMEOUT_SECONDS = env_int("PKB_BUILD_TIMEOUT_SECONDS", 1800, minimum=10)
 # Where the worker keeps candidate files and judge output while a job runs (one locked directory per worker process:
 # leaderboard/jobs/workspace.py).
 PKB_WORK_DIR = Path(env_str("PKB_WORK_DIR", str(DATA_DIR / "work")))
+# A worker's GPUs ("0-3", "0,2"; empty: not pinned): CUDA_VISIBLE_DEVICES of its judges, each GPU locked under
+# PKB_GPU_LOCK_DIR while it runs so no two workers of a host share one (leaderboard/jobs/gpus.py). Workers in separate
+# containers must share that directory for their locks to meet.
+PKB_GPUS = env_str("PKB_GPUS", "")
+PKB_GPU_LOCK_DIR = Path(env_str("PKB_GPU_LOCK_DIR", "/run/pkb-arena/gpus"))
 # The candidate sandbox (evaluator/process/sandbox.py). Every job a site runs, ranked or not, jobs and feedback runs,
 # requires the whole sandbox: a worker on a host that cannot give every layer refuses to start, and is never
 # re-decided per job. Only "off" (an operator's explicit choice: logged loudly at start, every result flagged

@@ -5,9 +5,12 @@ runserver_with_worker``.
 Importing it sets Django up when nothing has (the dramatiq CLI imports an entry module first; the settings configure the
 broker, django_dramatiq's). Each entry point then registers what it runs beside a worker with :func:`boot`: its reaper
 thread, its queues, what to do once at boot; one :class:`WorkerMiddleware` on the broker runs them all, after deciding
-the candidate sandbox once (leaderboard/jobs/sandbox_gate.py, check_sandbox) before the worker takes any message.
+the candidate sandbox once (leaderboard/jobs/sandbox_gate.py, check_sandbox) before the worker takes any message, then
+locking the worker's GPUs (``PKB_GPUS``, leaderboard/jobs/gpus.py) and checking its host against the CUDA profiles it
+serves (leaderboard/jobs/host_gate.py).
 
     dramatiq leaderboard.jobs.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8
+    PKB_GPUS=3 dramatiq leaderboard.jobs.actors --queues gpu-h200x1 --processes 1 --threads 1   (docs/site.md: pinned)
 """
 from __future__ import annotations
 
@@ -41,12 +44,27 @@ class WorkerMiddleware(Middleware):
     def __init__(self):
         self.parts: dict[str, dict] = {}  # entry point name -> {"reaper": factory | None, "on_boot": callable | None}
         self.running: list = []
+        self.gpu_locks = None  # this worker's GPUs (PKB_GPUS), locked while it runs: leaderboard/jobs/gpus.py
 
     def before_worker_boot(self, broker, worker):
         # Every queue runs strangers' code: the whole sandbox or no worker (decided once per process).
+        from leaderboard.jobs import gpus, host_gate
         from leaderboard.jobs.sandbox_gate import check_sandbox
 
-        check_sandbox(worker.consumer_whitelist or broker.get_declared_queues())
+        queues = worker.consumer_whitelist or broker.get_declared_queues()
+        check_sandbox(queues)
+        # No two workers on one GPU, and none judging on GPUs its profiles do not describe (the host record).
+        self.gpu_locks = gpus.claim_configured()
+        try:
+            host_gate.check_host(queues, threads=getattr(worker, "worker_threads", 1))
+        except BaseException:
+            self._release_gpus()
+            raise
+
+    def _release_gpus(self):
+        if self.gpu_locks is not None:
+            self.gpu_locks.release()
+            self.gpu_locks = None
 
     def after_worker_boot(self, broker, worker):
         for name, part in self.parts.items():
@@ -64,6 +82,9 @@ class WorkerMiddleware(Middleware):
         for reaper in self.running:
             reaper.stop()
         self.running = []
+
+    def after_worker_shutdown(self, broker, worker):
+        self._release_gpus()  # its jobs have ended: another worker may take these GPUs
 
 
 def middleware(broker=None) -> WorkerMiddleware:

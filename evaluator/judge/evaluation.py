@@ -192,9 +192,14 @@ def _skeleton(prob, candidate: str, digest: str, cfg: Config) -> dict:
         "schema": schema.SCHEMA_VERSION, "problem": prob.stem, "problem_id": prob.id, "candidate": candidate,
         "candidate_sha256": digest, "world_size": cfg.world_size, "device": cfg.device,
         "shape": {"M": cfg.M, "N": cfg.N, "dtype": cfg.dtype, "reduced": cfg.reduced},
-        "verdict": None, "message": "", "flags": [], "trials": [], "timing": None, "environment": {},
+        "verdict": None, "message": "", "flags": [], "trials": [], "timing": None, "environment": _devices(),
         "logs": [], "attempts": 0,
     }
+
+
+def _devices() -> dict:
+    """The GPUs this judge's ranks were given (a worker pinned to a device set passes it; None: not narrowed)."""
+    return {"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
 
 
 def _static_checks(source: Optional[str], cfg: Config, filename: str = "") -> Optional[dict]:
@@ -258,7 +263,7 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
                 from evaluator.rank import profiling
                 outcome["profile"] = profiling.record(pair, seeds[0], cfg.profile_dir)
         result.update(outcome)
-        result["environment"] = dict(pair.environment, warm_start=spare is not None)
+        result["environment"] = dict(pair.environment, warm_start=spare is not None, **_devices())
         result["_inside_s"] = pair.inside_s
         phases["judge"] = time.monotonic() - began - phases["start"]
     except sandbox.SandboxUnavailable as exc:  # before any candidate code ran; retrying would not help

@@ -4,12 +4,14 @@ produces, and the check that refuses a profile the devices do not match (too few
 by NVLink where the profile says NVLink).
 
 Read from ``nvidia-smi`` (``PKB_NVIDIA_SMI`` names another binary: tests use a stand-in) and the installed
-packages' metadata; nothing here initialises CUDA, so a worker can take its record without holding a GPU.
+packages' metadata (torch's CUDA version from its version.py); nothing here initialises CUDA, so a worker can take its
+record without holding a GPU.
 """
 from __future__ import annotations
 
 import os
 import platform
+import re
 import subprocess
 from importlib import metadata
 from typing import Optional
@@ -56,6 +58,17 @@ def _version(name: str) -> Optional[str]:
         return None
 
 
+def _torch_cuda() -> Optional[str]:
+    """The CUDA version torch was built for, read from its version.py without importing torch (seconds, and the
+    record must not touch a GPU); None for a CPU build or no torch."""
+    try:
+        text = metadata.distribution("torch").locate_file("torch/version.py").read_text()
+    except (metadata.PackageNotFoundError, OSError):
+        return None
+    found = re.search(r"^cuda\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
+    return found.group(1) if found else None
+
+
 def _links(topology: str, devices: list[int]) -> dict:
     """From ``nvidia-smi topo -m``: the link between each pair of ``devices`` (``NV18``, ``PIX``, ``SYS``...)."""
     rows = {}
@@ -88,7 +101,9 @@ def record(devices: Optional[list[int]] = None) -> dict:
     chosen = [g for g in gpus if devices is None or g["index"] in devices]
     indexes = [g["index"] for g in chosen]
     return {"host": platform.node(), "python": platform.python_version(), "torch": _version("torch"),
-            "triton": _version("triton"), "devices": devices, "visible": ",".join(map(str, indexes)),
+            "triton": _version("triton"), "cuda": _torch_cuda(),
+            "driver": chosen[0]["driver"] if chosen else None, "devices": devices,
+            "visible": ",".join(map(str, indexes)),
             "gpus": chosen, "missing": sorted(set(devices or []) - set(indexes)),
             "links": _links(_smi("topo", "-m"), indexes) if len(indexes) > 1 else {}}
 

@@ -20,10 +20,11 @@ PKB_UTILS = str(pathlib.Path(REPO_ROOT) / "evaluator" / "pkb_utils")
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 # Host variables a rank may inherit: toolchain and device plumbing only.
-PASS_THROUGH = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "TORCH_CUDA_ARCH_LIST",
-                "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CC", "CXX", "TRITON_PTXAS_PATH",
-                "NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE",
-                "GLOO_SOCKET_IFNAME", "PKB_THREADS_PER_RANK", "LANG", "LC_ALL")
+PASS_THROUGH = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
+                "TORCH_CUDA_ARCH_LIST", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CC", "CXX",
+                "TRITON_PTXAS_PATH", "NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE",
+                "NCCL_IB_DISABLE", "GLOO_SOCKET_IFNAME", "PKB_THREADS_PER_RANK", "LANG", "LC_ALL",
+                "MAX_JOBS")  # compile processes per build (the build stage bounds its own: pkb prebuild --max-jobs)
 
 PR_SET_PDEATHSIG = 1
 # Loaded at import, before any fork: functions that run between fork and exec only call into it.

@@ -54,6 +54,8 @@ class HardwareProfile(models.Model):
     world_size = models.PositiveSmallIntegerField(default=8)
     ranked = models.BooleanField(default=True, help_text="timings from this profile may rank")
     multicast_allowed = models.BooleanField(default=False)
+    nvlink = models.BooleanField(
+        default=False, help_text="its GPUs must be linked by NVLink: a worker whose GPUs are not refuses to start")
     trials = models.PositiveSmallIntegerField(default=5)
     timing_pairs = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_PAIRS)],

@@ -9,14 +9,20 @@ DEFAULT_PROFILES = [
     dict(slug="cpu-gloo", name="CPU gloo, W=2 (development)", device="cpu", world_size=2, ranked=False, trials=3,
          gpu_type="", description="Any machine: gloo ranks on CPU. Wall-clock timings, never ranked."),
     dict(slug="gpu-h200x8", name="8x NVIDIA H200 (NVLink)", device="cuda", world_size=8, ranked=True, trials=5,
-         gpu_type="NVIDIA H200", multicast_allowed=False, accepting=False,
+         gpu_type="NVIDIA H200", multicast_allowed=False, nvlink=True, accepting=False,
          description="One host with 8 H200 GPUs; NCCL over NVLink, multicast off. Staff open it for submissions "
                      "(admin: accepting) once a worker consumes the gpu-h200x8 queue."),
+    # For single-GPU hosts (docs/site.md, "Workers pinned to their GPUs"): a worker pinned to one H200.
+    dict(slug="gpu-h200x1", name="1x NVIDIA H200", device="cuda", world_size=1, ranked=True, trials=5,
+         gpu_type="NVIDIA H200", multicast_allowed=False, nvlink=False, accepting=False,
+         description="One H200 GPU (W = 1), multicast off. Staff open it for submissions (admin: accepting) once a "
+                     "worker consumes the gpu-h200x1 queue."),
 ]
 
 
 def profiles_ensure_defaults() -> list[HardwareProfile]:
-    """Create the CPU gloo profile and the H200x8 profile if missing; never overwrite staff's edits."""
+    """Create the default profiles (CPU gloo, H200x8, H200x1) that are missing; never overwrite staff's edits.
+    ``load_problems`` calls it, so a deployed database gains a new default profile at its next load."""
     out = []
     for spec in DEFAULT_PROFILES:
         profile, _ = HardwareProfile.objects.get_or_create(slug=spec["slug"], defaults=spec)

@@ -4,6 +4,9 @@ process plumbing it asks the judge's command line for, as JSON.
 
     host_support()      ``python -m evaluator.cli sandbox-check --json``  (evaluator/process/sandbox.py, host_support)
     sweep_orphans(DIR)  ``python -m evaluator.cli sweep DIR --json``      (evaluator/process/processes.py, sweep_orphans)
+    host_record(...)    ``python -m evaluator.cli host --gpus 0-3 ... --json`` (evaluator/judge/hosts.py)
+
+Each runs with the worker's GPUs only (leaderboard/jobs/gpus.py), as its judges do.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import subprocess
 from django.conf import settings
 
 from evaluator.schema import JUDGE
+from leaderboard.jobs import gpus
 
 TIMEOUT_S = 120
 
@@ -22,9 +26,10 @@ class JudgeCommandFailed(RuntimeError):
     pass
 
 
-def call(*args: str, timeout: float = TIMEOUT_S) -> dict:
-    """Run one judge command with ``--json`` and return its document; JudgeCommandFailed when it fails."""
-    env = dict(os.environ)
+def call(*args: str, timeout: float = TIMEOUT_S, statuses: tuple[int, ...] = (0,)) -> dict:
+    """Run one judge command with ``--json`` and return its document; JudgeCommandFailed when it fails (an exit
+    status not in ``statuses``)."""
+    env = gpus.pin(dict(os.environ))
     env.pop("PKB_SCRATCH", None)  # the sweep kills processes whose PKB_SCRATCH lies under its directory
     env["PYTHONPATH"] = str(settings.BASE_DIR)
     try:
@@ -32,7 +37,7 @@ def call(*args: str, timeout: float = TIMEOUT_S) -> dict:
                               text=True, timeout=timeout)
     except (OSError, subprocess.SubprocessError) as exc:
         raise JudgeCommandFailed(f"{' '.join(args[:1])}: {exc}") from exc
-    if done.returncode != 0:
+    if done.returncode not in statuses:
         raise JudgeCommandFailed(f"{' '.join(args[:1])} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
     try:
         return json.loads(done.stdout)
@@ -48,3 +53,9 @@ def host_support() -> dict:
 def sweep_orphans(root: str) -> dict:
     """Kill what a killed judge left under ``root``; returns {"killed_outliving", "removed_files"}."""
     return call("sweep", str(root))
+
+
+def host_record(*args: str) -> dict:
+    """The host as a worker for ``--gpus`` sees it, and with ``--ranks`` (``--gpu-model``, ``--nvlink``) whether it can
+    serve that profile: ``refused`` says why not (the command exits 1 then, still printing the record)."""
+    return call("host", *args, statuses=(0, 1))

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import close_old_connections as _close_old_connections
 from django.db import connection
 
-from leaderboard.jobs import judge_commands, workspace
+from leaderboard.jobs import gpus, judge_commands, workspace
 
 log = logging.getLogger("leaderboard.jobs.judge_process")
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -98,7 +98,9 @@ def die_with_parent() -> None:
 
 
 def judge_env(workdir: Path) -> dict:
+    """The judge's environment: the allow-list above, and the worker's GPUs only when it is pinned (gpus.py)."""
     env = {k: v for k, v in os.environ.items() if k in PASS_ENV or k.startswith(PASS_PREFIXES)}
+    gpus.pin(env)
     env["PYTHONPATH"] = str(settings.BASE_DIR)
     env["TMPDIR"] = str(workdir)
     env.setdefault("PATH", "/usr/bin:/bin")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from evaluator.schema import VERDICTS, JudgeRequest
-from leaderboard.jobs import judge_process, judge_service, lease
+from evaluator.schema import INFRA_ERROR, VERDICTS, JudgeRequest
+from leaderboard.jobs import host_gate, judge_process, judge_service, lease
 from leaderboard.jobs import services as jobs_services
 from leaderboard.jobs import workspace
 from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections
@@ -39,11 +39,15 @@ def run_job(job_id: int, worker: str = WORKER_ID) -> str:
     try:
         document, error = _judge(job, workdir, worker)
         close_old_connections()
-        if document is not None:
-            stored = jobs_services.job_finish(job.pk, worker, document)
-            return "done" if stored is not None else "lease_lost"
-        stored = jobs_services.job_infra_error(job.pk, worker, error["message"], error.get("logs"))
-        return "infra_error" if stored is not None else "lease_lost"
+        if document is None:  # the judge produced nothing: the platform's failure, on this host
+            document = {"verdict": INFRA_ERROR, "message": error["message"], "flags": [],
+                        "logs": error.get("logs") or [], "environment": {}}
+        # Where it ran: the worker's GPUs, driver and versions as it recorded them at boot (host_gate.py).
+        document["host"] = host_gate.host_record()
+        stored = jobs_services.job_finish(job.pk, worker, document)
+        if stored is None:
+            return "lease_lost"
+        return "infra_error" if error is not None else "done"
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -10,7 +10,7 @@ import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
 from leaderboard import worker as bootstrap
-from leaderboard.jobs import sandbox_gate
+from leaderboard.jobs import host_gate, sandbox_gate
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = ("leaderboard/jobs/actors.py", "leaderboard/feedback/actors.py", "leaderboard/feedback/worker.py",
@@ -61,6 +61,7 @@ class FakeReaper:
 def test_a_worker_boot_checks_the_sandbox_once_and_runs_every_reaper(monkeypatch):
     checks, log, booted = [], [], threading.Event()
     monkeypatch.setattr(sandbox_gate, "check_sandbox", lambda queues: checks.append(sorted(queues)) or {})
+    monkeypatch.setattr(host_gate, "check_host", lambda queues, threads: checks.append(("host", threads)) or {})
     broker = StubBroker()
     broker.emit_after("process_boot")
     bootstrap.boot("jobs", reaper=lambda: FakeReaper(log, "jobs"), on_boot=booted.set,
@@ -71,7 +72,7 @@ def test_a_worker_boot_checks_the_sandbox_once_and_runs_every_reaper(monkeypatch
     worker = dramatiq.Worker(broker, queues={"cpu-gloo"}, worker_threads=1)
     worker.start()
     worker.stop()
-    assert checks == [["cpu-gloo"]]  # the gate, once, before any message
+    assert checks == [["cpu-gloo"], ("host", 1)]  # the gates, once, before any message
     assert booted.is_set()
     assert log == [("start", "jobs"), ("start", "feedback"), ("stop", "jobs"), ("stop", "feedback")]
 

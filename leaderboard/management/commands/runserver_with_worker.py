@@ -7,6 +7,7 @@ the same path as on a GPU host: message with the job id -> actor -> runner.run_j
 """
 import dramatiq
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.core.management.commands.runserver import Command as RunserverCommand
 
 from leaderboard.jobs import services as jobs_services
@@ -19,9 +20,19 @@ class Command(RunserverCommand):
         super().add_arguments(parser)
         parser.add_argument("--queues", default=f"{settings.PKB_DEFAULT_PROFILE},feedback-{settings.PKB_DEFAULT_PROFILE}",
                             help="comma-separated hardware profile queues this process evaluates")
+        parser.add_argument("--gpus", default=None,
+                            help="the GPUs this worker's judges use, e.g. 0-3 or 0,2 (PKB_GPUS; locked while it runs)")
 
     def handle(self, *args, **options):
         options["use_reloader"] = False  # one process: the worker must not be started twice
+        if options.get("gpus") is not None:
+            from leaderboard.jobs import gpus
+
+            try:
+                gpus.parse(options["gpus"])  # a bad set stops here, before anything starts
+            except gpus.BadGpuSet as exc:
+                raise CommandError(str(exc)) from None
+            settings.PKB_GPUS = options["gpus"]  # read by the worker's boot and by every judge it starts
         if settings.PKB_SERVE_STATIC:
             # WhiteNoise serves STATIC_ROOT: hashed, compressed copies made here (unchanged files are kept).
             from django.core.management import call_command
