@@ -10,6 +10,8 @@
     pkb feedback open | PROBLEM FILE --session S | show S | link S SUBMISSION   (the agentic feedback loop)
     pkb sandbox-check [--json]     what a candidate sandbox on this host would be (the site's worker asks before jobs)
     pkb sweep DIR [--json]         kill what a killed judge left running under its temporary DIR (the site's worker)
+    pkb prebuild PROBLEM CANDIDATE --target-device cuda [--arch 9.0] [--max-jobs N] [--nice N] [--json OUT]
+                                   the build stage: the file's extensions built on CPU cores before its GPU job
 
 ``eval`` exits 0 whenever the evaluation ran, whatever the verdict; 2 for bad arguments.
 
@@ -90,6 +92,53 @@ def run_eval(request: contract.JudgeRequest, pool=None) -> int:
         profile = result["profile"]
         print(profiling.render(profile["summary"]) if "summary" in profile else profile.get("error", ""))
         print(f"merged trace: {profile.get('trace', '(none)')}")
+    return 0
+
+
+def _prebuild(args) -> int:
+    return run_prebuild(contract.PrebuildRequest.from_namespace(args))
+
+
+DEFAULT_PREBUILD_TIMEOUT_S = 900.0
+
+
+def run_prebuild(request: contract.PrebuildRequest) -> int:
+    """The build stage of one file (evaluator/judge/prebuild.py): exits 0 whenever it ran, whatever its status
+    (built, compile_error, nothing_built, unreached, infra_error); 2 for bad arguments. A compile_error's report
+    carries the file's result document under ``result``."""
+    # Before torch is imported here or in any rank (they inherit this environment): the stage never takes a GPU, and
+    # builds for the GPU job's architecture, which a process without GPUs cannot read from a device.
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    if request.arch:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = request.arch
+    if request.max_jobs:
+        os.environ["MAX_JOBS"] = str(max(1, request.max_jobs))
+    if request.nice > 0:
+        os.nice(request.nice)  # its ranks and compilers yield to the judged jobs' ranks on the same cores
+    if request.target_device not in contract.DEVICES:
+        print(f"pkb prebuild: unknown --target-device {request.target_device!r}", file=sys.stderr)
+        return 2
+    if not os.path.isfile(request.candidate):
+        print(f"pkb prebuild: candidate file not found: {request.candidate}", file=sys.stderr)
+        return 2
+    from evaluator import judge
+    from evaluator.judge import prebuild
+
+    try:
+        problem = _problem(request.problem)
+    except judge.BadRequest as exc:
+        print(f"pkb prebuild: {exc}", file=sys.stderr)
+        return 2
+    report = prebuild.prebuild(problem.id, request.candidate, target_device=request.target_device,
+                               timeout_s=request.timeout_s or DEFAULT_PREBUILD_TIMEOUT_S,
+                               required=True if request.sandbox_required else None)
+    if report["status"] == schema.COMPILE_ERROR:
+        report["result"] = prebuild.result_document(report)
+        report.pop("logs", None)  # they are the result's
+    if request.json_out:
+        _write_json(request.json_out, report)
+    print(f"{report['problem']}  {report['candidate']}  for {report['target_device']}: {report['status']} "
+          f"({report.get('seconds', 0):.1f} s) {report.get('message', '')}")
     return 0
 
 
@@ -269,6 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
     phost.add_argument("--nvlink", action="store_true", help="the profile needs its GPUs linked by NVLink")
     phost.add_argument("--json", action="store_true", help="print the record as JSON")
     phost.set_defaults(func=_host)
+
+    # prebuild's options are its request's (evaluator/contract.py, PrebuildRequest), as eval's are JudgeRequest's.
+    ppb = sub.add_parser("prebuild", help="the build stage: a file's extensions built on CPU cores before its GPU job")
+    contract.add_arguments(ppb, request=contract.PrebuildRequest)
+    ppb.set_defaults(func=_prebuild)
 
     psw = sub.add_parser("sweep", help="kill what a killed judge left running under its temporary directory")
     psw.add_argument("directory", help="the killed judge's temporary directory (a worker's job or workspace dir)")

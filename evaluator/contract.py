@@ -1,4 +1,5 @@
-"""The one request between the site and the judge: what ``pkb eval`` is asked to do, as a type.
+"""The requests between the site and the judge: what ``pkb eval`` (and the build stage's ``pkb prebuild``) is asked to
+do, as types.
 
     request = JudgeRequest("1_allreduce", "/tmp/job1/c.py", world_size=8, device="cuda", trials=5,
                            json_out="/tmp/job1/result.json", sandbox_required=True, hidden_shape=True)
@@ -8,6 +9,8 @@
 Every caller builds a :class:`JudgeRequest` (the site's job runner, the feedback runner, the warm judge) and
 :meth:`JudgeRequest.argv` is the only place its command line is written; :meth:`JudgeRequest.from_argv` (and the
 command line itself, evaluator/cli.py, whose ``eval`` parser is :func:`add_arguments`) the only place it is read.
+:class:`PrebuildRequest` is the same for the build stage (evaluator/judge/prebuild.py), which the site's build worker
+(leaderboard/jobs/build_stage.py) runs before a file's GPU job.
 Standard library only (tests/test_layers.py): the site loads it through evaluator/schema.py, without torch.
 """
 from __future__ import annotations
@@ -16,11 +19,12 @@ import argparse
 import dataclasses
 import sys
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import ClassVar, Optional
 
 # The judge's command line as a worker starts it (its own interpreter: the site's environment has the judge installed).
 JUDGE = (sys.executable, "-m", "evaluator.cli")
 EVAL = "eval"
+PREBUILD = "prebuild"
 DEVICES = ("cpu", "cuda")
 DTYPES = ("bfloat16", "float16", "float32")
 
@@ -32,9 +36,72 @@ def _option(flag: str, help: str, *, kind: str = "value", type=str, always: bool
     return {"flag": flag, "help": help, "kind": kind, "type": type, "always": always, "extra": extra}
 
 
+class _Request:
+    """What the judge's requests share: their fields say how each is spelled (:func:`_option`), so one writer
+    (:meth:`argv`) and one reader (:meth:`from_argv`, :func:`add_arguments`) serve every command. ``COMMAND``: the
+    subcommand of evaluator/cli.py that reads it."""
+
+    COMMAND: ClassVar[str] = ""
+
+    def __post_init__(self):
+        for name in ("problem", "candidate"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value.startswith("-"):
+                raise ValueError(f"{type(self).__name__}.{name} must be a string not starting with '-', not {value!r}")
+
+    # --- the one writer and the one reader of the command line -------------------------------------------------------
+
+    def argv(self) -> list[str]:
+        """The command line (without the interpreter): ``[COMMAND, PROBLEM, CANDIDATE, --option, value, ...]``."""
+        out = [self.COMMAND]
+        for f in dataclasses.fields(self):
+            spec, value = f.metadata, getattr(self, f.name)
+            kind = spec["kind"]
+            if kind == "positional":
+                out.append(str(value))
+            elif kind == "flag":
+                out += [spec["flag"]] if value else []
+            elif kind == "negated":
+                out += [] if value else [spec["flag"]]
+            elif value is not None and (spec["always"] or value != f.default):
+                text = ",".join(str(s) for s in value) if kind == "ints" else str(value)
+                # A value that begins with '-' would read as an option: it goes in the same word.
+                out += [f"{spec['flag']}={text}"] if text.startswith("-") else [spec["flag"], text]
+        return out
+
+    def command(self) -> list[str]:
+        """The subprocess a worker starts: this interpreter running the judge's command line with :meth:`argv`."""
+        return [*JUDGE, *self.argv()]
+
+    @classmethod
+    def from_argv(cls, argv: list[str]):
+        """The request a command line says (argparse's exit 2, with its message, for a bad one)."""
+        argv = list(argv)
+        if argv[:1] != [cls.COMMAND]:
+            raise SystemExit(f"evaluator.cli: only {cls.COMMAND} commands are {cls.__name__}s, not {argv[:1]}")
+        parser = argparse.ArgumentParser(prog=f"pkb {cls.COMMAND}")
+        add_arguments(parser, request=cls)
+        return cls.from_namespace(parser.parse_args(argv[1:]))
+
+    @classmethod
+    def from_namespace(cls, args: argparse.Namespace):
+        """The request in what a parser built by :func:`add_arguments` returned (evaluator/cli.py's subcommand)."""
+        values = {}
+        for f in dataclasses.fields(cls):
+            value = getattr(args, f.name)
+            if f.metadata["kind"] == "negated":
+                value = not value
+            elif f.metadata["kind"] == "ints":
+                value = _ints(value, f.metadata["flag"])
+            values[f.name] = value
+        return cls(**values)
+
+
 @dataclass(frozen=True)
-class JudgeRequest:
+class JudgeRequest(_Request):
     """One ``pkb eval``: every option the judge's command line takes, with its default."""
+
+    COMMAND: ClassVar[str] = EVAL
 
     problem: str = field(metadata=_option("problem", "problem id or stem", kind="positional"))
     candidate: str = field(metadata=_option("candidate", "path to a .py defining solution(*inputs), or 'reference'",
@@ -84,57 +151,37 @@ class JudgeRequest:
     def __post_init__(self):
         if self.seeds is not None:  # any sequence in, a tuple kept (the request is frozen and compares by value)
             object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds) or None)
-        for name in ("problem", "candidate"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or value.startswith("-"):
-                raise ValueError(f"JudgeRequest.{name} must be a string not starting with '-', not {value!r}")
+        super().__post_init__()
 
-    # --- the one writer and the one reader of the command line -------------------------------------------------------
 
-    def argv(self) -> list[str]:
-        """The ``eval`` command line (without the interpreter): ``["eval", PROBLEM, CANDIDATE, --world-size, W, ...]``."""
-        out = [EVAL]
-        for f in dataclasses.fields(self):
-            spec, value = f.metadata, getattr(self, f.name)
-            kind = spec["kind"]
-            if kind == "positional":
-                out.append(str(value))
-            elif kind == "flag":
-                out += [spec["flag"]] if value else []
-            elif kind == "negated":
-                out += [] if value else [spec["flag"]]
-            elif value is not None and (spec["always"] or value != f.default):
-                text = ",".join(str(s) for s in value) if kind == "ints" else str(value)
-                # A value that begins with '-' would read as an option: it goes in the same word.
-                out += [f"{spec['flag']}={text}"] if text.startswith("-") else [spec["flag"], text]
-        return out
+@dataclass(frozen=True)
+class PrebuildRequest(_Request):
+    """One ``pkb prebuild``: the build stage of a file (evaluator/judge/prebuild.py). It runs on CPU cores with the
+    GPUs hidden, in the sandbox, and builds the file's extensions into the judge's build cache under the key of the
+    ``target_device`` job that will load them; ``arch`` is that job's TORCH_CUDA_ARCH_LIST (part of every build's
+    fingerprint, so the job finds the stage's build only when both name the same list)."""
 
-    def command(self) -> list[str]:
-        """The subprocess a worker starts: this interpreter running the judge's command line with :meth:`argv`."""
-        return [*JUDGE, *self.argv()]
+    COMMAND: ClassVar[str] = PREBUILD
 
-    @classmethod
-    def from_argv(cls, argv: list[str]) -> "JudgeRequest":
-        """The request an ``eval`` command line says (argparse's exit 2, with its message, for a bad one)."""
-        argv = list(argv)
-        if argv[:1] != [EVAL]:
-            raise SystemExit(f"evaluator.cli: only eval commands are judge requests, not {argv[:1]}")
-        parser = argparse.ArgumentParser(prog="pkb eval")
-        add_arguments(parser)
-        return cls.from_namespace(parser.parse_args(argv[1:]))
-
-    @classmethod
-    def from_namespace(cls, args: argparse.Namespace) -> "JudgeRequest":
-        """The request in what a parser built by :func:`add_arguments` returned (evaluator/cli.py's ``eval``)."""
-        values = {}
-        for f in dataclasses.fields(cls):
-            value = getattr(args, f.name)
-            if f.metadata["kind"] == "negated":
-                value = not value
-            elif f.metadata["kind"] == "ints":
-                value = _ints(value, f.metadata["flag"])
-            values[f.name] = value
-        return cls(**values)
+    problem: str = field(metadata=_option("problem", "problem id or stem", kind="positional"))
+    candidate: str = field(metadata=_option("candidate", "path to the candidate .py", kind="positional"))
+    target_device: str = field(default="cuda", metadata=_option(
+        "--target-device", "the device of the job that will load the builds (their cache key)", always=True,
+        choices=DEVICES))
+    json_out: Optional[str] = field(default=None, metadata=_option(
+        "--json", "write the stage's report (- for stdout)", always=True, metavar="OUT"))
+    sandbox_required: bool = field(default=False, metadata=_option(
+        "--require-sandbox", "fail closed: build only inside the complete sandbox, else status infra_error",
+        kind="flag"))
+    timeout_s: Optional[float] = field(default=None, metadata=_option(
+        "--timeout", "seconds for the candidate's start and its first call (default 900)", type=float))
+    arch: Optional[str] = field(default=None, metadata=_option(
+        "--arch", "TORCH_CUDA_ARCH_LIST of the builds: the GPU job's (e.g. 9.0 on an H200); default: inherited",
+        metavar="LIST"))
+    max_jobs: Optional[int] = field(default=None, metadata=_option(
+        "--max-jobs", "compile processes per build (MAX_JOBS); default: inherited", type=int, metavar="N"))
+    nice: int = field(default=0, metadata=_option(
+        "--nice", "lower the stage's CPU priority by N (its ranks and compilers inherit it)", type=int))
 
 
 def _ints(text: Optional[str], flag: str) -> Optional[tuple]:
@@ -151,10 +198,10 @@ def _ints(text: Optional[str], flag: str) -> Optional[tuple]:
 SHAPE_FIELDS = ("world_size", "device", "trials", "seed", "M", "N", "reduced", "json_out")
 
 
-def add_arguments(parser: argparse.ArgumentParser, names=None) -> argparse.ArgumentParser:
-    """Add the request's options (all of them, or the fields ``names``) to ``parser``: the judge's command line is
-    built from here, so it reads exactly what :meth:`JudgeRequest.argv` writes."""
-    for f in dataclasses.fields(JudgeRequest):
+def add_arguments(parser: argparse.ArgumentParser, names=None, request=None) -> argparse.ArgumentParser:
+    """Add a request's options (``request``: JudgeRequest unless given; all its fields, or the fields ``names``) to
+    ``parser``: the judge's command line is built from here, so it reads exactly what the request's ``argv`` writes."""
+    for f in dataclasses.fields(request or JudgeRequest):
         if names is not None and f.name not in names:
             continue
         spec = f.metadata

@@ -17,12 +17,17 @@ Outcomes (``status``):
 - ``unreached``: the candidate failed before any compile call (it needs a GPU first, a collective the CPU world
   lacks, ...): its GPU job builds as it does without a stage, so nothing can become wrong because of it.
 Run the stage with ``CUDA_VISIBLE_DEVICES`` empty and ``TORCH_CUDA_ARCH_LIST`` set to the GPU job's architecture
-(a CPU-only process cannot read it from a device).
+(a CPU-only process cannot read it from a device): ``pkb prebuild`` (evaluator/cli.py, its PrebuildRequest in
+evaluator/contract.py) does both. A ``compile_error`` comes with the file's result document (:func:`result_document`),
+which the site stores as the job's verdict without a GPU job.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
 import shutil
+import socket
 import time
 from typing import Optional
 
@@ -46,7 +51,9 @@ def prebuild(problem, candidate: str, target_device: str = "cuda", timeout_s: fl
     docstring for the outcomes. ``required``: the whole sandbox or no run (default: ``PKB_SANDBOX``)."""
     prob = problems.get(problem)
     began = time.monotonic()
-    report = {"problem": prob.stem, "candidate": os.path.basename(candidate), "target_device": target_device}
+    report = {"problem": prob.stem, "problem_id": prob.id, "candidate": os.path.basename(candidate),
+              "candidate_sha256": _sha256(candidate), "target_device": target_device,
+              "arch": os.environ.get("TORCH_CUDA_ARCH_LIST", "")}
     if builds.cache_root() is None:
         return dict(report, status="nothing_built", message="the build cache is off (PKB_BUILD_CACHE=off)",
                     seconds=0.0)
@@ -54,6 +61,7 @@ def prebuild(problem, candidate: str, target_device: str = "cuda", timeout_s: fl
     world_size = smallest_world_size(prob)
     workdir = warm.make_workdir()
     group = None
+    logs: list = []
     try:
         group = RankGroup("cand", world_size, "cpu", str(prob.id), candidate, os.path.join(workdir, "cand"),
                           reduced=True, trusted=False, isolate=sandbox.enabled_by_default(), required=required,
@@ -70,11 +78,13 @@ def prebuild(problem, candidate: str, target_device: str = "cuda", timeout_s: fl
     finally:
         close_all([group])
         built = group.build_report() if group is not None else {}
+        logs = group.logs() if group is not None else []  # read before the directory goes
         shutil.rmtree(workdir, ignore_errors=True)
     report.update(build=built, world_size=world_size, seconds=round(time.monotonic() - began, 3))
     if built.get("failed"):
         message = failure.message if failure is not None else "a compile call failed"
-        return dict(report, status=schema.COMPILE_ERROR, message=message)
+        # The compiler's output is in the ranks' logs: the file's result shows them as a judged compile_error would.
+        return dict(report, status=schema.COMPILE_ERROR, message=message, logs=logs)
     if built.get("compiled") or built.get("loaded_built") or built.get("from_cache"):
         return dict(report, status="built", message="built before the GPU job; it loads the build")
     if failure is not None:
@@ -82,3 +92,31 @@ def prebuild(problem, candidate: str, target_device: str = "cuda", timeout_s: fl
                                                         f"({failure.kind}: {failure.message[:300]}); the GPU job "
                                                         "builds as without a stage")
     return dict(report, status="nothing_built", message="its first call made no compile call")
+
+
+def result_document(report: dict) -> dict:
+    """The file's result when the stage found its build broken: a ``compile_error`` document shaped as the judge's
+    (evaluator/schema.py), marked as the build stage's (``build_stage``), from CPU cores: no GPU was held, so it
+    carries no wall time to count as device time."""
+    import torch
+
+    stage = {k: report.get(k) for k in ("status", "target_device", "arch", "seconds", "world_size")}
+    return {
+        "schema": schema.SCHEMA_VERSION, "problem": report["problem"], "problem_id": report.get("problem_id"),
+        "candidate": report.get("candidate", ""), "candidate_sha256": report.get("candidate_sha256", ""),
+        "world_size": report.get("world_size"), "device": "cpu", "shape": dict(SHAPE, reduced=True),
+        "verdict": schema.COMPILE_ERROR,
+        "message": f"{report.get('message', '')} (the build stage, before the {report.get('target_device')} job)",
+        "flags": [], "trials": [], "timing": None,
+        "environment": {"host": socket.gethostname(), "python": platform.python_version(), "torch": torch.__version__,
+                        "backend": "gloo", "build_stage": True},
+        "logs": report.get("logs") or [], "attempts": 1, "build": report.get("build") or {}, "build_stage": stage,
+    }
+
+
+def _sha256(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return ""

@@ -12,6 +12,7 @@ from dramatiq.middleware import Middleware
 
 ACTOR_NAME = "evaluate_job"  # evaluation jobs (leaderboard/jobs/actors.py)
 FEEDBACK_ACTOR_NAME = "feedback_run"  # feedback and profile runs (leaderboard/feedback/actors.py)
+BUILD_ACTOR_NAME = "build_job"  # a job's build stage, before its judged run (leaderboard/jobs/build_stage.py)
 
 
 class OneMessageAtATime(Middleware):

@@ -52,6 +52,22 @@ class EvaluationJob(LeasedWork):
     run = models.PositiveIntegerField(default=1, help_text="1, then +1 per re-run; one final result per run")
     created_at = models.DateTimeField(default=timezone.now)
 
+    # The build stage (leaderboard/jobs/build_stage.py; docs/site.md, "GPU hosts: the build stage"): the file's
+    # extensions built on CPU cores before its judged run. Only compile_error ends the job there; every other state
+    # sends it on to its profile's queue, whose job builds whatever the stage did not.
+    BUILD_QUEUED, BUILDING, BUILT = "queued", "building", "built"
+    BUILD_COMPILE_ERROR, NOTHING_BUILT, UNREACHED = "compile_error", "nothing_built", "unreached"
+    BUILD_SKIPPED, BUILD_INFRA_ERROR = "skipped", "infra_error"
+    BUILD_STATUSES = [
+        ("", "no build stage"), (BUILD_QUEUED, "waiting for its build"), (BUILDING, "building"),
+        (BUILT, "built before its run"), (BUILD_COMPILE_ERROR, "compile error, found by the build stage"),
+        (NOTHING_BUILT, "nothing to build"), (UNREACHED, "built in its run: the stage could not reach the build"),
+        (BUILD_SKIPPED, "no compile call in the file"),
+        (BUILD_INFRA_ERROR, "built in its run: the build stage failed"),
+    ]
+    build_status = models.CharField(max_length=16, choices=BUILD_STATUSES, blank=True, default="")
+    build_report = models.JSONField(default=dict, blank=True, help_text="the build stage's report (pkb prebuild)")
+
     class Meta:
         db_table = "leaderboard_evaluationjob"  # the table this model had before the site was cut into apps
         ordering = ["id"]

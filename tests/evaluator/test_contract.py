@@ -131,3 +131,57 @@ def test_the_eval_command_line_runs_a_request(tmp_path):
 def test_the_warm_judge_reads_what_the_site_writes():
     args = contract.serve_parser().parse_args(contract.serve_command(4, "cuda", 2, 9)[len(contract.SERVE):])
     assert (args.world_size, args.device, args.warm, args.reply_fd) == (4, "cuda", 2, 9)
+
+
+# --- the build stage's request (PrebuildRequest: ``pkb prebuild``) ---------------------------------------------------
+
+PREBUILD_FIELDS = [f.name for f in dataclasses.fields(contract.PrebuildRequest)]
+PREBUILD_NON_DEFAULT = {"problem": "1_allreduce", "candidate": "/tmp/build 3/c.py", "target_device": "cpu",
+                        "json_out": "/tmp/report.json", "sandbox_required": True, "timeout_s": 450.0,
+                        "arch": "8.0;9.0a", "max_jobs": 2, "nice": 10}
+
+
+def test_every_prebuild_field_has_a_non_default_case():
+    assert sorted(PREBUILD_NON_DEFAULT) == sorted(PREBUILD_FIELDS)
+
+
+@pytest.mark.parametrize("name", PREBUILD_FIELDS)
+def test_each_prebuild_field_round_trips(name):
+    base = {"problem": "1", "candidate": "c.py"}
+    request = contract.PrebuildRequest(**{**base, name: PREBUILD_NON_DEFAULT[name]})
+    assert getattr(request, name) == PREBUILD_NON_DEFAULT[name]
+    assert contract.PrebuildRequest.from_argv(request.argv()) == request
+
+
+def test_the_prebuild_command_line_parses_exactly_the_contracts_argv():
+    request = contract.PrebuildRequest(**PREBUILD_NON_DEFAULT)
+    assert request.command() == [*JUDGE, *request.argv()] and request.argv()[:3] == ["prebuild", "1_allreduce",
+                                                                                      "/tmp/build 3/c.py"]
+    args = cli.build_parser().parse_args(request.argv())
+    assert args.func is cli._prebuild
+    assert contract.PrebuildRequest.from_namespace(args) == request
+    sub = next(a for a in cli.build_parser()._actions if a.dest == "command").choices["prebuild"]
+    assert {a.dest for a in sub._actions if a.dest != "help"} == set(PREBUILD_FIELDS)
+
+
+def test_the_target_device_and_output_are_always_written_and_each_request_reads_only_its_own():
+    argv = contract.PrebuildRequest("1", "c.py").argv()
+    assert argv == ["prebuild", "1", "c.py", "--target-device", "cuda"]
+    with pytest.raises(SystemExit, match="only prebuild commands"):
+        contract.PrebuildRequest.from_argv(JudgeRequest("1", "c.py", world_size=2).argv())
+    with pytest.raises(SystemExit, match="only eval commands"):
+        JudgeRequest.from_argv(argv)
+    assert schema.PrebuildRequest is contract.PrebuildRequest  # what the site's build worker imports
+
+
+prebuilds = st.builds(
+    contract.PrebuildRequest, problem=names, candidate=names, target_device=st.sampled_from(contract.DEVICES),
+    json_out=st.none() | paths, sandbox_required=st.booleans(),
+    timeout_s=st.none() | st.floats(allow_nan=False, allow_infinity=False), arch=st.none() | names,
+    max_jobs=st.none() | ints, nice=ints)
+
+
+@settings(max_examples=200, deadline=None)
+@given(prebuilds)
+def test_any_prebuild_request_round_trips(request):
+    assert contract.PrebuildRequest.from_argv(request.argv()) == request

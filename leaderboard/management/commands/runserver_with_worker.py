@@ -38,10 +38,14 @@ class Command(RunserverCommand):
             from django.core.management import call_command
 
             call_command("collectstatic", interactive=False, verbosity=0)
-        worker = start_worker([q.strip() for q in options["queues"].split(",") if q.strip()])
+        queues = [q.strip() for q in options["queues"].split(",") if q.strip()]
+        worker = start_worker(queues)
+        builder = start_build_worker(queues)
         try:
             super().handle(*args, **options)
         finally:
+            if builder is not None:
+                builder.stop(timeout=5000)
             worker.stop(timeout=5000)
 
 
@@ -56,3 +60,16 @@ def start_worker(queues: list[str]) -> dramatiq.Worker:
     jobs_services.jobs_reap(resend_all=True)
     feedback_services.runs_reap(resend_all=True)
     return worker
+
+
+def start_build_worker(queues: list[str]) -> dramatiq.Worker | None:
+    """The build stage's own worker (leaderboard/jobs/build_stage.py) for the profiles among ``queues`` it applies to
+    (PKB_BUILD_STAGE), or None. One that cannot start leaves the jobs to their judged runs, which build as without a
+    stage (the reaper re-sends a job that waited PKB_REQUEUE_QUEUED_AFTER_SECONDS for its build)."""
+    from leaderboard.jobs import build_stage
+
+    try:
+        return build_stage.start_embedded(queues)
+    except Exception:
+        build_stage.log.exception("the build stage's worker did not start; jobs build in their judged runs")
+        return None

@@ -1,0 +1,192 @@
+"""The build stage's worker: a job's extensions built on CPU cores before its judged run takes the GPUs.
+
+A file that compiles an extension (leaderboard/jobs/build_routing.py says which) is sent to its profile's build queue
+(``build-<profile>``) first. A build worker claims the job by the same lease as a judged run (leaderboard/jobs/
+services.py, job_build_claim), runs the judge's build stage in a subprocess (``python -m evaluator.cli prebuild``:
+the candidate's first call, in the sandbox, with no GPU visible; evaluator/judge/prebuild.py) while heartbeats renew
+the lease, and then:
+
+- ``compile_error``: the file's result, stored as a judged run's is, and the job never takes a GPU;
+- ``built``, ``nothing_built``, ``unreached``, or the stage failed (``infra_error``: a crash, a timeout, no sandbox):
+  the job goes on to its profile's queue. Its job loads what the stage built from the judge's build cache and builds
+  anything else itself, as without a stage: nothing can become wrong because of it, and a failure of the stage is
+  never scored. A build worker that dies mid-build leaves a lease that the reaper ends the same way.
+
+Builds run in parallel, bounded: ``PKB_BUILD_WORKERS`` threads per build worker, ``PKB_BUILD_MAX_JOBS`` compile
+processes per build, at a lower CPU priority than the judged jobs' ranks. A build worker consumes build queues only
+(a worker that judges keeps one message at a time):
+
+    dramatiq leaderboard.jobs.build_stage --queues build-gpu-h200x1 --processes 1 --threads 4
+
+and ``manage.py runserver_with_worker`` starts one beside its judging thread when the stage applies to its profile.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from leaderboard import worker as bootstrap  # sets Django up when the dramatiq CLI imports this first
+
+import dramatiq  # noqa: E402
+from django.conf import settings  # noqa: E402
+from dramatiq.middleware import Middleware  # noqa: E402
+
+from evaluator.schema import COMPILE_ERROR, PrebuildRequest  # noqa: E402
+from leaderboard.jobs import actors  # noqa: E402,F401  (the jobs' part of a worker: the reaper, recovery at boot)
+from leaderboard.jobs import build_routing, judge_process  # noqa: E402
+from leaderboard.jobs import services as jobs_services  # noqa: E402
+from leaderboard.jobs.broker import BUILD_ACTOR_NAME  # noqa: E402
+from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections  # noqa: E402
+from leaderboard.jobs.models import EvaluationJob  # noqa: E402
+
+log = logging.getLogger("leaderboard.jobs.build_stage")
+TAIL = 8000
+# The stage's judge and everything it starts (ranks, compilers) yield the CPU to the judged jobs' ranks.
+NICE = 10
+# What the stage may answer and the job then goes on with (a compile_error ends the job instead).
+PASSED_ON = (EvaluationJob.BUILT, EvaluationJob.NOTHING_BUILT, EvaluationJob.UNREACHED,
+             EvaluationJob.BUILD_INFRA_ERROR)
+# Beyond the stage's own time limits (its start and its first call, each up to half the budget): its teardown.
+SLACK_S = 60
+
+
+@dramatiq.actor(actor_name=BUILD_ACTOR_NAME, queue_name="default")
+def build_job(job_id: int) -> None:
+    outcome = run_build(int(job_id))
+    log.info("job %s: build stage: %s", job_id, outcome)
+
+
+def run_build(job_id: int, worker: str = WORKER_ID) -> str:
+    """Build one job's file if this worker can claim it. Returns what happened: the build status it recorded,
+    ``not_claimed`` or ``lease_lost``."""
+    job = jobs_services.job_build_claim(job_id, worker)
+    if job is None:
+        return "not_claimed"
+    workdir = Path(tempfile.mkdtemp(prefix=f"build{job.pk}-", dir=judge_process.work_root()))
+    try:
+        report = _stage(job, workdir, worker)
+        close_old_connections()
+        if report is None:
+            return "lease_lost"
+        document = report.pop("result", None)
+        if report["status"] == COMPILE_ERROR:
+            if isinstance(document, dict) and document.get("verdict") == COMPILE_ERROR:
+                stored = jobs_services.job_build_failed(job.pk, worker, document, report)
+                return COMPILE_ERROR if stored is not None else "lease_lost"
+            report = _infra_report("the build stage said compile_error without the file's result", report)
+        passed = jobs_services.job_build_passed_on(job.pk, worker, report["status"], report)
+        return report["status"] if passed else "lease_lost"
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def prebuild_request(job, candidate_path: Path, out_path: Path) -> PrebuildRequest:
+    """What the judge's build stage is asked for this job (evaluator/contract.py): builds for the profile's device,
+    in the whole sandbox (as its judged run), bounded in compile processes, for the judged run's architecture."""
+    return PrebuildRequest(job.candidate.problem.stem, str(candidate_path), target_device=job.profile.device,
+                           json_out=str(out_path), sandbox_required=not settings.PKB_SANDBOX_OFF,
+                           timeout_s=settings.PKB_BUILD_TIMEOUT_SECONDS / 2, arch=settings.PKB_BUILD_ARCH or None,
+                           max_jobs=settings.PKB_BUILD_MAX_JOBS, nice=NICE)
+
+
+def _stage(job, workdir: Path, worker: str) -> dict | None:
+    """The stage's report, or an infra_error report when it failed; None when the lease was lost."""
+    path = workdir / Path(job.candidate.filename).name
+    path.write_text(job.candidate.code, encoding="utf-8")
+    out = workdir / "prebuild.json"
+    request = prebuild_request(job, path, out)
+    heartbeat = lambda: jobs_services.job_heartbeat(job.pk, worker)  # noqa: E731
+    deadline = time.monotonic() + settings.PKB_BUILD_TIMEOUT_SECONDS + SLACK_S
+    outcome, returncode = judge_process.supervise(request.command(), workdir, heartbeat, deadline,
+                                                  f"build of job {job.pk}")
+    tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
+    if outcome == "lease_lost":
+        return None
+    if outcome == "timeout":
+        return _infra_report(f"the build stage exceeded {settings.PKB_BUILD_TIMEOUT_SECONDS} s", tail=tail)
+    if returncode != 0:
+        return _infra_report(f"the build stage exited with status {returncode}", tail=tail)
+    try:
+        report = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return _infra_report(f"the build stage wrote no readable report: {exc}", tail=tail)
+    if not isinstance(report, dict) or report.get("status") not in (*PASSED_ON, COMPILE_ERROR):
+        return _infra_report("the build stage's report has no known status", tail=tail)
+    return report
+
+
+def _infra_report(message: str, report: dict | None = None, tail: str = "") -> dict:
+    return dict(report or {}, status=EvaluationJob.BUILD_INFRA_ERROR, message=message, log_tail=tail[-2000:])
+
+
+# --- the worker: its queues, its threads, its boot ------------------------------------------------------------------
+
+class BuildPrefetch(Middleware):
+    """A build worker's threads each take a message of their own: a worker that consumes build queues only gets a
+    prefetch of its thread count, instead of the one message at a time of a judging worker
+    (leaderboard/jobs/broker.py, OneMessageAtATime, which runs before this one)."""
+
+    def before_worker_boot(self, broker, worker):
+        queues = worker.consumer_whitelist or set()
+        if queues and all(build_routing.is_build_queue(q) for q in queues):
+            worker.queue_prefetch = max(1, worker.worker_threads)
+
+
+def declare_build_queues(broker=None) -> list[str]:
+    """Declare every profile's build queue, so that ``--queues build-<profile>`` finds a consumer to start."""
+    from leaderboard.catalogue.models import HardwareProfile
+
+    broker = broker or dramatiq.get_broker()
+    if not any(isinstance(m, BuildPrefetch) for m in broker.middleware):
+        broker.add_middleware(BuildPrefetch())
+    try:
+        names = [build_routing.build_queue(p) for p in HardwareProfile.objects.all()]
+    except Exception:  # no database yet (before migrate), or none reachable
+        log.warning("could not read hardware profiles; no build queue declared")
+        names = []
+    for name in names:
+        broker.declare_queue(name)
+    return names
+
+
+def export_build_arch() -> None:
+    """This worker's judged jobs build for the same architecture as its builds: TORCH_CUDA_ARCH_LIST is part of every
+    build's fingerprint, and the judge inherits the worker's TORCH_* variables (judge_process.judge_env). Without it
+    a job would find the stage's build in the cache and compile again."""
+    if settings.PKB_BUILD_ARCH:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = settings.PKB_BUILD_ARCH
+
+
+def embedded_build_queues(queues) -> list[str]:
+    """The build queues of the profiles among ``queues`` that the stage applies to."""
+    from leaderboard.catalogue.models import HardwareProfile
+
+    profiles = HardwareProfile.objects.filter(slug__in=list(queues))
+    return [build_routing.build_queue(p) for p in profiles if build_routing.stage_applies(p)]
+
+
+def start_embedded(queues) -> dramatiq.Worker | None:
+    """``runserver_with_worker``: a build worker of its own (PKB_BUILD_WORKERS threads) beside the judging one, for
+    the profiles among ``queues`` that the stage applies to; None when it applies to none."""
+    names = embedded_build_queues(queues)
+    if not names:
+        return None
+    export_build_arch()
+    worker = bootstrap.start_worker(names, threads=settings.PKB_BUILD_WORKERS)
+    log.info("build stage: %s with %s threads", ", ".join(names), settings.PKB_BUILD_WORKERS)
+    # The in-memory broker starts empty: the jobs still waiting for their builds are sent again (the profile's queue
+    # has them too, from the start-up re-send: whichever worker claims one first has it).
+    waiting = EvaluationJob.objects.filter(status=EvaluationJob.QUEUED, build_status=EvaluationJob.BUILD_QUEUED,
+                                           profile__slug__in=list(queues)).select_related("profile")
+    for job in waiting:
+        jobs_services.LEASE.send_quietly(job.pk, build_routing.build_queue(job.profile))
+    return worker
+
+
+if os.environ.get("PKB_ACTORS_NO_SETUP") != "1":
+    bootstrap.boot("build", declare=declare_build_queues, on_boot=export_build_arch)
