@@ -18,7 +18,8 @@ processes per build, at a lower CPU priority than the judged jobs' ranks. A buil
 
     dramatiq leaderboard.jobs.build_stage --queues build-gpu-h200x1 --processes 1 --threads 4
 
-and ``manage.py runserver_with_worker`` starts one beside its judging thread when the stage applies to its profile.
+and ``manage.py runserver_with_worker`` starts build threads beside its judging worker when the stage applies to its
+profile (:class:`BuildThreads`).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +36,7 @@ from leaderboard import worker as bootstrap  # sets Django up when the dramatiq 
 
 import dramatiq  # noqa: E402
 from django.conf import settings  # noqa: E402
+from django.db import connection  # noqa: E402
 from dramatiq.middleware import Middleware  # noqa: E402
 
 from evaluator.schema import COMPILE_ERROR, PrebuildRequest  # noqa: E402
@@ -170,22 +173,72 @@ def embedded_build_queues(queues) -> list[str]:
     return [build_routing.build_queue(p) for p in profiles if build_routing.stage_applies(p)]
 
 
-def start_embedded(queues) -> dramatiq.Worker | None:
-    """``runserver_with_worker``: a build worker of its own (PKB_BUILD_WORKERS threads) beside the judging one, for
-    the profiles among ``queues`` that the stage applies to; None when it applies to none."""
+def start_embedded(queues) -> "BuildThreads | None":
+    """``runserver_with_worker``: build threads of its own (PKB_BUILD_WORKERS) beside the judging worker, for the
+    profiles among ``queues`` that the stage applies to; None when it applies to none."""
     names = embedded_build_queues(queues)
     if not names:
         return None
     export_build_arch()
-    worker = bootstrap.start_worker(names, threads=settings.PKB_BUILD_WORKERS)
+    threads = BuildThreads(names, settings.PKB_BUILD_WORKERS)
+    threads.start()
     log.info("build stage: %s with %s threads", ", ".join(names), settings.PKB_BUILD_WORKERS)
     # The in-memory broker starts empty: the jobs still waiting for their builds are sent again (the profile's queue
     # has them too, from the start-up re-send: whichever worker claims one first has it).
     waiting = EvaluationJob.objects.filter(status=EvaluationJob.QUEUED, build_status=EvaluationJob.BUILD_QUEUED,
                                            profile__slug__in=list(queues)).select_related("profile")
     for job in waiting:
-        jobs_services.LEASE.send_quietly(job.pk, build_routing.build_queue(job.profile))
-    return worker
+        jobs_services.BUILD_LEASE.send_quietly(job.pk, build_routing.build_queue(job.profile))
+    return threads
+
+
+class BuildThreads:
+    """The embedded server's build worker: threads that each take one message at a time from a build queue and run
+    its build. Not a second dramatiq Worker: the process's one Worker has already passed the sandbox gate, locked its
+    GPUs and started the reaper at its boot, and a second boot would do all of that again (and find its own GPUs
+    locked)."""
+
+    IDLE_MS = 1000  # how long a thread waits for a message before it looks whether it should stop
+
+    def __init__(self, queues: list[str], per_queue: int):
+        self.queues = list(queues)
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self._consume, args=(queue,), name=f"pkb-build-{queue}-{i}",
+                                         daemon=True)
+                        for queue in self.queues for i in range(max(1, per_queue))]
+
+    def start(self) -> None:
+        broker = dramatiq.get_broker()
+        for queue in self.queues:
+            broker.declare_queue(queue)
+        for thread in self.threads:
+            thread.start()
+
+    def stop(self, timeout: int = 5000) -> None:
+        """Stop taking messages; a build under way ends with the process (its lease then runs out: the reaper sends
+        its job on)."""
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(timeout / 1000)
+
+    def _consume(self, queue: str) -> None:
+        consumer = dramatiq.get_broker().consume(queue, prefetch=1, timeout=self.IDLE_MS)
+        try:
+            while not self.stopping.is_set():
+                message = next(consumer)
+                if message is None:
+                    continue
+                try:
+                    if message.actor_name == BUILD_ACTOR_NAME:
+                        log.info("job %s: build stage: %s", message.args[0], run_build(int(message.args[0])))
+                except Exception:
+                    log.exception("build of job %s failed", message.args[:1])
+                finally:
+                    consumer.ack(message)
+                    close_old_connections()
+        finally:
+            consumer.close()
+            connection.close()
 
 
 if os.environ.get("PKB_ACTORS_NO_SETUP") != "1":

@@ -15,7 +15,7 @@ from evaluator.schema import INFRA_ERROR
 from leaderboard.accounts.models import QuotaCharge, Submitter
 from leaderboard.accounts.services import quota_refund, quota_reserve
 from leaderboard.jobs import build_routing
-from leaderboard.jobs.broker import ACTOR_NAME
+from leaderboard.jobs.broker import ACTOR_NAME, BUILD_ACTOR_NAME
 from leaderboard.jobs.lease import Lease
 from leaderboard.jobs.models import EvaluationJob, Result
 from leaderboard.jobs.signals import results_changed
@@ -25,6 +25,9 @@ QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, Ev
                                  EvaluationJob.FAILED)
 LEASE = Lease(EvaluationJob, ACTOR_NAME, lambda profile: profile.queue_name, "job",
               claim_related=("candidate__problem", "profile", "submission"), logger=log)
+# The same rows' messages to the build stage's actor, on the profiles' build queues (its claim: job_build_claim).
+BUILD_LEASE = Lease(EvaluationJob, BUILD_ACTOR_NAME, build_routing.build_queue, "job build",
+                    claim_related=LEASE.claim_related, logger=log)
 
 
 def jobs_create(submission, candidates: list, queue: str) -> list[EvaluationJob]:
@@ -41,12 +44,16 @@ def jobs_create(submission, candidates: list, queue: str) -> list[EvaluationJob]
     if jobs and jobs[0].pk is None:  # backends that cannot return ids from bulk inserts
         jobs = list(EvaluationJob.objects.filter(submission=submission, candidate__in=candidates))
     for job in jobs:
-        LEASE.send_on_commit(job.pk, _first_queue(job, profile, queue))
+        _send_first(job, profile, queue)
     return jobs
 
 
-def _first_queue(job: EvaluationJob, profile, queue: str) -> str:
-    return build_routing.build_queue(profile) if job.build_status == EvaluationJob.BUILD_QUEUED else queue
+def _send_first(job: EvaluationJob, profile, queue: str) -> None:
+    """A new run's message: to the build stage while the job waits for its build, else to ``queue``."""
+    if job.build_status == EvaluationJob.BUILD_QUEUED:
+        BUILD_LEASE.send_on_commit(job.pk, build_routing.build_queue(profile))
+    else:
+        LEASE.send_on_commit(job.pk, queue)
 
 
 # --- on workers: claim, heartbeat, finish, infra failure ------------------------------------------------------------
@@ -210,7 +217,7 @@ def jobs_rerun(jobs, charge_to: Submitter | None) -> int:
             job.refresh_from_db()
             if charge_to is not None:
                 QuotaCharge.objects.create(submitter=charge_to, job=job, run=job.run, created_at=now)
-            LEASE.send_on_commit(job.pk, _first_queue(job, job.profile, job.profile.queue_name))
+            _send_first(job, job.profile, job.profile.queue_name)
         for submission_id in {j.submission_id for j in jobs}:
             problem_ids = list({j.candidate.problem_id for j in jobs if j.submission_id == submission_id})
             results_changed.send(EvaluationJob, submission_id=submission_id, problem_ids=problem_ids)

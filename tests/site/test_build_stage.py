@@ -6,6 +6,7 @@ judged run; a kernel that builds only after its first collective is still judged
 or a stage that fails, never costs the job its judged run."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import dramatiq
@@ -29,14 +30,18 @@ CPP_FILE = "1_allreduce_cpp.py"
 
 
 def drain(queue: str) -> list[int]:
-    """The job ids waiting on a queue of the in-memory broker (taken off it)."""
+    """The job ids waiting on a queue of the in-memory broker (taken off it), each message checked to go to the
+    actor of its queue: the build stage's on a build queue, the judging one's on a profile's."""
     broker = dramatiq.get_broker()
     broker.declare_queue(queue)
     waiting = broker.queues[queue]
+    actor = jobs_broker.BUILD_ACTOR_NAME if queue.startswith("build-") else jobs_broker.ACTOR_NAME
     ids = []
     while not waiting.empty():
         message = waiting.get_nowait()
-        ids.append((dramatiq.Message.decode(message) if isinstance(message, bytes) else message).args[0])
+        message = dramatiq.Message.decode(message) if isinstance(message, bytes) else message
+        assert message.actor_name == actor, (queue, message)
+        ids.append(message.args[0])
     return ids
 
 
@@ -48,7 +53,8 @@ def staged(cpu, settings, tmp_path, monkeypatch):
     cpu.trials = 1
     cpu.save()
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the judge's build cache: ~/.cache/pkb-arena/builds
-    drain("cpu-gloo"), drain("build-cpu-gloo")
+    drain("cpu-gloo")
+    drain("build-cpu-gloo")
     return cpu
 
 
@@ -189,3 +195,16 @@ def test_the_embedded_worker_builds_for_the_profiles_the_stage_applies_to(staged
     assert build_stage.embedded_build_queues(["cpu-gloo", "feedback-cpu-gloo"]) == ["build-cpu-gloo"]
     settings.PKB_BUILD_STAGE = "cuda"
     assert build_stage.embedded_build_queues(["cpu-gloo"]) == []
+
+
+def test_the_embedded_build_threads_run_each_build_message_once(monkeypatch):
+    built, done = [], threading.Event()
+    monkeypatch.setattr(build_stage, "run_build", lambda job_id: built.append(job_id) or done.set() or "built")
+    threads = build_stage.BuildThreads(["build-embedded-test"], per_queue=2)
+    threads.start()
+    try:
+        jobs_services.BUILD_LEASE.send_quietly(41, "build-embedded-test")
+        assert done.wait(10)
+    finally:
+        threads.stop()
+    assert built == [41] and not any(t.is_alive() for t in threads.threads)

@@ -62,10 +62,10 @@ def start_worker(queues: list[str]) -> dramatiq.Worker:
     return worker
 
 
-def start_build_worker(queues: list[str]) -> dramatiq.Worker | None:
-    """The build stage's own worker (leaderboard/jobs/build_stage.py) for the profiles among ``queues`` it applies to
-    (PKB_BUILD_STAGE), or None. One that cannot start leaves the jobs to their judged runs, which build as without a
-    stage (the reaper re-sends a job that waited PKB_REQUEUE_QUEUED_AFTER_SECONDS for its build)."""
+def start_build_worker(queues: list[str]):
+    """The build stage's threads (leaderboard/jobs/build_stage.py, BuildThreads) for the profiles among ``queues`` it
+    applies to (PKB_BUILD_STAGE), or None. If they cannot start, the jobs go to their judged runs, which build as
+    without a stage (the reaper re-sends a job that waited PKB_REQUEUE_QUEUED_AFTER_SECONDS for its build)."""
     from leaderboard.jobs import build_stage
 
     try:
