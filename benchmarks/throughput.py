@@ -131,9 +131,11 @@ def from_document(name: str, document: dict, occupied: Optional[float] = None, s
     stage = stage or {}
     stage_compile = float((stage.get("build") or {}).get("compile_s") or 0.0)
     compiled = bool(stage) or build > 0 or (code is not None and any(c in code for c in COMPILE_CALLS))
-    has_job = bool(document) and bool(document.get("phases_s") or wall) and build_status != "compile_error"
+    # No GPU job: the build stage found a compile_error (its document is the stage's, with no wall time).
+    has_job = (bool(document) and bool(document.get("phases_s") or wall) and build_status != "compile_error"
+               and not document.get("build_stage"))
     if not has_job:
-        parts = {}
+        parts, build = {}, 0.0
     other = max(0.0, wall - build - sum(parts.values())) if has_job else 0.0
     dispatch = max(0.0, occupied - wall) if has_job and occupied is not None else 0.0
     return FileTimes(name=name, compiled=compiled, stage=float(stage.get("seconds") or 0.0), build=build,
@@ -147,7 +149,7 @@ def load_summary(path: Path) -> tuple[list[FileTimes], dict]:
     summary = json.loads(path.read_text())
     passes = summary.get("passes") or {}
     facts = {"profile": summary.get("profile"), "world_size": (summary.get("profile_fields") or {}).get("world_size"),
-             "measured": {}}
+             "build_slots": (summary.get("settings") or {}).get("build_workers"), "measured": {}}
     files: list[FileTimes] = []
     for name in ("stage", "nobuild"):
         info = passes.get(name)
@@ -398,7 +400,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--kernels", type=Path, help="project this directory of kernels instead of the measured files")
     parser.add_argument("--files", type=int, help="project this many files (the measured share compiled)")
     parser.add_argument("--layout", action="append", default=[], help="NxWk[@S]: N workers of k GPUs, S build slots")
-    parser.add_argument("--build-slots", type=int, default=8, help="build slots of a layout without @S")
+    parser.add_argument("--build-slots", type=int,
+                        help="build slots of a layout without @S (default: the run's build workers, else 8)")
     parser.add_argument("--gap", type=float, help="seconds between jobs on a worker (default: the measured median)")
     parser.add_argument("--job-scale", action="append", default=[],
                         help="k=F: jobs at W=k take F times the measured W's (default 1.0)")
@@ -426,7 +429,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     for item in args.job_scale:
         k, _, factor = item.partition("=")
         scales[int(k)] = float(factor)
-    layouts = [parse_layout(x, args.build_slots) for x in (args.layout or ["1xW1"])]
+    slots = args.build_slots or facts.get("build_slots") or 8
+    layouts = [parse_layout(x, slots) for x in (args.layout or ["1xW1"])]
     rows = table(files, layouts, facts, gap or 0.0, scales, source)
     print(phase_medians(files))
     print(f"gap between jobs on a worker: {gap or 0.0:.2f}s; files: {len(files)} "

@@ -2,6 +2,7 @@
 import argparse
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 _SPEC = importlib.util.spec_from_file_location("throughput", Path(__file__).resolve().parents[1] / "benchmarks" /
                                                "throughput.py")
 throughput = importlib.util.module_from_spec(_SPEC)
+sys.modules["throughput"] = throughput  # its dataclasses look their module up while the class is made
 _SPEC.loader.exec_module(throughput)
 FileTimes, Layout, simulate = throughput.FileTimes, throughput.Layout, throughput.simulate
 
