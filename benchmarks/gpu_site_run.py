@@ -61,6 +61,10 @@ GPUS = setting("GPUS", "" if DRY else "0")
 STAGE_MODE = setting("STAGE_MODE", "all" if DRY else "cuda")  # PKB_BUILD_STAGE of the first pass
 SANDBOX = setting("PKB_SANDBOX", "required")
 WARM_SPARES = setting("WARM_SPARES", "0")
+# The build stage's threads and its arch list (leaderboard/settings.py: PKB_BUILD_WORKERS, PKB_BUILD_ARCH); empty:
+# the site's defaults (cores / 4 threads; the arch inherited, compile_cuda_extension's 9.0).
+BUILD_WORKERS = setting("BUILD_WORKERS", "")
+BUILD_ARCH = setting("BUILD_ARCH", "" if DRY else "9.0")
 DEADLINE_S = float(setting("DEADLINE_S", "540"))  # this call's budget: past it, save everything and say "resume"
 PASS_TIMEOUT_S = float(setting("PASS_TIMEOUT_S", "1500"))  # a pass's own limit across calls
 POLL_S = float(setting("POLL_S", "2"))
@@ -128,6 +132,10 @@ def site_env(pass_name: str) -> dict:
         "PKB_WARM_SPARES": WARM_SPARES, "PKB_GPUS": GPUS, "PKB_GPU_LOCK_DIR": str(RUN_DIR / "gpu-locks"),
         "PKB_WORK_DIR": str(RUN_DIR / f"work-{pass_name}"), "PYTHONUNBUFFERED": "1", "DJANGO_DEBUG": "0",
     })
+    if BUILD_WORKERS:
+        env["PKB_BUILD_WORKERS"] = BUILD_WORKERS
+    if BUILD_ARCH:
+        env["PKB_BUILD_ARCH"] = BUILD_ARCH
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO), os.environ.get("PYTHONPATH", "")] if p)
     return env
 
@@ -221,6 +229,10 @@ def server_stop(state: dict, pass_name: str) -> None:
     except ProcessLookupError:
         return
     for _ in range(50):
+        try:
+            os.waitpid(pid, os.WNOHANG)  # reap it if it is this process's child (else a zombie stays in the group)
+        except ChildProcessError:
+            pass
         try:
             os.killpg(pid, 0)
         except ProcessLookupError:
@@ -395,7 +407,10 @@ def row_of(job: dict) -> dict:
     """One file's line of the summary (what the issue asks per file, and the phases throughput.py reads)."""
     final = job.get("final") or {}
     doc = final.get("document") or {}
-    build = doc.get("build") or {}
+    # A compile_error the build stage found is stored as the file's result with the stage's build report: no GPU job
+    # ran, so nothing of it was compiled while holding a GPU.
+    gpu_job = bool(doc) and not doc.get("build_stage")
+    build = (doc.get("build") or {}) if gpu_job else {}
     stage = job.get("build_report") or {}
     phases = doc.get("phases_s") or {}
     return {
@@ -404,12 +419,14 @@ def row_of(job: dict) -> dict:
         "flags": final.get("flags") or [], "build_status": job.get("build_status"),
         "stage_s": stage.get("seconds"), "stage_compile_s": (stage.get("build") or {}).get("compile_s"),
         "gpu_held_s": final.get("gpu_seconds"), "wall_s": final.get("wall_s"),
-        "compile_in_job_s": build.get("compile_s", 0.0) if doc else None, "compiled_in_job": build.get("compiled"),
+        "gpu_job": gpu_job, "compile_in_job_s": build.get("compile_s", 0.0) if gpu_job else None,
+        "compiled_in_job": build.get("compiled"),
         "from_cache": build.get("from_cache"), "phases_s": phases,
         "speedup": final.get("speedup"), "faster": final.get("faster"),
         "reference_ms": final.get("reference_ms"), "candidate_ms": final.get("candidate_ms"),
         "infra_retries": sum(1 for r in job.get("results") or [] if r["verdict"] == "infra_error"),
-        "started_at": job.get("started_at"), "finished_at": job.get("finished_at"),
+        "enqueued_at": job.get("enqueued_at"), "started_at": job.get("started_at"),
+        "finished_at": job.get("finished_at"),
     }
 
 
@@ -495,6 +512,8 @@ def summary(state: dict) -> dict:
                      "without_stage": {k: row.get(k) for k in ("verdict", "gpu_held_s", "compile_in_job_s")}})
     out = {"schema": "gpu_site_run/1", "dry": DRY, "profile": PROFILE, "profile_fields": state.get("profile"),
            "settings": {"gpus": GPUS, "stage_mode": STAGE_MODE, "sandbox": SANDBOX, "warm_spares": WARM_SPARES,
+                        "build_workers": int(BUILD_WORKERS or max(1, (os.cpu_count() or 1) // 4)),
+                        "build_arch": BUILD_ARCH, "cpus": os.cpu_count(),
                         "nobuild_files": NOBUILD_FILES, "passes": PASSES, "submission_dir": str(SUBMISSION_DIR)},
            "host": state.get("host"), "steps_done": state.get("done"), "errors": state.get("errors"),
            "passes": {}, "side_by_side": side}

@@ -23,20 +23,23 @@ cd "$(dirname "$0")/.."
 : "${NOBUILD_FILES:=attempt_1/1_allreduce_cuda.py attempt_1/19_blocked_fp8_quantize_cuda.py attempt_6/1_allreduce_cuda.py}"
 : "${PASSES:=stage,nobuild}"
 : "${WARM_SPARES:=0}"
+: "${BUILD_WORKERS:=}"                             # PKB_BUILD_WORKERS (builds at once); empty: the site's cores / 4
+: "${BUILD_ARCH:=9.0}"                             # PKB_BUILD_ARCH: the H200's; the stage and the jobs build alike
 : "${DEADLINE_S:=540}"                             # this call's own budget (a device command has 600 s)
 : "${PORT:=8765}"
 : "${WHEELS:=.sbx/wheels}"
 : "${PKB_SANDBOX:=required}"
 : "${FRESH:=0}"
 if [ "$DRY" = 1 ]; then  # the same orchestration on a machine without a GPU: the CPU profile, small files
-  PROFILE=cpu-gloo GPUS= STAGE_MODE=all
+  PROFILE=cpu-gloo GPUS= STAGE_MODE=all BUILD_ARCH=
   : "${DRY_FILES:=tests/evaluator/compat/candidates/lazy_cpp_extension.py tests/evaluator/compat/candidates/broken_build.py tests/evaluator/compat/candidates/ws1_shortcut.py}"
   RUN_DIR=${DRY_RUN_DIR:-/tmp/gpu_site_run_dry}
   SUBMISSION_DIR=$RUN_DIR/dry_submission
   NOBUILD_FILES="attempt_1/1_allreduce_cpp.py attempt_2/1_allreduce_cpp.py"
 fi
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-export DRY OUT RUN_DIR GPUS STAGE_MODE PROFILE SUBMISSION_DIR NOBUILD_FILES PASSES WARM_SPARES DEADLINE_S PORT PKB_SANDBOX
+export DRY OUT RUN_DIR GPUS STAGE_MODE PROFILE SUBMISSION_DIR NOBUILD_FILES PASSES WARM_SPARES BUILD_WORKERS BUILD_ARCH \
+  DEADLINE_S PORT PKB_SANDBOX
 mkdir -p "$OUT"
 COMMAND=${1:-all}
 say() { echo "[$(date +%H:%M:%S) setup] $*" | tee -a "$OUT/setup.log"; }

@@ -37,8 +37,14 @@ for tag in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 man
            manylinux_2_5_x86_64 manylinux1_x86_64 any; do
   PLATFORMS+=(--platform "$tag")
 done
+# The versions the project's venv runs here (and its tests pass with), where it has them: the host runs the same.
+CONSTRAINTS=()
+if [ -x .venv/bin/python ]; then
+  .venv/bin/python -m pip freeze 2>/dev/null | grep -E '^[A-Za-z0-9_.-]+==' >"$DEST/../constraints.txt" || true
+  CONSTRAINTS=(-c "$DEST/../constraints.txt")
+fi
 "$PYTHON" -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp "${PLATFORMS[@]}" \
-  -d "$DEST" "${REQUIREMENTS[@]}"
+  "${CONSTRAINTS[@]}" -d "$DEST" "${REQUIREMENTS[@]}" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 
 # What the host already has and must keep as its own (see above): removed if a dependency pulled it in.
 for name in torch numpy triton rich psycopg psycopg_binary; do
