@@ -22,9 +22,9 @@ def _quant_dequant(x_ptr, out_ptr, n, block_size, BLOCK: tl.constexpr):
     mask = (lanes < block_size) & (offsets < n)
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
     amax = tl.max(tl.abs(x), axis=0)
-    scale = tl.maximum(amax, 1e-8) / 127.0
+    scale = tl.where(amax > 1e-8, amax, 1e-8) / 127.0
     q = libdevice.rint(x / scale)
-    q = tl.minimum(tl.maximum(q, -127.0), 127.0)
+    q = tl.where(q > 127.0, 127.0, tl.where(q < -127.0, -127.0, q))
     tl.store(out_ptr + offsets, (q * scale).to(out_ptr.dtype.element_ty), mask=mask)
 
 
