@@ -34,7 +34,12 @@ def setup_django() -> None:
 setup_django()
 
 import dramatiq  # noqa: E402
-from dramatiq.middleware import Middleware  # noqa: E402
+from dramatiq.middleware import Middleware, MiddlewareError  # noqa: E402
+
+
+class WorkerRefused(MiddlewareError):
+    """A boot check said no (the sandbox, the GPUs, the host): the worker does not start. It must be a MiddlewareError:
+    dramatiq's before_worker_boot only logs any other exception, and the worker would boot anyway."""
 
 
 class WorkerMiddleware(Middleware):
@@ -52,14 +57,17 @@ class WorkerMiddleware(Middleware):
         from leaderboard.jobs.sandbox_gate import check_sandbox
 
         queues = worker.consumer_whitelist or broker.get_declared_queues()
-        check_sandbox(queues)
-        # No two workers on one GPU, and none judging on GPUs its profiles do not describe (the host record).
-        self.gpu_locks = gpus.claim_configured()
         try:
+            check_sandbox(queues)
+            # No two workers on one GPU, and none judging on GPUs its profiles do not describe (the host record).
+            self.gpu_locks = gpus.claim_configured()
             host_gate.check_host(queues, threads=getattr(worker, "worker_threads", 1))
-        except BaseException:
+        except MiddlewareError:
             self._release_gpus()
             raise
+        except Exception as exc:  # a check that could not decide (no database, ...) is a no: fail closed
+            self._release_gpus()
+            raise WorkerRefused(str(exc)) from exc
 
     def _release_gpus(self):
         if self.gpu_locks is not None:

@@ -19,13 +19,15 @@ import socket
 from pathlib import Path
 
 from django.conf import settings
+from dramatiq.middleware import MiddlewareError
 
 
-class BadGpuSet(ValueError):
+# Both are MiddlewareErrors: dramatiq's before_worker_boot logs any other exception and boots the worker anyway.
+class BadGpuSet(ValueError, MiddlewareError):
     """A ``PKB_GPUS`` / ``--gpus`` value that is not a set of device indexes."""
 
 
-class GpusTaken(RuntimeError):
+class GpusTaken(RuntimeError, MiddlewareError):
     """Another live worker holds one of this worker's GPUs: it refuses to start rather than share it."""
 
 

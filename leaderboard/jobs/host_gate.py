@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 
+from dramatiq.middleware import MiddlewareError
+
 from leaderboard.jobs import gpus, judge_commands
 
 log = logging.getLogger("leaderboard.jobs.actors")
@@ -17,9 +19,10 @@ FEEDBACK_PREFIX = "feedback-"
 _records: dict[str, dict] = {}  # per worker process, by the GPUs it was started for
 
 
-class HostDoesNotMatchProfile(RuntimeError):
+class HostDoesNotMatchProfile(RuntimeError, MiddlewareError):
     """The worker's GPUs cannot serve a profile of a queue it consumes: it refuses to start rather than judge on
-    hardware the profile does not describe."""
+    hardware the profile does not describe. (A MiddlewareError: dramatiq's before_worker_boot logs any other exception
+    and boots the worker anyway.)"""
 
 
 def cuda_profiles(queues) -> list:
@@ -41,8 +44,7 @@ def _ask(profile=None) -> dict:
 
 def check_host(queues, threads: int = 1) -> dict:
     """The host record of this worker, checked against every CUDA profile among ``queues``; HostDoesNotMatchProfile
-    says which profile and why when one does not match (and JudgeCommandFailed stops a CUDA worker whose host cannot
-    be read at all: unchecked is not matching)."""
+    says which profile and why when one does not match, or that the host could not be read."""
     profiles = cuda_profiles(queues)
     pinned = gpus.spec()
     if pinned and profiles and threads > 1:
@@ -50,7 +52,11 @@ def check_host(queues, threads: int = 1) -> dict:
                                       f"them, and this one has {threads} threads (start it with --threads 1)")
     record = None
     for profile in profiles:
-        record = _ask(profile)
+        try:
+            record = _ask(profile)
+        except judge_commands.JudgeCommandFailed as exc:  # unchecked is not matching
+            raise HostDoesNotMatchProfile(f"refusing to start: queue {profile.slug} needs this worker's GPUs "
+                                          f"checked, and the host could not be read: {exc}") from exc
         why = record.pop("refused", None)
         if why:
             raise HostDoesNotMatchProfile(f"refusing to start: queue {profile.slug} (W = {profile.world_size}, "

@@ -51,8 +51,28 @@ def test_the_feedback_worker_checks_the_sandbox_at_boot(incomplete, settings):
     settings.PKB_SANDBOX_OFF = False
     worker = SimpleNamespace(consumer_whitelist={"feedback-cpu-gloo"})
     assert "feedback" in bootstrap.middleware().parts
-    with pytest.raises(actors.SandboxUnavailableOnHost):
+    with pytest.raises(bootstrap.WorkerRefused, match="simulated: no bwrap") as refused:
         bootstrap.middleware().before_worker_boot(None, worker)
+    assert isinstance(refused.value.__cause__, actors.SandboxUnavailableOnHost)
+
+
+def test_a_worker_without_the_sandbox_really_does_not_start(incomplete, settings):
+    """Through dramatiq's own Worker.start: its before_worker_boot only logs an exception that is not a
+    MiddlewareError and boots the worker anyway, so the refusal must be one (leaderboard/worker.py, WorkerRefused)."""
+    import dramatiq
+    from dramatiq.brokers.stub import StubBroker
+
+    from leaderboard import worker as bootstrap
+
+    settings.PKB_SANDBOX_OFF = False
+    broker = StubBroker()
+    broker.emit_after("process_boot")
+    broker.add_middleware(bootstrap.WorkerMiddleware())
+    broker.declare_queue("cpu-gloo")
+    worker = dramatiq.Worker(broker, queues={"cpu-gloo"}, worker_threads=1)
+    with pytest.raises(bootstrap.WorkerRefused, match="simulated: no bwrap"):
+        worker.start()
+    assert worker.workers == []  # no thread took, or will take, a message
 
 
 def test_every_judge_command_requires_the_sandbox_unless_off(owner, gpu, cpu, submit, settings):
