@@ -10,8 +10,9 @@
 
 torch comes from this machine's disk (pip's find-links, /opt/wheels), so an environment builds in well under a
 minute; the judge's test takes about two, the site's three to six on a busy 2-core machine (under a minute of CPU: its
-extra's packages installed, 87 problems loaded, plotly's 4.8 MB gzipped by collectstatic). They run in the full suite (``make test``), not ``make test-fast``, on every
-machine that can build a venv and install that torch, and fail (not skip) where it cannot."""
+extra's packages installed, 87 problems loaded, plotly's 4.8 MB gzipped by collectstatic). They run in the full
+suite (``make test``), not ``make test-fast``, on every machine that can build a venv and install that torch, and
+fail (not skip) where it cannot."""
 from __future__ import annotations
 
 import json
