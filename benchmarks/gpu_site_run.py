@@ -144,7 +144,8 @@ def manage(args: list[str], pass_name: str = "stage", timeout: float = 300) -> s
     began = time.monotonic()
     done = subprocess.run([PYTHON, "manage.py", *args], cwd=REPO, env=site_env(pass_name), capture_output=True,
                           text=True, timeout=timeout)
-    output = (done.stdout + done.stderr).strip()
+    # The setup's JSON line holds the run's API tokens: never in the log.
+    output = "\n".join(x for x in (done.stdout + done.stderr).strip().splitlines() if not x.startswith("SETUP "))
     log(f"manage.py {' '.join(args[:2])}: rc={done.returncode} in {time.monotonic() - began:.1f}s"
         + (f": {output.splitlines()[-1][:300]}" if output else ""))
     if done.returncode != 0:

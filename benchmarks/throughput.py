@@ -366,7 +366,8 @@ def render(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         on, off = r["stage_on"], r["stage_off"]
-        lines.append(f"{r['layout'] + '@' + str(r['build_slots']):<10} {r['files']:>5} {on['wall_s']:>11.1f} "
+        name = f"{r['workers']}xW{r['gpus_per_job']}@{r['build_slots']}"
+        lines.append(f"{name:<10} {r['files']:>5} {on['wall_s']:>11.1f} "
                      f"{on['gpu_held_s']:>11.1f} {_pct(on['compile_share']):>8} | {off['wall_s']:>11.1f} "
                      f"{off['gpu_held_s']:>11.1f} {_pct(off['compile_share']):>8} | {r['basis']}")
         if r.get("measured") and r["measured"].get("stage_on"):
@@ -420,6 +421,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("no measured files", file=sys.stderr)
         return 1
     source = "measured files"
+    print(phase_medians(files))  # of the measured files, before any projection
     if args.kernels:
         files, source = project_kernels(files, args.kernels), f"{args.kernels}: class medians for unmeasured files"
     elif args.files:
@@ -432,7 +434,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     slots = args.build_slots or facts.get("build_slots") or 8
     layouts = [parse_layout(x, slots) for x in (args.layout or ["1xW1"])]
     rows = table(files, layouts, facts, gap or 0.0, scales, source)
-    print(phase_medians(files))
     print(f"gap between jobs on a worker: {gap or 0.0:.2f}s; files: {len(files)} "
           f"({sum(f.compiled for f in files)} with a compile call)")
     print(render(rows))
