@@ -73,6 +73,8 @@ def _links(topology: str, devices: list[int]) -> dict:
     """From ``nvidia-smi topo -m``: the link between each pair of ``devices`` (``NV18``, ``PIX``, ``SYS``...)."""
     rows = {}
     header: list[str] = []
+    # nvidia-smi underlines the header row with terminal escapes even when its output is not a terminal.
+    topology = re.sub(r"\x1b\[[0-9;]*m", "", topology)
     for line in topology.splitlines():
         cells = line.split()
         if not cells:
