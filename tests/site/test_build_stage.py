@@ -71,7 +71,7 @@ def build(job: EvaluationJob, capture, worker: str = "build-worker") -> str:
 def test_files_that_compile_go_to_the_build_queue_first_and_the_others_straight_to_their_profile(
         owner, submit, staged, settings, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        submission = submit(owner, {CPP_FILE: LAZY, "13_gemm_allreduce_torch.py": GOOD_13})
+        submission = submit(owner, {CPP_FILE: LAZY, "13_gemm_allreduce_cpp.py": GOOD_13})
     jobs = {j.candidate.problem_id: j for j in submission.jobs.select_related("candidate")}
     assert (jobs[1].build_status, jobs[13].build_status) == ("queued", "skipped")
     assert drain("build-cpu-gloo") == [jobs[1].pk] and drain("cpu-gloo") == [jobs[13].pk]
