@@ -632,6 +632,10 @@ def main(argv: list[str]) -> int:
     if command == "all" and state.get("done"):
         log(f"{RUN_DIR} holds an earlier run (steps {state['done']}): 'resume' carries it on; FRESH=1 starts over")
         return 2
+    if command == "resume" and not state.get("done"):
+        log(f"nothing to resume in {RUN_DIR} (a fresh machine: the last one was given back); run 'all' again, with "
+            f"PASSES=nobuild for the second pass alone (throughput.py takes both summaries)")
+        return 2
     if command == "stop":
         for name in list((state.get("servers") or {})):
             server_stop(state, name)

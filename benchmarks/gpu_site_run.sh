@@ -23,15 +23,15 @@ cd "$(dirname "$0")/.."
 : "${NOBUILD_FILES:=attempt_1/1_allreduce_cuda.py attempt_1/19_blocked_fp8_quantize_cuda.py attempt_6/1_allreduce_cuda.py}"
 : "${PASSES:=stage,nobuild}"
 : "${WARM_SPARES:=0}"
-: "${BUILD_WORKERS:=}"                             # PKB_BUILD_WORKERS (builds at once); empty: the site's cores / 4
+: "${BUILD_WORKERS:=6}"                            # PKB_BUILD_WORKERS: builds at once (x PKB_BUILD_MAX_JOBS=2 compilers each)
 : "${BUILD_ARCH:=9.0}"                             # PKB_BUILD_ARCH: the H200's; the stage and the jobs build alike
-: "${DEADLINE_S:=540}"                             # this call's own budget (a device command has 600 s)
+: "${DEADLINE_S:=560}"                             # this call's own budget (a device command has 600 s)
 : "${PORT:=8765}"
 : "${WHEELS:=.sbx/wheels}"
 : "${PKB_SANDBOX:=required}"
 : "${FRESH:=0}"
 if [ "$DRY" = 1 ]; then  # the same orchestration on a machine without a GPU: the CPU profile, small files
-  PROFILE=cpu-gloo GPUS= STAGE_MODE=all BUILD_ARCH=
+  PROFILE=cpu-gloo GPUS= STAGE_MODE=all BUILD_ARCH= BUILD_WORKERS=1
   : "${DRY_FILES:=tests/evaluator/compat/candidates/lazy_cpp_extension.py tests/evaluator/compat/candidates/broken_build.py tests/evaluator/compat/candidates/ws1_shortcut.py}"
   RUN_DIR=${DRY_RUN_DIR:-/tmp/gpu_site_run_dry}
   SUBMISSION_DIR=$RUN_DIR/dry_submission

@@ -143,41 +143,42 @@ def from_document(name: str, document: dict, occupied: Optional[float] = None, s
                      stage_compile=stage_compile, **parts)
 
 
-def load_summary(path: Path) -> tuple[list[FileTimes], dict]:
-    """The stage pass of a gpu_site_run summary (its dump beside it holds the documents), with the nobuild pass's
-    in-job compile times attached to the same files; and the run's facts (measured wall, W, gaps)."""
+def load_summary(path: Path) -> tuple[list[FileTimes], list[FileTimes], dict]:
+    """A gpu_site_run summary's two passes as files (the dump beside it holds the documents): the stage pass's, the
+    nobuild pass's, and the run's facts (measured wall, W, the gap between jobs, the build slots)."""
     summary = json.loads(path.read_text())
     passes = summary.get("passes") or {}
     facts = {"profile": summary.get("profile"), "world_size": (summary.get("profile_fields") or {}).get("world_size"),
              "build_slots": (summary.get("settings") or {}).get("build_workers"), "measured": {}}
-    files: list[FileTimes] = []
-    for name in ("stage", "nobuild"):
+    found: dict[str, list[FileTimes]] = {"stage": [], "nobuild": []}
+    for name in found:
         info = passes.get(name)
         if not info:
             continue
         documents = _documents(path.parent / "dumps" / f"{name}.json")
         rows = info.get("rows") or []
-        pass_files = []
         for row in rows:
             started, finished = _stamp(row.get("started_at")), _stamp(row.get("finished_at"))
             occupied = finished - started if started and finished else None
             stage = {"seconds": row.get("stage_s"), "build": {"compile_s": row.get("stage_compile_s")}} \
                 if row.get("stage_s") is not None else None
             doc = documents.get(row["job"]) or _document_of_row(row)
-            pass_files.append(from_document(row["file"], doc, occupied, stage, row.get("build_status")))
+            found[name].append(from_document(row["file"], doc, occupied, stage, row.get("build_status")))
         totals = info.get("totals") or {}
         facts["measured"][name] = {"files": len(rows), "wall_s": totals.get("wall_s_created_to_last_finish"),
                                    "gpu_held_s": totals.get("gpu_held_s"),
                                    "compile_share": totals.get("compile_share_of_gpu_held"),
                                    "gap_s": _median_gap(rows)}
-        if name == "stage":
-            files = pass_files
-        else:
-            by_name = {f.name: f for f in pass_files}
-            for f in files:
-                if f.name in by_name:
-                    f.without_stage = by_name[f.name]
-    return files, facts
+    return found["stage"], found["nobuild"], facts
+
+
+def attach_without_stage(files: list[FileTimes], without: list[FileTimes]) -> None:
+    """Each file measured again with the stage off (the nobuild pass, of this run or of another summary) keeps that
+    measurement beside its own."""
+    by_name = {f.name: f for f in without}
+    for f in files:
+        if f.name in by_name:
+            f.without_stage = by_name[f.name]
 
 
 def _documents(path: Path) -> dict:
@@ -410,13 +411,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     files: list[FileTimes] = []
+    without: list[FileTimes] = []
     facts: dict = {}
-    for path in args.measured:
+    for path in args.measured:  # summaries of one run or of two (the passes on two machines), or documents
         if path.is_dir():
             files += load_documents(path)
-        else:
-            more, facts = load_summary(path)
-            files += more
+            continue
+        stage_files, nobuild_files, more_facts = load_summary(path)
+        files += stage_files
+        without += nobuild_files
+        if stage_files or not facts:
+            facts = {**more_facts, "measured": {**(facts.get("measured") or {}), **more_facts["measured"]}}
+    attach_without_stage(files, without)
     if not files:
         print("no measured files", file=sys.stderr)
         return 1

@@ -104,7 +104,8 @@ def test_a_run_summary_is_read_into_phases(tmp_path):
     path.write_text(json.dumps(summary))
     (tmp_path / "dumps").mkdir()
     (tmp_path / "dumps" / "stage.json").write_text(json.dumps({"jobs": [{"job": 7, "final": {"document": document}}]}))
-    files, facts = throughput.load_summary(path)
+    files, without, facts = throughput.load_summary(path)
+    assert without == []
     (f,) = files
     assert f.compiled and f.gpu_job and f.stage == 50.0 and f.stage_compile == 45.0 and f.build == 2.0
     assert (f.reference, f.candidate, f.timing) == (2.0, 3.0, 3.5)
@@ -114,3 +115,11 @@ def test_a_run_summary_is_read_into_phases(tmp_path):
     rows = throughput.table(files, [Layout("1xW1", 1, 1, 4)], facts, 0.0, {}, "measured files")
     assert rows[0]["measured"]["stage_on"]["wall_s"] == 70.0
     assert rows[0]["stage_on"]["gpu_held_s"] == 12.0
+
+
+def test_a_pass_without_the_stage_from_another_summary_is_attached_by_file_name():
+    files = [compiled("attempt_1/1_allreduce_cuda.py", 60.0, 5.0, stage_compile=55.0), plain("attempt_2/x.py", 8.0)]
+    measured_off = FileTimes(name="attempt_1/1_allreduce_cuda.py", compiled=True, build=58.0, candidate=5.0)
+    throughput.attach_without_stage(files, [measured_off])
+    assert files[0].without_stage is measured_off and files[1].without_stage is None
+    assert throughput.without_stage(files[0]) == (63.0, 58.0, 0.0)
