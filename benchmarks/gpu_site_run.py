@@ -60,6 +60,10 @@ PASSES = [p for p in setting("PASSES", "stage,nobuild").split(",") if p]
 GPUS = setting("GPUS", "" if DRY else "0")
 STAGE_MODE = setting("STAGE_MODE", "all" if DRY else "cuda")  # PKB_BUILD_STAGE of the first pass
 SANDBOX = setting("PKB_SANDBOX", "required")
+# A worker that cannot give candidates the whole sandbox refuses to start. With SANDBOX_FALLBACK=off the run then
+# goes on without it (every result flagged unsandboxed, never ranked), said loudly in the log and the summary: a
+# run on a lent GPU is rarely repeated, and its timings and build figures hold either way. Empty: stop there.
+SANDBOX_FALLBACK = setting("SANDBOX_FALLBACK", "off")
 WARM_SPARES = setting("WARM_SPARES", "0")
 # The build stage's threads and its arch list (leaderboard/settings.py: PKB_BUILD_WORKERS, PKB_BUILD_ARCH); empty:
 # the site's defaults (cores / 4 threads; the arch inherited, compile_cuda_extension's 9.0).
@@ -195,6 +199,24 @@ def step_setup(state: dict) -> None:
 # --- the server -----------------------------------------------------------------------------------------------------
 
 def server_start(state: dict, pass_name: str) -> None:
+    """The pass's server; where the worker refused for want of the sandbox, once more without it (SANDBOX_FALLBACK)."""
+    global SANDBOX
+    if state.get("sandbox_fallback"):
+        SANDBOX = "off"
+    try:
+        _server_start(state, pass_name)
+    except RuntimeError as exc:
+        if SANDBOX == "off" or SANDBOX_FALLBACK != "off" or "sandbox" not in str(exc).lower():
+            raise
+        failed(state, f"serve:{pass_name}", exc)
+        log("THE SANDBOX IS NOT AVAILABLE ON THIS HOST: starting the server with PKB_SANDBOX=off (every result "
+            "flagged unsandboxed, never ranked; SANDBOX_FALLBACK= stops here instead)")
+        SANDBOX = "off"
+        state["sandbox_fallback"] = True
+        _server_start(state, pass_name)
+
+
+def _server_start(state: dict, pass_name: str) -> None:
     """``runserver_with_worker`` in a session of its own (setsid: it outlives this call), then /healthz."""
     logfile = RUN_DIR / f"server-{pass_name}.log"
     env = site_env(pass_name)
@@ -512,7 +534,9 @@ def summary(state: dict) -> dict:
                                                                     "compile_in_job_s")},
                      "without_stage": {k: row.get(k) for k in ("verdict", "gpu_held_s", "compile_in_job_s")}})
     out = {"schema": "gpu_site_run/1", "dry": DRY, "profile": PROFILE, "profile_fields": state.get("profile"),
-           "settings": {"gpus": GPUS, "stage_mode": STAGE_MODE, "sandbox": SANDBOX, "warm_spares": WARM_SPARES,
+           "settings": {"gpus": GPUS, "stage_mode": STAGE_MODE, "warm_spares": WARM_SPARES,
+                        "sandbox": "off (fallback: the host could not give the whole sandbox)"
+                        if state.get("sandbox_fallback") else SANDBOX,
                         "build_workers": int(BUILD_WORKERS or max(1, (os.cpu_count() or 1) // 4)),
                         "build_arch": BUILD_ARCH, "cpus": os.cpu_count(),
                         "nobuild_files": NOBUILD_FILES, "passes": PASSES, "submission_dir": str(SUBMISSION_DIR)},
