@@ -54,13 +54,15 @@ class WorkerMiddleware(Middleware):
     def before_worker_boot(self, broker, worker):
         # Every queue runs strangers' code: the whole sandbox or no worker (decided once per process).
         from leaderboard.jobs import gpus, host_gate
+        from leaderboard.jobs.build_routing import is_build_queue
         from leaderboard.jobs.sandbox_gate import check_sandbox
 
         queues = worker.consumer_whitelist or broker.get_declared_queues()
         try:
             check_sandbox(queues)
             # No two workers on one GPU, and none judging on GPUs its profiles do not describe (the host record).
-            self.gpu_locks = gpus.claim_configured()
+            if not (queues and all(is_build_queue(q) for q in queues)):  # a build worker holds no GPU (its stage hides them)
+                self.gpu_locks = gpus.claim_configured()
             host_gate.check_host(queues, threads=getattr(worker, "worker_threads", 1))
         except MiddlewareError:
             self._release_gpus()

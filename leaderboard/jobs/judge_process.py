@@ -26,8 +26,10 @@ from leaderboard.jobs import gpus, judge_commands, workspace
 log = logging.getLogger("leaderboard.jobs.judge_process")
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 # Variables the judge needs; everything else (DATABASE_URL, BROKER_URL, secrets) stays in the worker.
+# PKB_BUILD_CACHE(_BYTES): the build stage and the jobs after it must use one build cache (a host's own, or one shared
+# by the hosts of a toolchain), or the jobs compile what the stage built.
 PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "PKB_SANDBOX",
-            "PKB_BWRAP", "PKB_SETPRIV")
+            "PKB_BWRAP", "PKB_SETPRIV", "PKB_BUILD_CACHE", "PKB_BUILD_CACHE_BYTES")
 PASS_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "TORCH_", "TRITON_", "PKB_JUDGE_")
 
 
@@ -101,6 +103,8 @@ def judge_env(workdir: Path) -> dict:
     """The judge's environment: the allow-list above, and the worker's GPUs only when it is pinned (gpus.py)."""
     env = {k: v for k, v in os.environ.items() if k in PASS_ENV or k.startswith(PASS_PREFIXES)}
     gpus.pin(env)
+    if settings.PKB_BUILD_ARCH:  # the builds' architecture list is part of every build's fingerprint: the stage's
+        env["TORCH_CUDA_ARCH_LIST"] = settings.PKB_BUILD_ARCH
     env["PYTHONPATH"] = str(settings.BASE_DIR)
     env["TMPDIR"] = str(workdir)
     env.setdefault("PATH", "/usr/bin:/bin")

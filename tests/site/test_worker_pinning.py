@@ -219,3 +219,24 @@ def test_existing_h200x8_rows_learn_they_need_nvlink(catalogue):
     migration.h200x8_needs_nvlink(apps, None)
     assert HardwareProfile.objects.get(slug="gpu-h200x8").nvlink
     assert not HardwareProfile.objects.get(slug="gpu-h200x1").nvlink
+
+
+def test_a_build_worker_holds_no_gpu_even_when_pinned(boot, host):
+    """Builds run with no GPU visible (the stage hides them): a worker serving only build queues leaves the GPUs to
+    the host's judging workers, even if started with the same PKB_GPUS."""
+    _, builder = boot("0-1", ["build-gpu-h200x1"])
+    assert builder.gpu_locks is None
+    _, judging = boot("0-1", ["gpu-h200x1"])
+    assert judging.gpu_locks.held
+
+
+def test_the_judge_builds_for_the_stages_architecture_with_the_stages_cache(host, monkeypatch, tmp_path):
+    """The architecture list and the build cache are part of what makes a job find the stage's build: a judge gets
+    PKB_BUILD_ARCH as TORCH_CUDA_ARCH_LIST whatever the worker's environment says, and the worker's build cache."""
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0a")
+    monkeypatch.setenv("PKB_BUILD_CACHE", str(tmp_path / "cache"))
+    host.PKB_BUILD_ARCH = ""
+    assert judge_process.judge_env(tmp_path)["TORCH_CUDA_ARCH_LIST"] == "9.0a"
+    host.PKB_BUILD_ARCH = "9.0"
+    env = judge_process.judge_env(tmp_path)
+    assert env["TORCH_CUDA_ARCH_LIST"] == "9.0" and env["PKB_BUILD_CACHE"] == str(tmp_path / "cache")
