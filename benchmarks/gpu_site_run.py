@@ -128,8 +128,11 @@ def site_env(pass_name: str) -> dict:
     env = dict(os.environ)
     home = RUN_DIR / f"home-{pass_name}"
     home.mkdir(parents=True, exist_ok=True)
+    (RUN_DIR / "data").mkdir(parents=True, exist_ok=True)
     env.update(MULTICAST_OFF)
     env.update({
+        # The run's own SQLite file (the default, sqlite:///var/..., is the checkout's own database).
+        "DATABASE_URL": f"sqlite:///{RUN_DIR / 'data' / 'pkb-arena.sqlite3'}", "BROKER_URL": "stub://",
         "PKB_DATA_DIR": str(RUN_DIR / "data"), "PKB_DEFAULT_PROFILE": PROFILE, "PKB_SANDBOX": SANDBOX,
         "PKB_BUILD_STAGE": STAGE_MODE if pass_name == "stage" else "off",
         "PKB_BUILD_CACHE": str(RUN_DIR / f"build-cache-{pass_name}"), "HOME": str(home),
