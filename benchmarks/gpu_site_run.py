@@ -464,6 +464,9 @@ def totals(rows: list[dict], dump: dict) -> dict:
 
     held = sum(r["gpu_held_s"] or 0.0 for r in rows)
     compiling = sum(r["compile_in_job_s"] or 0.0 for r in rows)
+    # In the same unit as GPU-held (device-seconds: the judge's wall x W): each job's compiling x its W.
+    compiling_held = sum((r["compile_in_job_s"] or 0.0) * (r["gpu_held_s"] or 0.0) / r["wall_s"]
+                         for r in rows if r.get("wall_s"))
     finished = [stamp(r["finished_at"]) for r in rows if r["finished_at"]]
     created = stamp(dump.get("created_at"))
     verdicts: dict = {}
@@ -471,7 +474,7 @@ def totals(rows: list[dict], dump: dict) -> dict:
         verdicts[r["verdict"] or r["status"]] = verdicts.get(r["verdict"] or r["status"], 0) + 1
     return {"files": len(rows), "verdicts": verdicts, "gpu_held_s": round(held, 2),
             "compile_in_job_s": round(compiling, 2),
-            "compile_share_of_gpu_held": round(compiling / held, 4) if held else None,
+            "compile_share_of_gpu_held": round(compiling_held / held, 4) if held else None,
             "stage_s_sum": round(sum(r["stage_s"] or 0.0 for r in rows), 2),
             "wall_s_created_to_last_finish": round(max(finished) - created, 2) if finished and created else None}
 

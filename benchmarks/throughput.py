@@ -9,7 +9,8 @@ report), or judge result documents (``pkb eval --json``; no build stage then). P
 - ``stage``: the build stage on CPU cores (the job's build report, ``seconds``): no GPU held;
 - ``build``: compiling inside the GPU job (the result document's ``build.compile_s``);
 - ``reference``, ``candidate``, ``timing``: the judge's parts (``phases_s.judge_parts``): the reference's trials and
-  checks (with reading and comparing the candidate's outputs), the candidate's trials, the timing blocks;
+  checks (with reading and comparing the candidate's outputs), the candidate's trials (less a lazy build made in
+  its first one, which is ``build``), the timing blocks;
 - ``other``: the rest of the judge's wall time (``wall_s``): starting and closing the rank groups;
 - ``dispatch``: the worker's time on the job outside the judge's wall (the judge process starting, the result
   stored: the job's finished_at - started_at less ``wall_s``); its GPUs are reserved but not counted as GPU-held.
@@ -136,6 +137,11 @@ def from_document(name: str, document: dict, occupied: Optional[float] = None, s
                and not document.get("build_stage"))
     if not has_job:
         parts, build = {}, 0.0
+    # A build inside the job happens in one of the parts (a lazy build in the candidate's first trial) or in the start
+    # (one at import): counted once, as build, and taken out of the candidate's part where it overlaps the parts.
+    overlap = max(0.0, build + sum(parts.values()) - wall) if has_job else 0.0
+    if overlap:
+        parts["candidate"] = max(0.0, parts["candidate"] - overlap)
     other = max(0.0, wall - build - sum(parts.values())) if has_job else 0.0
     dispatch = max(0.0, occupied - wall) if has_job and occupied is not None else 0.0
     return FileTimes(name=name, compiled=compiled, stage=float(stage.get("seconds") or 0.0), build=build,

@@ -123,3 +123,11 @@ def test_a_pass_without_the_stage_from_another_summary_is_attached_by_file_name(
     throughput.attach_without_stage(files, [measured_off])
     assert files[0].without_stage is measured_off and files[1].without_stage is None
     assert throughput.without_stage(files[0]) == (63.0, 58.0, 0.0)
+
+
+def test_a_build_made_inside_the_candidates_first_trial_is_counted_once():
+    document = {"verdict": "correct", "wall_s": 30.0, "build": {"compile_s": 20.0},
+                "phases_s": {"judge_parts": {"candidate_trial": 22.0, "reference_trial": 3.0, "candidate_time": 2.0}}}
+    f = throughput.from_document("lazy.py", document)
+    assert (f.build, f.candidate, f.reference, f.timing) == (20.0, 5.0, 3.0, 2.0)
+    assert f.job == pytest.approx(30.0)
