@@ -24,7 +24,8 @@ cd "$(dirname "$0")/.."
 : "${PASSES:=stage,nobuild}"
 : "${WARM_SPARES:=0}"
 : "${BUILD_WORKERS:=6}"                            # PKB_BUILD_WORKERS: builds at once (x PKB_BUILD_MAX_JOBS=2 compilers each)
-: "${BUILD_ARCH:=9.0}"                             # PKB_BUILD_ARCH: the H200's; the stage and the jobs build alike
+: "${BUILD_ARCH:=}"                                # PKB_BUILD_ARCH; empty: the stage and the jobs inherit the host's
+                                                   # TORCH_CUDA_ARCH_LIST (9.0a on the lent H200), one fingerprint
 : "${DEADLINE_S:=560}"                             # this call's own budget (a device command has 600 s)
 : "${PORT:=8765}"
 : "${WHEELS:=.sbx/wheels}"
