@@ -481,8 +481,8 @@ def totals(rows: list[dict], dump: dict) -> dict:
 
 
 PAGES = [  # (name, path, who): what a visitor and an operator read back; {sid}, {slug} filled in
-    ("leaderboard", "/leaderboard/{slug}/", ""), ("leaderboard.csv", "/leaderboard/{slug}/?format=csv", ""),
-    ("leaderboard.json", "/leaderboard/{slug}/?format=json", ""), ("problems", "/problems/", ""),
+    ("leaderboard", "/leaderboard/{slug}/", ""), ("leaderboard_csv", "/leaderboard/{slug}/?format=csv", ""),
+    ("leaderboard_json", "/leaderboard/{slug}/?format=json", ""), ("problems", "/problems/", ""),
     ("problems.json", "/problems/?format=json", ""), ("submission", "/submissions/{sid}/", ""),
     ("submission.csv", "/submissions/{sid}/?format=csv", ""), ("submission.json", "/submissions/{sid}/?format=json", ""),
     ("api-leaderboard", "/api/v1/leaderboard/{slug}/", ""), ("api-submission", "/api/v1/submissions/{sid}/", "token"),

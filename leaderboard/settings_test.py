@@ -1,6 +1,5 @@
 """Settings for the test suite: the real PostgreSQL (PKB_TEST_DATABASE_URL, default the local server) and the
 in-memory StubBroker; the job-lifecycle tests swap in a real RabbitMQ or Redis broker themselves."""
-import os
 import tempfile
 from pathlib import Path
 
@@ -21,8 +20,7 @@ DRAMATIQ_BROKER = {
     "OPTIONS": {},
     "MIDDLEWARE": ["django_dramatiq.middleware.DbConnectionsMiddleware", "leaderboard.jobs.broker.OneMessageAtATime"],
 }
-# One per pytest-xdist worker (scripts/test.sh spreads the suite over processes), as each worker has its own database.
-PKB_WORK_DIR = Path(tempfile.gettempdir()) / ("pkb-arena-test-work" + os.environ.get("PYTEST_XDIST_WORKER", ""))
+PKB_WORK_DIR = Path(tempfile.gettempdir()) / "pkb-arena-test-work"
 PKB_OPEN_SIGNUP = True
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Plain static storage: Django's test client renders pages without a collectstatic run (the browser tests start the
