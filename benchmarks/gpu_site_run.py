@@ -296,16 +296,37 @@ def http(method: str, path: str, token: str = "", timeout: float = 60) -> tuple[
 
 # --- the passes -----------------------------------------------------------------------------------------------------
 
+REUSED = "reused.json"  # {"attempt_N/<file>": "<path in the repository>"}: kernels the tree keeps once, elsewhere
+
+
+def assembled(source: Path) -> Path:
+    """The folder to upload: ``source`` with the files its reused.json names copied in from where the repository
+    keeps them (benchmarks/candidates, the compatibility set), so each kernel has one copy in the tree."""
+    manifest = source / REUSED
+    if not manifest.exists():
+        return source
+    target = RUN_DIR / "submission"
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(REUSED))
+    for rel, origin in json.loads(manifest.read_text()).items():
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / origin, path)
+    return target
+
+
 def pass_dir(pass_name: str) -> Path:
     """The folder a pass uploads: the whole submission, or the subset of the nobuild pass (same paths)."""
+    whole = assembled(SUBMISSION_DIR)
     if pass_name == "stage":
-        return SUBMISSION_DIR
+        return whole
     subset = RUN_DIR / "nobuild_submission"
     shutil.rmtree(subset, ignore_errors=True)
     for rel in NOBUILD_FILES:
         target = subset / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(SUBMISSION_DIR / rel, target)
+        shutil.copyfile(whole / rel, target)
     return subset
 
 
@@ -657,7 +678,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(dump_submission(int(argv[1])), default=str))
         return 0
     if command == "check-submission":
-        return check_submission(Path(argv[1]) if len(argv) > 1 else SUBMISSION_DIR)
+        return check_submission(assembled(Path(argv[1]) if len(argv) > 1 else SUBMISSION_DIR))
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     state = load_state()
     if command == "all" and state.get("done"):
