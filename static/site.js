@@ -41,7 +41,8 @@
           document.getElementById("live-faster").textContent = e.faster || 0;
           document.getElementById("live-status").textContent = s.finished
             ? "Finished: " + j.done + " evaluated, " + j.failed + " failed by the platform."
-            : "Evaluating: " + j.running + " running, " + j.queued + " queued, " + j.done + " done.";
+            : "Evaluating: " + j.running + " running, " + j.queued + " queued, " + j.done + " done" +
+              (j.building ? " (" + j.building + " of them building on CPU before their run)." : ".");
           Object.keys(s.problems).forEach(function (pid) {
             var cell = document.querySelector('tr[data-problem="' + pid + '"] [data-status]');
             if (cell) cell.textContent = s.problems[pid].replace(/_/g, " ");

@@ -223,6 +223,8 @@ class JobCountsSerializer(serializers.Serializer):
     running = serializers.IntegerField()
     done = serializers.IntegerField()
     failed = serializers.IntegerField()
+    building = serializers.IntegerField(help_text="of the queued and running ones, those in the build stage (compiling "
+                                                  "on CPU cores, no GPU held yet)")
 
 
 class StatusEntrySerializer(serializers.Serializer):

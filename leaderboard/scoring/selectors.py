@@ -313,7 +313,8 @@ def _timing_note(final) -> str:
 
 
 def submission_status(submission: Submission) -> dict:
-    """Live status: job counts and each problem's current status (two queries)."""
+    """Live status: job counts (``building``: those of the queued and running ones in the build stage) and each
+    problem's current status (three queries)."""
     counts = dict(EvaluationJob.objects.filter(submission=submission).values_list("status").annotate(n=Count("id")))
     scores = dict(ProblemScore.objects.filter(submission=submission).exclude(status=ProblemScore.NO_CANDIDATE)
                   .values_list("problem_id", "status"))
@@ -321,6 +322,11 @@ def submission_status(submission: Submission) -> dict:
         "correct", "faster", "judged", "pending", "geomean_speedup", "geomean_peak_fraction",
         "peak_problems").first() or {}
     jobs = {s: counts.get(s, 0) for s in ("queued", "running", "done", "failed")}
+    # Of the queued and running jobs, those still in the build stage (compiling on CPU cores, no GPU held yet): a job
+    # that builds is claimed ("running") by a build worker, and an operator must not read it as holding a GPU.
+    jobs["building"] = EvaluationJob.objects.filter(
+        submission=submission, status__in=(EvaluationJob.QUEUED, EvaluationJob.RUNNING),
+        build_status__in=(EvaluationJob.BUILD_QUEUED, EvaluationJob.BUILDING)).count()
     return {"submission": submission.pk, "jobs": jobs, "finished": jobs["queued"] + jobs["running"] == 0,
             "problems": {str(k): v for k, v in scores.items()}, "entry": entry, "files": _job_files(submission)}
 

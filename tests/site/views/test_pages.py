@@ -188,6 +188,25 @@ def test_status_json(client, owner, submit):
     assert body["jobs"]["queued"] == 1 and body["problems"] == {"1": "pending"}
 
 
+def test_status_counts_jobs_in_the_build_stage_apart(client, owner, submit, settings):
+    """A job whose extensions are being built on CPU holds no GPU yet: the status says how many are there, on the
+    page and in its JSON, and none once they left the stage."""
+    from leaderboard.jobs.models import EvaluationJob
+
+    submission = submit(owner)
+    client.force_login(owner)
+    EvaluationJob.objects.filter(submission=submission).update(build_status=EvaluationJob.BUILDING,
+                                                               status=EvaluationJob.RUNNING)
+    body = client.get(f"/submissions/{submission.pk}/status.json").json()
+    assert body["jobs"]["building"] == 1 and body["jobs"]["running"] == 1 and not body["finished"]
+    assert "1 of them building on CPU" in client.get(f"/submissions/{submission.pk}/").content.decode()
+    EvaluationJob.objects.filter(submission=submission).update(build_status=EvaluationJob.BUILT,
+                                                               status=EvaluationJob.QUEUED)
+    body = client.get(f"/submissions/{submission.pk}/status.json").json()
+    assert body["jobs"]["building"] == 0 and body["jobs"]["queued"] == 1
+    assert "building on CPU" not in client.get(f"/submissions/{submission.pk}/").content.decode()
+
+
 def test_healthz_and_plotly_is_a_static_file(client, db):
     """plotly.js is collected with the site's static files (hashed, compressed, served by WhiteNoise: the browser
     test test_plots.py::test_static_files_compressed_and_cached checks the headers)."""
