@@ -51,8 +51,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
-# The same scan as leaderboard/jobs/build_routing.py (which needs Django): a file naming one of these builds on CPU.
-COMPILE_CALLS = ("compile_cuda_extension", "load_inline", "cpp_extension")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from evaluator.contract import has_compile_call  # noqa: E402 - the build routing's own scan (torch-free)
+
 PHASES = ("stage", "build", "reference", "candidate", "timing", "other")
 
 
@@ -131,7 +132,7 @@ def from_document(name: str, document: dict, occupied: Optional[float] = None, s
     wall = float(document.get("wall_s") or 0.0)
     stage = stage or {}
     stage_compile = float((stage.get("build") or {}).get("compile_s") or 0.0)
-    compiled = bool(stage) or build > 0 or (code is not None and any(c in code for c in COMPILE_CALLS))
+    compiled = bool(stage) or build > 0 or (code is not None and has_compile_call(code))
     # No GPU job: the build stage found a compile_error (its document is the stage's, with no wall time).
     has_job = (bool(document) and bool(document.get("phases_s") or wall) and build_status != "compile_error"
                and not document.get("build_stage"))
@@ -268,7 +269,7 @@ def project_kernels(files: list[FileTimes], folder: Path) -> list[FileTimes]:
         if rel in measured:
             out.append(measured[rel])
             continue
-        compiled = any(call in path.read_text(errors="replace") for call in COMPILE_CALLS)
+        compiled = has_compile_call(path.read_text(errors="replace"))
         base = medians.get(compiled) or next(iter(medians.values()))
         out.append(dataclasses.replace(base, name=rel, compiled=compiled))
     return out

@@ -240,3 +240,13 @@ def serve_parser(description: str = "") -> argparse.ArgumentParser:
     parser.add_argument("--warm", type=int, default=1, help="rank groups started ahead of the jobs")
     parser.add_argument("--reply-fd", type=int, required=True, help="where each request's exit status is written")
     return parser
+
+
+# The calls that build an extension on the CPU side (evaluator/pkb_utils/utils/cuda_helpers.py and torch's own): a file
+# naming one goes to the build stage first. A Triton kernel compiles only at its first launch, against a GPU: the
+# stage cannot build it. The scan is a shortcut, never a judgement: a build it misses is made in the file's job.
+COMPILE_CALLS = ("compile_cuda_extension", "load_inline", "cpp_extension")
+
+
+def has_compile_call(code: str) -> bool:
+    return any(call in (code or "") for call in COMPILE_CALLS)

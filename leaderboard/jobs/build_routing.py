@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from evaluator.schema import has_compile_call
+
 BUILD_QUEUE_PREFIX = "build-"
 STAGE_MODES = ("cuda", "all", "off")
-# The calls that build an extension on the CPU side (evaluator/pkb_utils/utils/cuda_helpers.py and torch's own). A
-# Triton kernel compiles only at its first launch, against a GPU: the stage cannot build it, so it is not sent there.
-COMPILE_CALLS = ("compile_cuda_extension", "load_inline", "cpp_extension")
 
 
 def stage_applies(profile) -> bool:
@@ -30,9 +29,6 @@ def build_queue(profile) -> str:
 def is_build_queue(name: str) -> bool:
     return name.startswith(BUILD_QUEUE_PREFIX)
 
-
-def has_compile_call(code: str) -> bool:
-    return any(call in (code or "") for call in COMPILE_CALLS)
 
 
 def first_build_status(profile, code: str) -> str:
