@@ -275,8 +275,8 @@ def _host(args) -> int:
     from evaluator.judge import hosts
 
     try:
-        devices = hosts.device_set(args.gpus) if args.gpus else None
-    except hosts.BadDeviceSet as exc:
+        devices = contract.device_set(args.gpus) if args.gpus else None
+    except contract.BadDeviceSet as exc:
         print(f"pkb host: {exc}", file=sys.stderr)
         return 2
     host = hosts.record(devices)

@@ -245,6 +245,31 @@ def serve_parser(description: str = "") -> argparse.ArgumentParser:
 # The calls that build an extension on the CPU side (evaluator/pkb_utils/utils/cuda_helpers.py and torch's own): a file
 # naming one goes to the build stage first. A Triton kernel compiles only at its first launch, against a GPU: the
 # stage cannot build it. The scan is a shortcut, never a judgement: a build it misses is made in the file's job.
+class BadDeviceSet(ValueError):
+    """A device set (``--gpus``, ``PKB_GPUS``) that names no devices, or one twice."""
+
+
+def device_set(spec: str) -> list[int]:
+    """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,4-5"`` -> [0, 2, 4, 5]: how the judge's ``--gpus`` and a site worker's
+    ``PKB_GPUS`` name the GPUs they are pinned to (one syntax, read here alone)."""
+    devices: list[int] = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        low, sep, high = part.partition("-")
+        if not low.isdigit() or (sep and not high.isdigit()):
+            raise BadDeviceSet(f"not a device index or range: {part!r}")
+        span = range(int(low), int(high) + 1) if sep else [int(low)]
+        if not span:
+            raise BadDeviceSet(f"an empty range: {part!r}")
+        devices.extend(span)
+    if not devices:
+        raise BadDeviceSet(f"no devices in {spec!r}")
+    if len(set(devices)) != len(devices):
+        raise BadDeviceSet(f"a device is named twice in {spec!r}")
+    return devices
+
+
 COMPILE_CALLS = ("compile_cuda_extension", "load_inline", "cpp_extension")
 
 

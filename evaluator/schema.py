@@ -87,6 +87,7 @@ MAX_PAIRS = 16  # the most timing pairs: Config.pairs and HardwareProfile.timing
 from evaluator.backends import SUPPORTED_BACKENDS, unsupported_backend  # noqa: E402,F401
 
 # The request a worker sends the judge (``pkb eval``'s command line as a type): evaluator/contract.py.
-from evaluator.contract import JUDGE, JudgeRequest, PrebuildRequest, has_compile_call, serve_command  # noqa: E402,F401
+from evaluator.contract import (JUDGE, BadDeviceSet, JudgeRequest, PrebuildRequest, device_set,  # noqa: E402,F401
+                                has_compile_call, serve_command)
 # The feedback as text (the site's run page and ``pkb feedback``) and the peak rates behind it: evaluator/feedback_text.py.
 from evaluator import feedback_text  # noqa: E402,F401

@@ -17,31 +17,6 @@ from importlib import metadata
 from typing import Optional
 
 
-class BadDeviceSet(ValueError):
-    """A ``--gpus`` value that names no devices, or one twice."""
-
-
-def device_set(spec: str) -> list[int]:
-    """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,4-5"`` -> [0, 2, 4, 5]."""
-    devices: list[int] = []
-    for part in (p.strip() for p in spec.split(",")):
-        if not part:
-            continue
-        low, sep, high = part.partition("-")
-        try:
-            span = range(int(low), int(high) + 1) if sep else [int(low)]
-        except ValueError:
-            raise BadDeviceSet(f"not a device index or range: {part!r}") from None
-        if not span or min(span) < 0:
-            raise BadDeviceSet(f"not a device range: {part!r}")
-        devices.extend(span)
-    if not devices:
-        raise BadDeviceSet(f"no devices in {spec!r}")
-    if len(set(devices)) != len(devices):
-        raise BadDeviceSet(f"a device is named twice in {spec!r}")
-    return devices
-
-
 def _smi(*args: str) -> str:
     binary = os.environ.get("PKB_NVIDIA_SMI", "nvidia-smi")
     try:

@@ -21,6 +21,8 @@ from pathlib import Path
 from django.conf import settings
 from dramatiq.middleware import MiddlewareError
 
+from evaluator import schema
+
 
 # Both are MiddlewareErrors: dramatiq's before_worker_boot logs any other exception and boots the worker anyway.
 class BadGpuSet(ValueError, MiddlewareError):
@@ -32,22 +34,14 @@ class GpusTaken(RuntimeError, MiddlewareError):
 
 
 def parse(spec: str) -> list[int]:
-    """``"0-3"`` -> [0, 1, 2, 3], ``"0,2,4-5"`` -> [0, 2, 4, 5], ``""`` -> [] (unpinned). The judge's own parser
-    (evaluator/judge/hosts.py, device_set) reads the same syntax; the site may not import it (tests/test_layers.py)."""
-    devices: list[int] = []
-    for part in (p.strip() for p in (spec or "").split(",")):
-        if not part:
-            continue
-        low, sep, high = part.partition("-")
-        if not low.isdigit() or (sep and not high.isdigit()):
-            raise BadGpuSet(f"PKB_GPUS: not a device index or range: {part!r}")
-        span = range(int(low), int(high) + 1) if sep else [int(low)]
-        if not span:
-            raise BadGpuSet(f"PKB_GPUS: an empty range: {part!r}")
-        devices.extend(span)
-    if len(set(devices)) != len(devices):
-        raise BadGpuSet(f"PKB_GPUS: a device is named twice in {spec!r}")
-    return devices
+    """``"0-3"`` -> [0, 1, 2, 3], ``"0,2,4-5"`` -> [0, 2, 4, 5], ``""`` -> [] (unpinned): the judge's own syntax
+    (evaluator/contract.py, device_set)."""
+    if not (spec or "").strip():
+        return []
+    try:
+        return schema.device_set(spec)
+    except schema.BadDeviceSet as exc:
+        raise BadGpuSet(f"PKB_GPUS: {exc}") from None
 
 
 def configured() -> list[int]:

@@ -4,6 +4,7 @@ import pathlib
 
 import pytest
 
+from evaluator import contract
 from evaluator.judge import hosts
 
 FAKE = pathlib.Path(__file__).parent / "fake_smi" / "nvidia-smi"
@@ -15,22 +16,22 @@ def fake_smi(monkeypatch):
 
 
 def test_device_sets_parse_and_refuse_nonsense():
-    assert hosts.device_set("0-3") == [0, 1, 2, 3]
-    assert hosts.device_set("0,2,4-5") == [0, 2, 4, 5]
-    for bad in ("", "a", "3-1", "0,0", "1-2,2"):
-        with pytest.raises(hosts.BadDeviceSet):
-            hosts.device_set(bad)
+    assert contract.device_set("0-3") == [0, 1, 2, 3]
+    assert contract.device_set("0,2,4-5") == [0, 2, 4, 5]
+    for bad in ("", "a", "3-1", "0,0", "1-2,2", "-1", "0-"):
+        with pytest.raises(contract.BadDeviceSet):
+            contract.device_set(bad)
 
 
 def test_two_workers_on_disjoint_sets_record_disjoint_gpus():
-    a, b = hosts.record(hosts.device_set("0-3")), hosts.record(hosts.device_set("4-7"))
+    a, b = hosts.record(contract.device_set("0-3")), hosts.record(contract.device_set("4-7"))
     assert a["visible"] == "0,1,2,3" and b["visible"] == "4,5,6,7"
     assert not {g["uuid"] for g in a["gpus"]} & {g["uuid"] for g in b["gpus"]}
     assert a["links"]["0-1"] == "NV18" and len(a["links"]) == 6 and b["links"]["4-7"] == "NV18"
 
 
 def test_a_matching_host_serves_the_profile():
-    host = hosts.record(hosts.device_set("0-3"))
+    host = hosts.record(contract.device_set("0-3"))
     assert hosts.mismatch(host, 4, "H200", nvlink=True) is None
     assert hosts.mismatch(hosts.record([5]), 1, "H200") is None
 
@@ -42,7 +43,7 @@ def test_a_worker_refuses_a_profile_its_devices_do_not_match(monkeypatch):
     assert "A100" in hosts.mismatch(hosts.record([0]), 1, "H200")
     monkeypatch.setenv("FAKE_SMI_NAME", "NVIDIA H200")
     monkeypatch.setenv("FAKE_SMI_LINK", "SYS")
-    assert "0-3 (SYS)" in hosts.mismatch(hosts.record(hosts.device_set("0-3")), 4, "H200", nvlink=True)
+    assert "0-3 (SYS)" in hosts.mismatch(hosts.record(contract.device_set("0-3")), 4, "H200", nvlink=True)
 
 
 def test_no_nvidia_smi_is_a_host_without_gpus(monkeypatch):
