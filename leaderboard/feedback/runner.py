@@ -16,7 +16,7 @@ from django.conf import settings
 
 from evaluator.schema import VERDICTS, JudgeRequest
 from leaderboard.feedback import conf, seeds, services
-from leaderboard.jobs import judge_process, judge_service
+from leaderboard.jobs import host_gate, judge_process, judge_service
 
 log = logging.getLogger("leaderboard.feedback")
 TAIL = 8000
@@ -32,6 +32,7 @@ def run_feedback(run_id: int, worker: str = judge_process.WORKER_ID) -> str:
         outcome, payload = _judge(run, workdir, worker)
         judge_process.close_old_connections()
         if outcome == "document":
+            payload["host"] = host_gate.host_record()  # where it ran, as every job's result says (jobs/runner.py)
             trace = _trace(run, workdir)
             stored = services.run_finish(run.pk, worker, payload, trace)
             return "done" if stored is not None and stored.status == "done" else (

@@ -171,6 +171,20 @@ def test_an_infra_error_carries_the_host_record_too(boot, host, owner, submit, m
     assert result.verdict == "infra_error" and result.document["host"]["visible"] == "4,5"
 
 
+def test_a_feedback_run_carries_the_host_record_as_a_job_does(boot, host, owner, cpu, monkeypatch):
+    from leaderboard.feedback import runner as feedback_runner, services as feedback_services
+
+    boot("6-7", ["cpu-gloo"])
+    # A judge that writes a document without judging: what is under test is what the runner adds to it.
+    writes = "import json, sys; json.dump({'verdict': 'correct', 'message': 'ok', 'flags': []}, open(sys.argv[1], 'w'))"
+    monkeypatch.setattr(JudgeRequest, "command", lambda request: [sys.executable, "-c", writes, request.json_out])
+    session = feedback_services.session_open(owner.submitter, "cpu-gloo", "pinned")
+    run = feedback_services.run_create(owner.submitter, session.pk, "1", "def solution(x):\n    return x\n")
+    assert feedback_runner.run_feedback(run.pk, "w") == "done"
+    run.refresh_from_db()
+    assert run.document["host"]["visible"] == "6,7" and run.document["host"]["driver"] == "580.159.04"
+
+
 def test_an_unpinned_worker_keeps_the_environments_devices_and_takes_no_lock(boot, host, monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")
     _, middleware = boot("", ["cpu-gloo"])
