@@ -1,5 +1,6 @@
 """Compile once (evaluator/process/builds.py): the ranks of a job share one build, and a later job of the same file
-compiles nothing. Real judge, real C++ extension (the CPU path of compile_cuda_extension), W = 2 on gloo."""
+compiles nothing. Real judge, real C++ extension (the CPU path of compile_cuda_extension; pybind11 alone, a few seconds a
+build: the inline path with torch/extension.h has its own tests in compat/), W = 2 on gloo."""
 import pathlib
 import shutil
 
@@ -8,7 +9,7 @@ import pytest
 from evaluator import judge, schema
 from evaluator.process import builds
 
-CANDIDATE = pathlib.Path(__file__).parent / "compat" / "candidates" / "lazy_cpp_extension.py"
+CANDIDATE = pathlib.Path(__file__).parent / "candidates" / "light_cpp_extension.py"
 OPTIONS = dict(M=64, N=32, trials=2, seed=5, timing=False, timeout_s=500)
 
 pytestmark = pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
@@ -56,10 +57,10 @@ def test_the_cache_keeps_regular_files_only_and_within_bounds(tmp_path, monkeypa
 
 def test_a_build_that_fails_is_compiled_once_and_every_rank_reports_its_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PKB_BUILD_CACHE", str(tmp_path / "cache"))
-    broken = CANDIDATE.parent / "broken_build.py"
+    broken = CANDIDATE.parent / "broken_cpp_extension.py"
     result = judge.evaluate(1, str(broken), 2, "cpu", **OPTIONS)
     assert result["verdict"] == schema.COMPILE_ERROR, result["message"]
-    assert "undeclared_offset" in result["message"]
+    assert "this_method_does_not_exist" in result["message"]
     # One rank compiled and failed; the other took the recorded failure instead of compiling the same error again.
     assert result["build"]["compiled"] == 1 and result["build"]["failed"] == 2, result["build"]
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())  # nothing built, kept

@@ -10,7 +10,10 @@ RANGES = {"1-29": range(1, 30), "30-58": range(30, 59), "59-87": range(59, 88)}
 @pytest.mark.parametrize("W", [1, 2, 4])
 @pytest.mark.parametrize("span", list(RANGES))
 def test_selfcheck(span, W):
-    report = selfcheck.run(list(RANGES[span]), W, "cpu", M=128, N=256, reduced=True, trials=3, seed=1234 + W)
+    # The references' correctness and the nulls are what is checked here; timing still runs (a few calls a block),
+    # with a budget of 40 ms a side instead of the judge's 600: the timing rules have tests of their own.
+    report = selfcheck.run(list(RANGES[span]), W, "cpu", M=128, N=256, reduced=True, trials=3, seed=1234 + W,
+                           timing_budget_ms=40)
     bad = [selfcheck.render_row(row) for row in report["rows"] if not row["ok"]]
     assert not bad, "\n".join(bad)
     judged = [row for row in report["rows"] if row["verdict"] != "skipped"]

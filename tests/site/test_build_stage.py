@@ -21,9 +21,11 @@ from leaderboard.jobs.models import EvaluationJob, Result
 from tests.site.conftest import GOOD_1, GOOD_13, judge_document
 
 ROOT = Path(__file__).resolve().parents[2]
-LAZY = (ROOT / "tests" / "evaluator" / "compat" / "candidates" / "lazy_cpp_extension.py").read_bytes()
-BROKEN = (ROOT / "tests" / "evaluator" / "compat" / "candidates" / "broken_build.py").read_bytes()
-LATE = (ROOT / "tests" / "evaluator" / "candidates" / "builds_after_gpu_work.py").read_bytes()
+# Extensions of pybind11 alone (a few seconds a build): what is under test is the stage, not the compiler.
+CANDIDATES = ROOT / "tests" / "evaluator" / "candidates"
+LAZY = (CANDIDATES / "light_cpp_extension.py").read_bytes()
+BROKEN = (CANDIDATES / "broken_cpp_extension.py").read_bytes()
+LATE = (CANDIDATES / "builds_after_gpu_work.py").read_bytes()
 # Plain PyTorch that names a compile call: sent to the stage, judged in seconds (for the lifecycle alone).
 NAMES_A_BUILD = GOOD_1 + b"\n# no compile_cuda_extension call: plain torch.distributed\n"
 CPP_FILE = "1_allreduce_cpp.py"
@@ -110,7 +112,7 @@ def test_a_broken_build_is_the_files_compile_error_without_a_judged_run(
     assert result.verdict == "compile_error" and result.worker == "build-worker" and result.is_final
     assert result.gpu_seconds == 0 and result.wall_s is None  # no device held
     assert result.document["build_stage"]["status"] == "compile_error"
-    assert "undeclared_offset" in result.message + str(result.document["logs"]), result.message
+    assert "this_method_does_not_exist" in result.message + str(result.document["logs"]), result.message
     # No judged run: nothing sent to the profile's queue, no eval command built, and none can claim the job now.
     assert drain("cpu-gloo") == [] and runner.run_job(job.pk, "judging-worker") == "not_claimed" and judged == []
     assert job.submission.scores.get(problem_id=1).status != "pending"
