@@ -1,4 +1,6 @@
-"""End-to-end: the real judge, real rank processes on a CPU gloo world."""
+"""End-to-end: the real judge, real rank processes on a CPU gloo world. The verdict paths run at W = 4, where the rank
+that fails is neither the first nor the last and the others wait in a collective; W = 2 is the world of every
+red-team test (tests/redteam/), so running these at both would judge the same paths twice."""
 import json
 import os
 import pathlib
@@ -21,7 +23,7 @@ def run(candidate: str, W: int, **options):
     return judge.evaluate(1, path, W, "cpu", **{**SMALL, **options})
 
 
-@pytest.mark.parametrize("W", [2, 4])
+@pytest.mark.parametrize("W", [4])
 def test_correct_candidate(W):
     result = run("allreduce_correct", W)
     assert result["verdict"] == schema.CORRECT, result["message"]
@@ -42,7 +44,7 @@ def test_correct_candidate(W):
     assert parts["other"] >= -0.01 and sum(parts.values()) == pytest.approx(result["phases_s"]["judge"], abs=0.02)
 
 
-@pytest.mark.parametrize("W", [2, 4])
+@pytest.mark.parametrize("W", [4])
 def test_wrong_candidate_names_rank_and_place(W):
     result = run("allreduce_wrong", W)
     assert result["verdict"] == schema.INCORRECT
@@ -52,14 +54,14 @@ def test_wrong_candidate_names_rank_and_place(W):
     assert result["timing"] is None
 
 
-@pytest.mark.parametrize("W", [2, 4])
+@pytest.mark.parametrize("W", [4])
 def test_exception_on_rank_one_only(W):
     result = run("allreduce_raises_rank1", W, timeout_s=20)
     assert result["verdict"] == schema.RUNTIME_ERROR
     assert "rank 1" in result["message"] and "boom on rank 1" in result["message"]
 
 
-@pytest.mark.parametrize("W", [2, 4])
+@pytest.mark.parametrize("W", [4])
 def test_deadlock_is_killed_as_timeout(W):
     result = run("allreduce_deadlock", W, timeout_s=6)
     assert result["verdict"] == schema.TIMEOUT
@@ -78,7 +80,7 @@ def test_import_failures_are_compile_errors(name):
     assert result["verdict"] == schema.COMPILE_ERROR, result["message"]
 
 
-@pytest.mark.parametrize("W", [2, 4])
+@pytest.mark.parametrize("W", [4])
 def test_rank_exiting_early(W):
     result = run("allreduce_exits_early", W, timeout_s=20)
     assert result["verdict"] == schema.RUNTIME_ERROR
@@ -94,7 +96,7 @@ def test_nan_is_incorrect_and_another_dtype_is_flagged():
     assert dtype["timing"]["faster"] is False and "float32 for expected bfloat16" in dtype["message"]
 
 
-@pytest.mark.parametrize("W", [1, 2, 4])
+@pytest.mark.parametrize("W", [1, 4])
 def test_reference_against_itself(W):
     result = run("reference", W)
     assert result["verdict"] == schema.CORRECT
