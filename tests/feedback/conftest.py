@@ -87,7 +87,7 @@ def feedback_worker(transactional_db):
     if actors.ACTOR_NAME not in broker.actors:
         broker.declare_actor(actors.feedback_run)
     broker.declare_queue("feedback-cpu-gloo")
-    worker = dramatiq.Worker(broker, queues={"feedback-cpu-gloo"}, worker_threads=1)
+    worker = dramatiq.Worker(broker, queues={"feedback-cpu-gloo"}, worker_threads=1, worker_timeout=100)
     worker.start()
     yield worker
     worker.stop(timeout=60_000)

@@ -188,7 +188,7 @@ def test_a_build_worker_takes_a_message_per_thread_and_a_judging_worker_one(queu
     broker = StubBroker()
     broker.add_middleware(jobs_broker.OneMessageAtATime())
     broker.add_middleware(build_stage.BuildPrefetch())
-    worker = dramatiq.Worker(broker, queues=queues, worker_threads=3)
+    worker = dramatiq.Worker(broker, queues=queues, worker_threads=3, worker_timeout=100)
     broker.emit_before("worker_boot", worker)
     assert worker.queue_prefetch == prefetch
 

@@ -69,7 +69,7 @@ def test_a_worker_boot_checks_the_sandbox_once_and_runs_every_reaper(monkeypatch
     bootstrap.boot("feedback", reaper=lambda: FakeReaper(log, "feedback"), broker=broker)
     bootstrap.boot("feedback", reaper=lambda: FakeReaper(log, "feedback"), broker=broker)  # twice: still one part
     assert sum(isinstance(m, bootstrap.WorkerMiddleware) for m in broker.middleware) == 1
-    worker = dramatiq.Worker(broker, queues={"cpu-gloo"}, worker_threads=1)
+    worker = dramatiq.Worker(broker, queues={"cpu-gloo"}, worker_threads=1, worker_timeout=100)
     worker.start()
     worker.stop()
     assert checks == [["cpu-gloo"], ("host", 1)]  # the gates, once, before any message

@@ -69,7 +69,7 @@ def test_a_worker_without_the_sandbox_really_does_not_start(incomplete, settings
     broker.emit_after("process_boot")
     broker.add_middleware(bootstrap.WorkerMiddleware())
     broker.declare_queue("cpu-gloo")
-    worker = dramatiq.Worker(broker, queues={"cpu-gloo"}, worker_threads=1)
+    worker = dramatiq.Worker(broker, queues={"cpu-gloo"}, worker_threads=1, worker_timeout=100)
     with pytest.raises(bootstrap.WorkerRefused, match="simulated: no bwrap"):
         worker.start()
     assert worker.workers == []  # no thread took, or will take, a message
