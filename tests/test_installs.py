@@ -157,6 +157,7 @@ def test_the_site_installed_with_its_extra_serves_its_pages(tmp_path):
     # The production storage serves hashed names from a manifest: a page renders only after collectstatic.
     _run(manage + ["collectstatic", "--noinput"], src, 300, site)
     assert "pages ok" in _run(manage + ["shell", "-c", _PAGES], src, 120, site).stdout
-    installed = _run([str(python), "-c", "import django, rest_framework; print(django.__file__)"],
+    # gunicorn: the production web process's server (deploy/systemd/pkb-web.service) comes with the extra too.
+    installed = _run([str(python), "-c", "import django, rest_framework, gunicorn; print(django.__file__)"],
                      tmp_path, 60, env).stdout
     assert str(venv) in installed, installed
