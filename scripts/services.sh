@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Start PostgreSQL, Redis and RabbitMQ if they are down (as this machine kind starts them), and Chromium if missing.
+# Start PostgreSQL, Redis and RabbitMQ if they are down (as this machine kind starts them); Chromium and
+# systemd-analyze if missing.
 set -uo pipefail
 up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 if ! up 5432 && command -v pg_ctlcluster >/dev/null; then
@@ -14,6 +15,12 @@ if ! up 5672 && command -v rabbitmq-server >/dev/null; then
 fi
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed; browser tests will fail" >&2
+fi
+# systemd-analyze checks the deploy units (tests/test_deploy_units.py); Debian's systemd package brings it.
+if ! command -v systemd-analyze >/dev/null && [ "$(id -u)" = 0 ]; then
+  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null 2>&1 \
+    || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null)) \
+    || echo "systemd-analyze could not be installed; the deploy unit tests will fail" >&2
 fi
 for i in $(seq 1 60); do
   up 5432 && up 6379 && up 5672 && exit 0
