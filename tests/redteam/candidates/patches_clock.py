@@ -1,5 +1,7 @@
 """Exploit (timing: monkeypatching the clock): make time.perf_counter - and the harness's own early-bound copy of it -
-run at a tenth of real speed, so every CPU timing sample is 10x too small. Does the work honestly (10 ms per call).
+run at a tenth of real speed, so every CPU timing sample is 10x too small. Does the work honestly, 40 ms per call:
+the nine tenths hidden from the samples (36 ms a call) stand well above what the cross-check allows a loaded CPU host
+(about 11 ms).
 Defence: the judge's own clock, in its own process, around each block: flagged, never ranked."""
 import sys
 import time
@@ -23,5 +25,5 @@ for module in list(sys.modules.values()):
 def solution(tensor):
     out = tensor.clone()
     dist.all_reduce(out)
-    time.sleep(0.010)
+    time.sleep(0.040)
     return out

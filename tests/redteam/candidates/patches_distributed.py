@@ -1,6 +1,7 @@
 """Exploit (timing: monkeypatching torch.distributed): the harness all-reduces the per-rank timing samples (float64)
 with MAX; wrap all_reduce (and the harness's early-bound copy) so that float64 tensors come back divided by 10.
-Does the work honestly (10 ms per call). Defence: the judge's own clock: flagged, never ranked."""
+Does the work honestly, 40 ms per call: the nine tenths hidden from the samples (36 ms a call) stand well above what
+the cross-check allows a loaded CPU host (about 11 ms). Defence: the judge's own clock: flagged, never ranked."""
 import sys
 import time
 
@@ -26,5 +27,5 @@ for module in list(sys.modules.values()):
 def solution(tensor):
     out = tensor.clone()
     _real(out)
-    time.sleep(0.010)
+    time.sleep(0.040)
     return out
