@@ -10,7 +10,7 @@ import time
 import torch.distributed as dist
 
 MARKER = "__MARKER__"
-STORM = 3000
+STORM = 1000  # a thousand from each of two processes: every one an orphan or a zombie the box must clear
 
 
 def storm():
