@@ -80,7 +80,9 @@ class WarmPool:
             if candidate.alive():
                 spare = candidate
             else:  # died while waiting (killed from outside, out of memory): never hand out a broken pair
-                _discard(candidate)
+                # Killed at once: its other ranks wait on the dead one's rendezvous and would never heed an exit,
+                # so a polite close would hold this job's start for the whole close timeout.
+                _discard(candidate, timeout=0.0)
         self._fill()
         if spare is None:
             self.cold += 1
@@ -133,6 +135,6 @@ class WarmPool:
         return Spare(workdir, ref, cand)
 
 
-def _discard(spare: Spare) -> None:
-    close_all([spare.cand, spare.ref])
+def _discard(spare: Spare, timeout: float = 10.0) -> None:
+    close_all([spare.cand, spare.ref], timeout)
     shutil.rmtree(spare.workdir, ignore_errors=True)

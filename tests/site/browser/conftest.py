@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -34,15 +35,39 @@ def manage(env, *args, **kwargs):
                           text=True, timeout=300, **kwargs)
 
 
-@contextlib.contextmanager
-def embedded_site(tmp: Path, setup: str = ""):
-    """``manage.py runserver_with_worker`` on a fresh SQLite database in ``tmp`` (problems loaded, then the
-    ``setup`` code run in ``manage.py shell``): yields (url, env), and stops the server after."""
+def site_env(tmp: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     env.update(DATABASE_URL=f"sqlite:///{tmp}/site.sqlite3", PKB_DATA_DIR=str(tmp), DJANGO_SECRET_KEY="browser-test",
                DJANGO_SETTINGS_MODULE="leaderboard.settings", PYTHONPATH=str(ROOT))
-    manage(env, "migrate", "--noinput")
-    manage(env, "load_problems")
+    return env
+
+
+_MIGRATED: dict = {}
+
+
+def migrated_database(tmp_path_factory) -> Path:
+    """A SQLite database migrated and with the 87 problems loaded, made once a test run: each embedded site starts
+    from a copy of it (a fresh database of its own, without migrating and loading again)."""
+    if "path" not in _MIGRATED:
+        tmp = tmp_path_factory.mktemp("migrated")
+        env = site_env(tmp)
+        manage(env, "migrate", "--noinput")
+        manage(env, "load_problems")
+        _MIGRATED["path"] = tmp / "site.sqlite3"
+    return _MIGRATED["path"]
+
+
+@contextlib.contextmanager
+def embedded_site(tmp: Path, setup: str = "", database: Path | None = None):
+    """``manage.py runserver_with_worker`` on a fresh SQLite database in ``tmp`` (a copy of ``database``, or migrated
+    and with the problems loaded here; then the ``setup`` code run in ``manage.py shell``): yields (url, env), and
+    stops the server after."""
+    env = site_env(tmp)
+    if database is not None:
+        shutil.copyfile(database, tmp / "site.sqlite3")
+    else:
+        manage(env, "migrate", "--noinput")
+        manage(env, "load_problems")
     if setup:
         manage(env, "shell", "-c", setup)
     port = free_port()
@@ -73,7 +98,8 @@ def embedded_site(tmp: Path, setup: str = ""):
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     setup = "from leaderboard.catalogue.models import HardwareProfile as H; H.objects.filter(slug='cpu-gloo').update(trials=1)"
-    with embedded_site(tmp_path_factory.mktemp("embedded"), setup) as (url, _env):
+    database = migrated_database(tmp_path_factory)
+    with embedded_site(tmp_path_factory.mktemp("embedded"), setup, database) as (url, _env):
         yield url
 
 
@@ -121,7 +147,8 @@ def scores(subs, problem, status, speedup=None):
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The embedded server on a fresh SQLite database, and a way to add rows to it (manage.py shell)."""
-    with embedded_site(tmp_path_factory.mktemp("plots")) as (url, env):
+    database = migrated_database(tmp_path_factory)
+    with embedded_site(tmp_path_factory.mktemp("plots"), database=database) as (url, env):
         def seed(code: str) -> None:
             manage(env, "shell", "-c", PRELUDE + code)
 

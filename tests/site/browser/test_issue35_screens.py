@@ -78,9 +78,10 @@ def _seed(env) -> dict:
 
 
 def test_issue_35_pages_in_chromium(tmp_path_factory, page):
-    from tests.site.browser.conftest import embedded_site
+    from tests.site.browser.conftest import embedded_site, migrated_database
 
-    with embedded_site(tmp_path_factory.mktemp("issue35")) as (url, env):
+    database = migrated_database(tmp_path_factory)
+    with embedded_site(tmp_path_factory.mktemp("issue35"), database=database) as (url, env):
         ids = _seed(env)
         seen = watch(page)
 
