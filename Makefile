@@ -11,8 +11,10 @@ TORCH ?= torch==2.13.0
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "$(TORCH)"
-	$(BIN)/pip install -q -e ".[site,test]"
+	# --no-compile: modules are byte-compiled as they are first imported (by root processes: the test run and the
+	# trusted ranks), and most of torch and plotly never is.
+	$(BIN)/pip install -q --no-compile "$(TORCH)"
+	$(BIN)/pip install -q --no-compile -e ".[site,test]"
 	touch $(STAMP)
 
 install: $(STAMP)

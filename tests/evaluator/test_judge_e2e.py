@@ -63,7 +63,7 @@ def test_exception_on_rank_one_only(W):
 
 @pytest.mark.parametrize("W", [4])
 def test_deadlock_is_killed_as_timeout(W):
-    result = run("allreduce_deadlock", W, timeout_s=6)
+    result = run("allreduce_deadlock", W, timeout_s=3)
     assert result["verdict"] == schema.TIMEOUT
     assert "did not answer" in result["message"]
     assert result["wall_s"] < 60
@@ -107,7 +107,7 @@ def test_no_process_left_behind(tmp_path, monkeypatch):
     # The judge's work directories (and so its ranks' --out arguments) go under a temp dir of this test only.
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     marker = str(tmp_path)
-    run("allreduce_deadlock", 2, timeout_s=5)
+    run("allreduce_deadlock", 2, timeout_s=3)
     run("allreduce_correct", 2)
     assert psutil_free.rank_workers(marker) == 0
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("pkb-judge-")]  # work directories removed
