@@ -242,9 +242,6 @@ def serve_parser(description: str = "") -> argparse.ArgumentParser:
     return parser
 
 
-# The calls that build an extension on the CPU side (evaluator/pkb_utils/utils/cuda_helpers.py and torch's own): a file
-# naming one goes to the build stage first. A Triton kernel compiles only at its first launch, against a GPU: the
-# stage cannot build it. The scan is a shortcut, never a judgement: a build it misses is made in the file's job.
 class BadDeviceSet(ValueError):
     """A device set (``--gpus``, ``PKB_GPUS``) that names no devices, or one twice."""
 
@@ -270,6 +267,9 @@ def device_set(spec: str) -> list[int]:
     return devices
 
 
+# The calls that build an extension on the CPU side (evaluator/pkb_utils/utils/cuda_helpers.py and torch's own): a file
+# naming one goes to the build stage first. A Triton kernel compiles only at its first launch, against a GPU: the
+# stage cannot build it. The scan is a shortcut, never a judgement: a build it misses is made in the file's job.
 COMPILE_CALLS = ("compile_cuda_extension", "load_inline", "cpp_extension")
 
 
