@@ -42,32 +42,23 @@ def site_env(tmp: Path) -> dict:
     return env
 
 
-_MIGRATED: dict = {}
-
-
+@pytest.fixture(scope="session")
 def migrated_database(tmp_path_factory) -> Path:
     """A SQLite database migrated and with the 87 problems loaded, made once a test run: each embedded site starts
     from a copy of it (a fresh database of its own, without migrating and loading again)."""
-    if "path" not in _MIGRATED:
-        tmp = tmp_path_factory.mktemp("migrated")
-        env = site_env(tmp)
-        manage(env, "migrate", "--noinput")
-        manage(env, "load_problems")
-        _MIGRATED["path"] = tmp / "site.sqlite3"
-    return _MIGRATED["path"]
+    tmp = tmp_path_factory.mktemp("migrated")
+    env = site_env(tmp)
+    manage(env, "migrate", "--noinput")
+    manage(env, "load_problems")
+    return tmp / "site.sqlite3"
 
 
 @contextlib.contextmanager
-def embedded_site(tmp: Path, setup: str = "", database: Path | None = None):
-    """``manage.py runserver_with_worker`` on a fresh SQLite database in ``tmp`` (a copy of ``database``, or migrated
-    and with the problems loaded here; then the ``setup`` code run in ``manage.py shell``): yields (url, env), and
-    stops the server after."""
+def embedded_site(tmp: Path, database: Path, setup: str = ""):
+    """``manage.py runserver_with_worker`` on a fresh SQLite database in ``tmp`` (a copy of ``database``, then the
+    ``setup`` code run in ``manage.py shell``): yields (url, env), and stops the server after."""
     env = site_env(tmp)
-    if database is not None:
-        shutil.copyfile(database, tmp / "site.sqlite3")
-    else:
-        manage(env, "migrate", "--noinput")
-        manage(env, "load_problems")
+    shutil.copyfile(database, tmp / "site.sqlite3")
     if setup:
         manage(env, "shell", "-c", setup)
     port = free_port()
@@ -96,10 +87,9 @@ def embedded_site(tmp: Path, setup: str = "", database: Path | None = None):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, migrated_database):
     setup = "from leaderboard.catalogue.models import HardwareProfile as H; H.objects.filter(slug='cpu-gloo').update(trials=1)"
-    database = migrated_database(tmp_path_factory)
-    with embedded_site(tmp_path_factory.mktemp("embedded"), setup, database) as (url, _env):
+    with embedded_site(tmp_path_factory.mktemp("embedded"), migrated_database, setup) as (url, _env):
         yield url
 
 
@@ -145,10 +135,9 @@ def scores(subs, problem, status, speedup=None):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, migrated_database):
     """The embedded server on a fresh SQLite database, and a way to add rows to it (manage.py shell)."""
-    database = migrated_database(tmp_path_factory)
-    with embedded_site(tmp_path_factory.mktemp("plots"), database=database) as (url, env):
+    with embedded_site(tmp_path_factory.mktemp("plots"), migrated_database) as (url, env):
         def seed(code: str) -> None:
             manage(env, "shell", "-c", PRELUDE + code)
 

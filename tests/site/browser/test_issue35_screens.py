@@ -77,11 +77,10 @@ def _seed(env) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_issue_35_pages_in_chromium(tmp_path_factory, page):
-    from tests.site.browser.conftest import embedded_site, migrated_database
+def test_issue_35_pages_in_chromium(tmp_path_factory, migrated_database, page):
+    from tests.site.browser.conftest import embedded_site
 
-    database = migrated_database(tmp_path_factory)
-    with embedded_site(tmp_path_factory.mktemp("issue35"), database=database) as (url, env):
+    with embedded_site(tmp_path_factory.mktemp("issue35"), migrated_database) as (url, env):
         ids = _seed(env)
         seen = watch(page)
 
