@@ -42,6 +42,7 @@ def quantize_dequantize(x: torch.Tensor, amax_history: torch.Tensor) -> tuple[to
     amax = x.abs().max().float()
     new_hist = torch.roll(amax_history, shifts=-1)
     new_hist[-1] = amax.to(torch.bfloat16)
-    scale = new_hist.max().clamp_min(1e-12).float() / E4M3_MAX
+    top = new_hist.max().clamp_min(1e-12).float()
+    scale = top / torch.full_like(top, E4M3_MAX)  # IEEE on CUDA too (p19_blocked_fp8_quantize.py says why)
     recon = ((x.float() / scale).to(torch.float8_e4m3fn).float() * scale).to(x.dtype)
     return recon, new_hist

@@ -47,7 +47,11 @@ def quantize_blocks(x: torch.Tensor, block_size: int):
     """Local 1 x block_size quantization: (fp8 payload shaped like x, fp32 scales (M, N / block_size))."""
     assert x.is_contiguous() and x.shape[-1] % block_size == 0
     blocks = x.float().view(-1, block_size)
-    scale = blocks.abs().amax(dim=1, keepdim=True) / FP8_MAX
+    amax = blocks.abs().amax(dim=1, keepdim=True)
+    # Divided by a tensor, not the Python number: CUDA torch turns division by a Python scalar into a multiply by
+    # its reciprocal, whose scales differ from amax / 448 in the last bit for some blocks (x / s then lands on the
+    # other side of an fp8 rounding midpoint for ~0.1% of elements). Tensor by tensor is IEEE on CPU and CUDA.
+    scale = amax / torch.full_like(amax, FP8_MAX)
     safe = torch.where(scale == 0, torch.ones_like(scale), scale)
     y = (blocks / safe).to(FP8).view(x.shape)
     return y, scale.view(*x.shape[:-1], x.shape[-1] // block_size)
