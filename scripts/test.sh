@@ -6,10 +6,10 @@
 #   bash scripts/test.sh ARGS...    one pytest run with these arguments (a file, a directory, -k ...)
 #
 # The whole suite runs in two phases, so that no timing-sensitive test ever shares the cores:
-#   1. two pytest processes at once: the "units" lane (the site's request-level tests and the problems' own tests:
-#      one core or short bursts, no timing verdict, no server, no broker) beside the "site" lane (the installs, the
-#      browser, the broker lifecycle, the site's judge-driven tests: mostly waiting on pip, Chromium, brokers and
-#      compilers, so a core is idle for much of it);
+#   1. two pytest processes at once: the "units" lane (the site's request-level tests, the problems' own tests and
+#      the build machinery's: one core or short bursts, correctness only, no server, no broker, each build in a cache
+#      of its own or none) beside the "site" lane (the installs, the browser, the broker lifecycle, the site's
+#      judge-driven tests: mostly waiting on pip, Chromium, brokers and compilers, so a core is idle for much of it);
 #   2. alone: the judge, the red team and the self-check, whose timed blocks, pauses and deadlines are measured.
 # Each lane writes its JUnit report to test-output/junit-<lane>.xml; the units lane's output is printed when it ends.
 set -euo pipefail
@@ -31,13 +31,15 @@ if [ "$#" -gt 0 ]; then
   exit
 fi
 
+BUILDS=(tests/evaluator/test_prebuild.py tests/evaluator/test_builds.py tests/evaluator/test_cuda_helpers.py
+        tests/evaluator/compat tests/evaluator/test_nulls.py)
 UNITS=(tests/site/security tests/site/views tests/site/services tests/site/api tests/site/issue35
-       tests/problems/test_p*.py)
+       tests/problems/test_p*.py "${BUILDS[@]}")
 SITE=(tests/test_installs.py tests/site tests/feedback
       --ignore=tests/site/security --ignore=tests/site/views --ignore=tests/site/services --ignore=tests/site/api
       --ignore=tests/site/issue35)
 TIMED=(tests --ignore=tests/test_installs.py --ignore=tests/site --ignore=tests/feedback
-       --ignore-glob='tests/problems/test_p*.py')
+       --ignore-glob='tests/problems/test_p*.py' "${BUILDS[@]/#/--ignore=}")
 
 # The two lanes of phase 1 use PostgreSQL test databases of their own.
 started=$SECONDS
