@@ -13,9 +13,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --no-compile "$(TORCH)"
 	$(BIN)/pip install -q --no-compile -e ".[site,test]"
-	# Byte-compiled here, on every core, not left to first imports: where PYTHONDONTWRITEBYTECODE is set (as on this
-	# machine kind) no import ever writes a .pyc, and every rank process compiled torch again (2.4 CPU-s to import
-	# it instead of 1.35). -q -q: compileall lists nothing, and a file that does not compile is not our failure.
+	# Byte-compiled here, on every core, not left to first imports: rank processes run with PYTHONDONTWRITEBYTECODE
+	# (and this machine kind sets it for every process), so no import ever writes a .pyc and each rank would compile
+	# torch again. -q -q: compileall lists nothing; a file that does not compile (torch ships one) is not our failure.
 	$(BIN)/python -m compileall -q -q -j 0 $(VENV)/lib evaluator problems leaderboard pkb_client >/dev/null || true
 	touch $(STAMP)
 

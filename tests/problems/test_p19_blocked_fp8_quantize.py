@@ -72,3 +72,17 @@ def test_payload_rule_allows_rare_neighbours_only():
     flips = int((reciprocal.float() != y.float()).sum())
     assert flips > 4, "the reciprocal variant should flip many exact ties"
     assert_differs(19, (y, s), (reciprocal, s), 2, "reciprocal multiply")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the lent H200)")
+def test_reference_quantizer_is_exact_on_cuda():
+    """On CUDA, torch divides by a Python scalar as a multiply by its reciprocal: a reference written ``amax / 448``
+    got scales off amax / 448 in the last bit there, and ~0.1% of an IEEE-exact kernel's payload judged wrong."""
+    from problems.p19_blocked_fp8_quantize import quantize_blocks
+
+    torch.manual_seed(0)
+    x = torch.randn(1024, 1024, dtype=torch.bfloat16, device="cuda")
+    y, s = quantize_blocks(x, 128)
+    expected_y, expected_s = quantize_exact(x.cpu())
+    assert torch.equal(s.cpu(), expected_s.reshape(s.shape))
+    assert torch.equal(y.cpu().view(torch.uint8), expected_y.view(torch.uint8))
