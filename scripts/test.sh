@@ -7,9 +7,10 @@
 #
 # The whole suite runs in two phases, so that no timing-sensitive test ever shares the cores:
 #   1. two pytest processes at once: the "units" lane (the site's request-level tests, the problems' own tests and
-#      the build machinery's: one core or short bursts, correctness only, no server, no broker, each build in a cache
-#      of its own or none) beside the "site" lane (the installs, the browser, the broker lifecycle, the site's
-#      judge-driven tests: mostly waiting on pip, Chromium, brokers and compilers, so a core is idle for much of it);
+#      the build machinery's: one core or short bursts, correctness only, no server, no broker; builds in a test's
+#      own cache, or the default one under keys of the file's bytes) beside the "site" lane (the installs, the
+#      browser, the broker lifecycle, the site's judge-driven tests: mostly waiting on pip, Chromium, brokers and
+#      compilers, so a core is idle for much of it);
 #   2. alone: the judge, the red team and the self-check, whose timed blocks, pauses and deadlines are measured.
 # Each lane writes its JUnit report to test-output/junit-<lane>.xml; the units lane's output is printed when it ends.
 set -euo pipefail
