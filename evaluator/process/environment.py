@@ -11,6 +11,7 @@ import os
 import pathlib
 import signal
 import sys
+import tempfile
 from typing import Optional
 
 REPO_ROOT = str(pathlib.Path(__file__).resolve().parents[2])
@@ -31,19 +32,33 @@ PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trusted: bool,
-                     loopback_only: bool = False, user: Optional[str] = None,
-                     build_dir: Optional[str] = None) -> dict:
-    tmp = os.path.join(rank_dir, "tmp")
+def shared_environment(home: str) -> dict:
+    """What every rank's environment holds whatever its rank: the allow-list, the interpreter's settings, one thread
+    for OpenMP and multicast off (also the whole environment of the fork server, evaluator/process/forkserver.py)."""
+    tmp = os.path.join(home, "tmp")
     os.makedirs(tmp, exist_ok=True)
     python_bin = os.path.dirname(sys.executable)
     env = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
     env.update(
         PATH=os.pathsep.join([python_bin, "/usr/local/cuda/bin", "/usr/local/bin", "/usr/bin", "/bin"]),
-        HOME=rank_dir, TMPDIR=tmp, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
-        PYTHONPATH=os.pathsep.join([REPO_ROOT, PKB_UTILS]),
+        HOME=home, TMPDIR=tmp, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
+        PYTHONPATH=os.pathsep.join([REPO_ROOT, PKB_UTILS]), OMP_NUM_THREADS="1", LANG=env.get("LANG", "C.UTF-8"),
+        **MULTICAST_OFF)
+    return env
+
+
+def scratch_home(prefix: str) -> str:
+    """A root-only directory of its own, for a process that is not a job's rank (the fork server)."""
+    return tempfile.mkdtemp(prefix=prefix)
+
+
+def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trusted: bool,
+                     loopback_only: bool = False, user: Optional[str] = None,
+                     build_dir: Optional[str] = None) -> dict:
+    env = shared_environment(rank_dir)
+    env.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
-        WORLD_SIZE=str(world_size), LOCAL_WORLD_SIZE=str(world_size), OMP_NUM_THREADS="1",
+        WORLD_SIZE=str(world_size), LOCAL_WORLD_SIZE=str(world_size),
         TORCH_EXTENSIONS_DIR=os.path.join(rank_dir, "torch_extensions"),
         TRITON_CACHE_DIR=os.path.join(rank_dir, "triton_cache"),
         PKB_SCRATCH=rank_dir,
@@ -59,8 +74,6 @@ def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trust
         env.update(USER=user, LOGNAME=user)
     if loopback_only:  # the rank's namespace has nothing but lo: collectives must bootstrap over it
         env.update(GLOO_SOCKET_IFNAME="lo", NCCL_SOCKET_IFNAME="lo")
-    env.setdefault("LANG", "C.UTF-8")
-    env.update(MULTICAST_OFF)
     return env
 
 

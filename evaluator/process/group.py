@@ -17,7 +17,7 @@ import time
 from typing import Optional
 
 from evaluator import schema
-from evaluator.process import builds, environment, processes, protocol, sandbox
+from evaluator.process import builds, environment, forkserver, processes, protocol, sandbox
 from evaluator.process.protocol import Rank
 
 LOG_TAIL_BYTES = 8192
@@ -106,31 +106,51 @@ class RankGroup:
         os.makedirs(rank_dir, exist_ok=True)
         stdout_path = os.path.join(log_dir, f"rank{rank}.stdout.log")
         stderr_path = os.path.join(log_dir, f"rank{rank}.stderr.log")
-        argv = [sys.executable, "-m", "evaluator.rank.worker", "--role", role, "--rank", str(rank),
-                "--world-size", str(world_size), "--device", device, "--problem", str(problem),
-                "--candidate", candidate, "--M", str(M), "--N", str(N), "--dtype", dtype,
-                "--out", self.out_dir, "--reply-fd", str(write_fd)] + (["--reduced"] if reduced else [])
+
+        def worker_args(reply_fd: int) -> list:
+            return ["--role", role, "--rank", str(rank), "--world-size", str(world_size), "--device", device,
+                    "--problem", str(problem), "--candidate", candidate, "--M", str(M), "--N", str(N),
+                    "--dtype", dtype, "--out", self.out_dir, "--reply-fd", str(reply_fd)] + (
+                        ["--reduced"] if reduced else [])
+
+        argv = [sys.executable, "-m", "evaluator.rank.worker"] + worker_args(write_fd)
         box = self.sandbox
         fds = (write_fd,)
-        if box is None:
-            env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=True)
-            preexec = environment.die_with_judge
-        else:
-            env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=False,
-                                               loopback_only=box.loopback_only, user=box.user_name,
-                                               build_dir=self.build_dir)
-            box.own(rank_dir)
-            preexec = box.preexec()
-            argv = box.command(argv, rank_dir, writable=[self.out_dir, self.build_dir], readable=[self.src_dir])
-            fds += box.pass_fds()
         try:
-            with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env, cwd=rank_dir,
-                                        pass_fds=fds, start_new_session=True, preexec_fn=preexec)
+            if box is None:
+                env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=True)
+                proc = self._forked(worker_args(forkserver.REPLY_FD), env, rank_dir, stdout_path, stderr_path,
+                                    write_fd)
+                preexec = environment.die_with_judge
+            else:
+                env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=False,
+                                                   loopback_only=box.loopback_only, user=box.user_name,
+                                                   build_dir=self.build_dir)
+                box.own(rank_dir)
+                proc, preexec = None, box.preexec()
+                argv = box.command(argv, rank_dir, writable=[self.out_dir, self.build_dir],
+                                   readable=[self.src_dir])
+                fds += box.pass_fds()
+            if proc is None:
+                with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+                    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env,
+                                            cwd=rank_dir, pass_fds=fds, start_new_session=True, preexec_fn=preexec)
         finally:
             os.close(write_fd)
         os.set_blocking(read_fd, False)
         self.ranks.append(Rank(rank, proc, read_fd, stdout_path=stdout_path, stderr_path=stderr_path))
+
+    def _forked(self, args, env, rank_dir, stdout_path, stderr_path, reply_fd):
+        """A trusted rank forked from this judge's fork server (evaluator/process/forkserver.py), or None: the caller
+        starts a fresh process (the server is off for this device, or failed: never the candidate's fault)."""
+        server = forkserver.server() if forkserver.enabled(self.device) else None
+        if server is None:
+            return None
+        try:
+            return server.spawn(args, env, rank_dir, stdout_path, stderr_path, reply_fd)
+        except forkserver.ForkServerError as exc:
+            forkserver.broken(str(exc))
+            return None
 
     def load_command(self, problem: str, candidate: str, shape: Optional[dict] = None) -> dict:
         """The ``load`` that switches the ranks to ``problem`` and ``candidate`` (a self-check's next problem, or a

@@ -15,6 +15,11 @@ import time
 from typing import Optional
 
 
+# ``--problem`` (and ``--candidate``) of a warm spare's ranks (evaluator/process/warm.py, evaluator/rank/worker.py):
+# start the process group, then wait for the job's first ``load``.
+DEFERRED = "-"
+
+
 class GroupFailure(Exception):
     """A command did not complete on every rank. ``kind`` is a verdict-like word; ``rank`` the first rank at fault."""
 
@@ -27,7 +32,8 @@ class GroupFailure(Exception):
 
 @dataclasses.dataclass
 class Rank:
-    """One rank process of a group and its end of the reply pipe."""
+    """One rank process of a group and its end of the reply pipe. ``proc`` is a subprocess.Popen, or for a rank forked
+    from the fork server a forkserver.ForkedProcess, held the same way (pid, stdin, poll, wait, returncode)."""
 
     rank: int
     proc: subprocess.Popen

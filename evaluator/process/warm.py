@@ -27,10 +27,8 @@ from typing import Optional
 
 from evaluator.process import sandbox as sandboxing
 from evaluator.process.group import RankGroup, close_all
+from evaluator.process.protocol import DEFERRED
 
-# ``--problem`` of a spare's ranks (evaluator/rank/worker.py): start the process group, then wait for the job's first
-# ``load``.
-DEFERRED = "-"
 
 
 @dataclasses.dataclass

@@ -28,7 +28,7 @@ import torch.distributed as dist
 
 import problems
 from evaluator import nulls
-from evaluator.process.warm import DEFERRED
+from evaluator.process.protocol import DEFERRED
 from evaluator.rank import messages, outputs, timed
 from evaluator.rank.clocks import (
     _all_reduce, _barrier, _empty_cache, _memory_reserved, _perf_counter, randbelow, synchronize,

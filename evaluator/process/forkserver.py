@@ -1,0 +1,360 @@
+"""Trusted rank processes forked from a server that has imported torch already.
+
+A rank started as a fresh interpreter spends most of its start importing torch (about 1.4 CPU-seconds on the CPU
+hosts): on a CPU world that is most of a judgement's cost. Reference ranks and null answers run the judge's own code,
+so a server started once per judge process imports the rank program and forks one child per trusted rank; the child
+becomes that rank (its own session, environment, files, working directory and cores) and runs the rank program's
+main as ``python -m evaluator.rank.worker`` would. Candidate ranks never come from here: they start fresh inside their
+box (evaluator/process/sandbox.py).
+
+What stays as with a fresh process:
+- the judge holds each rank as it holds a subprocess (pid, which is also its process group, stdin, poll, wait,
+  returncode), so pausing, killing and the reply pipe work unchanged;
+- death with the judge: the server leaves, killing its children, once its parent is gone (it polls, so a judge
+  thread that ends does not take it along), and each child dies with the server (a parent-death signal);
+- nothing of the judge's environment reaches a rank: the server starts with the ranks' allow-listed environment
+  and each child replaces it with its own before anything runs.
+What differs: /proc/<pid>/environ of a forked rank shows the server's environment, not the rank's.
+
+On by default for CPU worlds; ``PKB_REFERENCE_FORKS=0`` turns it off, ``=1`` on for every device. Any failure of the
+server (it would not start, died, did not answer) falls back to a fresh process: it is never the candidate's fault.
+"""
+from __future__ import annotations
+
+import atexit
+import fcntl
+import json
+import logging
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from typing import Optional
+
+from evaluator.process import environment
+
+log = logging.getLogger(__name__)
+
+SWITCH = "PKB_REFERENCE_FORKS"
+# Where a forked rank finds its reply pipe (the rank program's --reply-fd).
+REPLY_FD = 3
+# The first answer waits for the server's own imports; a server slower than this is treated as broken.
+ANSWER_TIMEOUT_S = 120.0
+PARENT_POLL_S = 0.5
+MAX_MESSAGE = 1 << 20
+
+
+class ForkServerError(RuntimeError):
+    pass
+
+
+def enabled(device: str) -> bool:
+    switch = os.environ.get(SWITCH, "")
+    if switch in ("0", "1"):
+        return switch == "1"
+    # GPU hosts keep fresh processes until forked references have been measured there (docs/testing.md).
+    return device == "cpu"
+
+
+# --- the judge's side -------------------------------------------------------------------------------------------------
+class ForkedProcess:
+    """A forked rank, held like subprocess.Popen: its exit status comes back from the server on a pipe of its own."""
+
+    def __init__(self, pid: int, stdin_fd: int, status_fd: int):
+        self.pid = pid
+        self.stdin = os.fdopen(stdin_fd, "wb")
+        self.returncode: Optional[int] = None
+        self._status_fd: Optional[int] = status_fd
+
+    def poll(self) -> Optional[int]:
+        if self.returncode is None:
+            self._read_status(0)
+        return self.returncode
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        if self.returncode is None:
+            self._read_status(timeout)
+            if self.returncode is None:
+                raise subprocess.TimeoutExpired(f"forked rank {self.pid}", timeout)
+        return self.returncode
+
+    def _read_status(self, timeout: Optional[float]) -> None:
+        if self._status_fd is None:
+            return
+        ready, _, _ = select.select([self._status_fd], [], [], timeout)
+        if not ready:
+            return
+        data = os.read(self._status_fd, 32)
+        # No status at all: the server itself is gone, and its children died with it.
+        self.returncode = int(data) if data.strip() else -signal.SIGKILL
+        os.close(self._status_fd)
+        self._status_fd = None
+
+    def __del__(self):
+        if self._status_fd is not None:
+            try:
+                os.close(self._status_fd)
+            except OSError:
+                pass
+
+
+class ForkServer:
+    def __init__(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            home = environment.scratch_home("pkb-forkserver-")
+            env = environment.shared_environment(home)
+            self.proc = subprocess.Popen([sys.executable, "-m", "evaluator.process.forkserver", str(theirs.fileno())],
+                                         pass_fds=[theirs.fileno()], env=env, cwd=home, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, start_new_session=True)
+        except BaseException:
+            ours.close()
+            shutil.rmtree(home, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        self.home = home
+        self.sock = ours
+        self.sock.settimeout(ANSWER_TIMEOUT_S)
+        self.lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def spawn(self, args: list, env: dict, cwd: str, stdout_path: str, stderr_path: str,
+              reply_fd: int) -> ForkedProcess:
+        """A rank running ``python -m evaluator.rank.worker *args`` (whose --reply-fd must be REPLY_FD)."""
+        stdin_r, stdin_w = os.pipe()
+        status_r, status_w = os.pipe()
+        request = json.dumps({"args": [str(a) for a in args], "env": env, "cwd": cwd,
+                              "cores": sorted(os.sched_getaffinity(0))}).encode()
+        try:
+            with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err, self.lock:
+                socket.send_fds(self.sock, [request], [stdin_r, out.fileno(), err.fileno(), reply_fd, status_w])
+                answer = self.sock.recv(4096)
+        except BaseException as exc:
+            for fd in (stdin_w, status_r):
+                os.close(fd)
+            raise ForkServerError(f"the fork server did not answer: {exc}") from exc
+        finally:
+            os.close(stdin_r)
+            os.close(status_w)
+        reply = json.loads(answer) if answer else {}
+        if "pid" not in reply:
+            os.close(stdin_w)
+            os.close(status_r)
+            raise ForkServerError(reply.get("error", "the fork server is gone"))
+        return ForkedProcess(int(reply["pid"]), stdin_w, status_r)
+
+    def close(self) -> None:
+        """The server kills what it forked when its socket closes."""
+        self.sock.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+_server: Optional[ForkServer] = None
+_server_pid = 0  # the process that started _server: a judge that forked starts its own
+_broken = False
+_server_lock = threading.Lock()
+
+
+def server() -> Optional[ForkServer]:
+    """This judge's server, started on first use; None once it has failed (fresh processes from then on)."""
+    global _server, _server_pid, _broken
+    with _server_lock:
+        if _broken:
+            return None
+        if _server is not None and (_server_pid != os.getpid() or not _server.alive()):
+            _server = None
+        if _server is None:
+            try:
+                _server, _server_pid = ForkServer(), os.getpid()
+            except OSError as exc:
+                _mark_broken(f"the fork server did not start: {exc}")
+        return _server
+
+
+def broken(message: str) -> None:
+    """The server failed a request: from now on this judge starts trusted ranks fresh."""
+    with _server_lock:
+        _mark_broken(message)
+
+
+def reset() -> None:
+    """Close this judge's server and forget a failure: the next trusted rank starts a new one (tests)."""
+    global _server, _broken
+    with _server_lock:
+        if _server is not None and _server_pid == os.getpid():
+            _server.close()
+        _server, _broken = None, False
+
+
+def _mark_broken(message: str) -> None:
+    global _server, _broken
+    log.warning("%s; trusted ranks start as fresh processes from now on", message)
+    _broken = True
+    if _server is not None:
+        _server.close()
+        _server = None
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    if _server is not None and _server_pid == os.getpid():
+        _server.close()
+
+
+# --- the server's side ------------------------------------------------------------------------------------------------
+def serve(ctl_fd: int) -> None:
+    import evaluator.rank.worker  # noqa: F401 - the point of the server: torch and the rank program, imported once
+
+    ctl = socket.socket(fileno=ctl_fd)
+    parent = os.getppid()
+    wake_r, wake_w = os.pipe()
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    children: dict[int, int] = {}  # pid -> the write end of its status pipe
+    try:
+        while os.getppid() == parent:
+            ready, _, _ = select.select([ctl, wake_r], [], [], PARENT_POLL_S)
+            if wake_r in ready:
+                while _drained(wake_r):
+                    pass
+            _reap(children)
+            if ctl not in ready:
+                continue
+            message, fds, _flags, _addr = socket.recv_fds(ctl, MAX_MESSAGE, 5)
+            if not message:
+                break  # the judge closed its end
+            pid = _fork(json.loads(message), fds, server_fds=(ctl.fileno(), wake_r, wake_w))
+            status_fd = fds[4]
+            if pid is None:
+                os.close(status_fd)
+                ctl.send(json.dumps({"error": "fork failed"}).encode())
+                continue
+            children[pid] = status_fd
+            ctl.send(json.dumps({"pid": pid}).encode())
+    finally:
+        for pid in children:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _drained(fd: int) -> bool:
+    try:
+        return bool(os.read(fd, 512))
+    except BlockingIOError:
+        return False
+
+
+def _reap(children: dict) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        fd = children.pop(pid, None)
+        if fd is not None:
+            try:
+                os.write(fd, str(os.waitstatus_to_exitcode(status)).encode())
+            finally:
+                os.close(fd)
+
+
+def _fork(request: dict, fds: list, server_fds: tuple) -> Optional[int]:
+    stdin, stdout, stderr, reply, _status = fds
+    # The answer waits until the child leads its own session: the judge signals ranks by process group at once.
+    in_session, session_ready = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = None
+    if pid == 0:
+        code = 70
+        try:
+            os.close(in_session)
+            code = _become_rank(request, stdin, stdout, stderr, reply, os.getppid(), session_ready)
+        finally:
+            os._exit(code)
+    os.close(session_ready)
+    if pid is not None:
+        os.read(in_session, 1)  # empty if the child died first: its status still comes through the reaping
+    os.close(in_session)
+    for fd in fds[:4]:
+        os.close(fd)
+    return pid
+
+
+def _become_rank(request: dict, stdin: int, stdout: int, stderr: int, reply: int, server_pid: int,
+                 session_ready: int) -> int:
+    """In the forked child: turn into the rank ``request`` describes and run it. Returns its exit code."""
+    os.setsid()
+    os.write(session_ready, b"1")
+    environment.die_with_judge()
+    if os.getppid() != server_pid:  # the server died between fork and the parent-death signal
+        return 1
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # Copied above every target first, so that no dup2 below overwrites a descriptor still to be moved.
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (stdin, stdout, stderr, reply)]
+    for target, fd in enumerate(moved):
+        os.dup2(fd, target)
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) > REPLY_FD:
+            try:
+                os.close(int(name))
+            except OSError:
+                pass
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    try:
+        os.sched_setaffinity(0, request["cores"])
+    except OSError:
+        pass
+    sys.stdin = open(0, encoding="utf-8", closefd=False)
+    sys.stdout = open(1, "w", encoding="utf-8", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", buffering=1, closefd=False)
+    # As for ``python -m``: the working directory first on the path, the module's file as argv[0].
+    sys.path[0] = request["cwd"]
+    import runpy
+
+    from evaluator.rank import worker
+    sys.argv = [worker.__file__] + request["args"]
+    code = 0
+    try:
+        runpy.run_module("evaluator.rank.worker", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, (int, type(None))):
+            print(exc.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - as an uncaught exception ends a fresh interpreter
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:
+            pass
+    return code
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
