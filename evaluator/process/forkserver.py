@@ -22,6 +22,7 @@ server (it would not start, died, did not answer) falls back to a fresh process:
 from __future__ import annotations
 
 import atexit
+import collections
 import fcntl
 import json
 import logging
@@ -46,6 +47,9 @@ REPLY_FD = 3
 ANSWER_TIMEOUT_S = 120.0
 PARENT_POLL_S = 0.5
 MAX_MESSAGE = 1 << 20
+# The pid of a rank whose request the server never answered: above any pid Linux gives (pid_max is at most 2**22),
+# so that signalling it finds no process rather than another's.
+NO_PROCESS = 2**31 - 1
 
 
 class ForkServerError(RuntimeError):
@@ -62,13 +66,22 @@ def enabled(device: str) -> bool:
 
 # --- the judge's side -------------------------------------------------------------------------------------------------
 class ForkedProcess:
-    """A forked rank, held like subprocess.Popen: its exit status comes back from the server on a pipe of its own."""
+    """A forked rank, held like subprocess.Popen: its exit status comes back from the server on a pipe of its own.
+    Its pid is the server's answer, read when first asked for, so that starting a group never waits for the server
+    (whose first answer follows its own imports) while the other group's fresh processes could be starting."""
 
-    def __init__(self, pid: int, stdin_fd: int, status_fd: int):
-        self.pid = pid
+    def __init__(self, server: "ForkServer", stdin_fd: int, status_fd: int):
+        self._server = server
+        self._pid: Optional[int] = None
         self.stdin = os.fdopen(stdin_fd, "wb")
         self.returncode: Optional[int] = None
         self._status_fd: Optional[int] = status_fd
+
+    @property
+    def pid(self) -> int:
+        if self._pid is None:
+            self._server.resolve(self)
+        return self._pid
 
     def poll(self) -> Optional[int]:
         if self.returncode is None:
@@ -79,7 +92,7 @@ class ForkedProcess:
         if self.returncode is None:
             self._read_status(timeout)
             if self.returncode is None:
-                raise subprocess.TimeoutExpired(f"forked rank {self.pid}", timeout)
+                raise subprocess.TimeoutExpired("a forked rank", timeout)
         return self.returncode
 
     def _read_status(self, timeout: Optional[float]) -> None:
@@ -121,13 +134,15 @@ class ForkServer:
         self.sock = ours
         self.sock.settimeout(ANSWER_TIMEOUT_S)
         self.lock = threading.Lock()
+        self.unanswered: collections.deque = collections.deque()  # requests sent, in order: the server answers so
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def spawn(self, args: list, env: dict, cwd: str, stdout_path: str, stderr_path: str,
               reply_fd: int) -> ForkedProcess:
-        """A rank running ``python -m evaluator.rank.worker *args`` (whose --reply-fd must be REPLY_FD)."""
+        """A rank running ``python -m evaluator.rank.worker *args`` (whose --reply-fd must be REPLY_FD). Raises
+        ForkServerError if the request cannot be sent (the caller then starts a fresh process)."""
         stdin_r, stdin_w = os.pipe()
         status_r, status_w = os.pipe()
         request = json.dumps({"args": [str(a) for a in args], "env": env, "cwd": cwd,
@@ -135,20 +150,30 @@ class ForkServer:
         try:
             with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err, self.lock:
                 socket.send_fds(self.sock, [request], [stdin_r, out.fileno(), err.fileno(), reply_fd, status_w])
-                answer = self.sock.recv(4096)
+                proc = ForkedProcess(self, stdin_w, status_r)
+                self.unanswered.append(proc)
         except BaseException as exc:
             for fd in (stdin_w, status_r):
                 os.close(fd)
-            raise ForkServerError(f"the fork server did not answer: {exc}") from exc
+            raise ForkServerError(f"the fork server took no request: {exc}") from exc
         finally:
             os.close(stdin_r)
             os.close(status_w)
-        reply = json.loads(answer) if answer else {}
-        if "pid" not in reply:
-            os.close(stdin_w)
-            os.close(status_r)
-            raise ForkServerError(reply.get("error", "the fork server is gone"))
-        return ForkedProcess(int(reply["pid"]), stdin_w, status_r)
+        return proc
+
+    def resolve(self, proc: ForkedProcess) -> None:
+        """Read the server's answers in order up to ``proc``'s. A request the server never answered (it died, or
+        stopped answering and is killed here) gets NO_PROCESS: its rank is gone, and its status pipe says so."""
+        with self.lock:
+            while proc._pid is None and self.unanswered:
+                try:
+                    answer = self.sock.recv(4096)
+                except OSError:
+                    answer = b""
+                if not answer and self.alive():
+                    self.proc.kill()  # silent past the timeout: its children die with it (parent-death signal)
+                reply = json.loads(answer) if answer else {}
+                self.unanswered.popleft()._pid = int(reply["pid"]) if "pid" in reply else NO_PROCESS
 
     def close(self) -> None:
         """The server kills what it forked when its socket closes."""

@@ -135,3 +135,22 @@ def test_the_switch_and_the_default_per_device(monkeypatch, tmp_path):
         group.close()
     monkeypatch.setenv(forkserver.SWITCH, "1")
     assert forkserver.enabled("cuda")
+
+
+def test_a_request_the_server_never_answers_is_a_rank_gone_not_a_hang(forks_on, tmp_path):
+    forkserver.reset()
+    server = forkserver.server()
+    read_fd, write_fd = os.pipe()
+    try:
+        os.kill(server.proc.pid, signal.SIGSTOP)  # the request is taken into the socket, never read
+        proc = server.spawn(["--role", "nobody"], dict(os.environ), str(tmp_path), str(tmp_path / "out"),
+                            str(tmp_path / "err"), write_fd)
+        os.kill(server.proc.pid, signal.SIGKILL)
+        assert proc.pid == forkserver.NO_PROCESS  # signalling it reaches no process
+        assert proc.wait(10) == -signal.SIGKILL
+        server.proc.wait(10)  # its files close a moment before it can be reaped
+        assert forkserver.server() is not server  # a dead server is replaced on the next rank
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+        forkserver.reset()
