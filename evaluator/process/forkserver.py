@@ -16,8 +16,11 @@ What stays as with a fresh process:
   and each child replaces it with its own before anything runs.
 What differs: /proc/<pid>/environ of a forked rank shows the server's environment, not the rank's.
 
-On by default for CPU worlds; ``PKB_REFERENCE_FORKS=0`` turns it off, ``=1`` on for every device. Any failure of the
-server (it would not start, died, did not answer) falls back to a fresh process: it is never the candidate's fault.
+On by default for CPU worlds, where the imports it saves compete for a few cores; ``PKB_REFERENCE_FORKS=0`` turns it
+off, ``=1`` on for every device. GPU hosts keep fresh processes by default: with many cores a fresh rank's imports
+run beside the others', so a one-shot judgement there gains nothing and starts a little later (docs/testing.md has
+the side-by-side numbers; the forked reference timed as the fresh one did). Any failure of the server (it would not
+start, died, did not answer) falls back to a fresh process: it is never the candidate's fault.
 """
 from __future__ import annotations
 
@@ -60,8 +63,7 @@ def enabled(device: str) -> bool:
     switch = os.environ.get(SWITCH, "")
     if switch in ("0", "1"):
         return switch == "1"
-    # GPU hosts keep fresh processes until forked references have been measured there (docs/testing.md).
-    return device == "cpu"
+    return device == "cpu"  # see the module docstring
 
 
 # --- the judge's side -------------------------------------------------------------------------------------------------
