@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.db import connection
 
 from evaluator.schema import INFRA_ERROR, VERDICTS, JudgeRequest
 from leaderboard.jobs import host_gate, judge_process, judge_service, lease
@@ -156,11 +157,14 @@ class Reaper(threading.Thread):
     def run(self) -> None:
         while not self.stopped.is_set():
             try:
-                close_old_connections()
                 recover_dead_workers()
                 self.reap()
             except Exception:
                 self.log.exception("%s pass failed", self.what)
+            finally:
+                # Not held idle through the interval: an idle session per worker is of no use between passes, and
+                # one left open holds the database (a test database then cannot be dropped at the end of a run).
+                connection.close()
             self.stopped.wait(self.interval)
 
     def stop(self) -> None:
