@@ -77,6 +77,7 @@ class ForkedProcess:
         self._pid: Optional[int] = None
         self.stdin = os.fdopen(stdin_fd, "wb")
         self.returncode: Optional[int] = None
+        self.server_lost = False
         self._status_fd: Optional[int] = status_fd
 
     @property
@@ -104,8 +105,10 @@ class ForkedProcess:
         if not ready:
             return
         data = os.read(self._status_fd, 32)
-        # No status at all: the server itself is gone, and its children died with it.
-        self.returncode = int(data) if data.strip() else -signal.SIGKILL
+        # No status at all: the server itself is gone, and its children died with it (the platform's failure, not
+        # anything the rank's own work or a candidate did to it: see protocol.collect).
+        self.server_lost = not data.strip()
+        self.returncode = -signal.SIGKILL if self.server_lost else int(data)
         os.close(self._status_fd)
         self._status_fd = None
 
@@ -230,14 +233,19 @@ def _mark_broken(message: str) -> None:
     log.warning("%s; trusted ranks start as fresh processes from now on", message)
     _broken = True
     if _server is not None:
-        _server.close()
+        # Kept, not closed: closing kills what it forked, and other judgements of this judge may be using those.
+        _retired.append((_server, _server_pid))
         _server = None
+
+
+_retired: list = []
 
 
 @atexit.register
 def _close_at_exit() -> None:
-    if _server is not None and _server_pid == os.getpid():
-        _server.close()
+    for old, pid in _retired + [(_server, _server_pid)]:
+        if old is not None and pid == os.getpid():
+            old.close()
 
 
 # --- the server's side ------------------------------------------------------------------------------------------------

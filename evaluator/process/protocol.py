@@ -90,9 +90,13 @@ def collect(ranks: list[Rank], trusted: bool, timeout: float, expect_seq: Option
                         _accept(r, reply, trusted, expect_seq, replies, fail)
                     if r.rank not in replies:
                         replies[r.rank] = {"ok": False}
-                        # Dying before process-group init is the platform's problem: no candidate code ran yet.
+                        # Dying before process-group init is the platform's problem: no candidate code ran yet; so
+                        # is a forked rank that died with its fork server (evaluator/process/forkserver.py).
                         kind = "exited" if trusted or r.initialized else "infra_error"
-                        fail(GroupFailure(kind, _exit_message(r.rank, r.proc.returncode), r.rank))
+                        message = _exit_message(r.rank, r.proc.returncode)
+                        if getattr(r.proc, "server_lost", False):
+                            kind, message = "infra_error", f"{message}: its fork server died"
+                        fail(GroupFailure(kind, message, r.rank))
         if failures:
             raise _root_cause(failures)
         return [replies[r.rank] for r in ranks]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from evaluator.process import forkserver
+from evaluator.process import forkserver, protocol
 from evaluator.process.environment import REPO_ROOT
 from evaluator.process.group import RankGroup
 
@@ -153,4 +153,20 @@ def test_a_request_the_server_never_answers_is_a_rank_gone_not_a_hang(forks_on, 
     finally:
         os.close(read_fd)
         os.close(write_fd)
+        forkserver.reset()
+
+
+def test_ranks_lost_with_their_server_are_the_platforms_failure(forks_on, tmp_path):
+    forkserver.reset()
+    group = RankGroup("ref", world_size=2, device="cpu", workdir=str(tmp_path / "ref"), trusted=True, **SHAPE)
+    try:
+        group.collect(60)
+        os.kill(forkserver.server().proc.pid, signal.SIGKILL)
+        with pytest.raises(protocol.GroupFailure) as failure:
+            group.command({"cmd": "exit-never-answered"}, timeout=30)
+        # An infra_error is retried and never counted; a reference failure of any other kind would be re-run alone
+        # and, passing there, blamed on the candidate (evaluator/judge/evaluation.py).
+        assert failure.value.kind == "infra_error" and "its fork server died" in failure.value.message
+    finally:
+        group.close()
         forkserver.reset()
