@@ -170,3 +170,14 @@ def test_ranks_lost_with_their_server_are_the_platforms_failure(forks_on, tmp_pa
     finally:
         group.close()
         forkserver.reset()
+
+
+def test_a_judgement_with_fresh_reference_ranks_still_judges(monkeypatch):
+    """The path GPU hosts take by default (and every host after a server failure), end to end on a CPU world."""
+    from evaluator import judge, schema
+
+    monkeypatch.setenv(forkserver.SWITCH, "0")
+    monkeypatch.setattr(forkserver, "server", lambda: pytest.fail("a rank was forked with the switch off"))
+    candidate = os.path.join(os.path.dirname(__file__), "candidates", "allreduce_correct.py")
+    result = judge.evaluate(1, candidate, 2, "cpu", M=64, N=32, trials=2, seed=5, timing_budget_ms=40)
+    assert result["verdict"] == schema.CORRECT, result["message"]
