@@ -11,7 +11,6 @@ import os
 import pathlib
 import signal
 import sys
-import tempfile
 from typing import Optional
 
 REPO_ROOT = str(pathlib.Path(__file__).resolve().parents[2])
@@ -45,11 +44,6 @@ def shared_environment(home: str) -> dict:
         PYTHONPATH=os.pathsep.join([REPO_ROOT, PKB_UTILS]), OMP_NUM_THREADS="1", LANG=env.get("LANG", "C.UTF-8"),
         **MULTICAST_OFF)
     return env
-
-
-def scratch_home(prefix: str) -> str:
-    """A root-only directory of its own, for a process that is not a job's rank (the fork server)."""
-    return tempfile.mkdtemp(prefix=prefix)
 
 
 def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trusted: bool,

@@ -36,6 +36,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from typing import Optional
 
@@ -122,9 +123,9 @@ class ForkedProcess:
 
 class ForkServer:
     def __init__(self):
+        home = tempfile.mkdtemp(prefix="pkb-forkserver-")  # root-only, the server's HOME and TMPDIR
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            home = environment.scratch_home("pkb-forkserver-")
             env = environment.shared_environment(home)
             self.proc = subprocess.Popen([sys.executable, "-m", "evaluator.process.forkserver", str(theirs.fileno())],
                                          pass_fds=[theirs.fileno()], env=env, cwd=home, stdin=subprocess.DEVNULL,
@@ -157,7 +158,7 @@ class ForkServer:
                 socket.send_fds(self.sock, [request], [stdin_r, out.fileno(), err.fileno(), reply_fd, status_w])
                 proc = ForkedProcess(self, stdin_w, status_r)
                 self.unanswered.append(proc)
-        except BaseException as exc:
+        except OSError as exc:
             for fd in (stdin_w, status_r):
                 os.close(fd)
             raise ForkServerError(f"the fork server took no request: {exc}") from exc
@@ -194,6 +195,7 @@ class ForkServer:
 _server: Optional[ForkServer] = None
 _server_pid = 0  # the process that started _server: a judge that forked starts its own
 _broken = False
+_retired: list = []  # servers given up on, with the pid that started each: closed when the judge exits
 _server_lock = threading.Lock()
 
 
@@ -238,9 +240,6 @@ def _mark_broken(message: str) -> None:
         _server = None
 
 
-_retired: list = []
-
-
 @atexit.register
 def _close_at_exit() -> None:
     for old, pid in _retired + [(_server, _server_pid)]:
@@ -272,7 +271,7 @@ def serve(ctl_fd: int) -> None:
             message, fds, _flags, _addr = socket.recv_fds(ctl, MAX_MESSAGE, 5)
             if not message:
                 break  # the judge closed its end
-            pid = _fork(json.loads(message), fds, server_fds=(ctl.fileno(), wake_r, wake_w))
+            pid = _fork(json.loads(message), fds)
             status_fd = fds[4]
             if pid is None:
                 os.close(status_fd)
@@ -311,7 +310,7 @@ def _reap(children: dict) -> None:
                 os.close(fd)
 
 
-def _fork(request: dict, fds: list, server_fds: tuple) -> Optional[int]:
+def _fork(request: dict, fds: list) -> Optional[int]:
     stdin, stdout, stderr, reply, _status = fds
     # The answer waits until the child leads its own session: the judge signals ranks by process group at once.
     in_session, session_ready = os.pipe()
@@ -365,15 +364,13 @@ def _become_rank(request: dict, stdin: int, stdout: int, stderr: int, reply: int
     sys.stdin = open(0, encoding="utf-8", closefd=False)
     sys.stdout = open(1, "w", encoding="utf-8", buffering=1, closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", buffering=1, closefd=False)
-    # As for ``python -m``: the working directory first on the path, the module's file as argv[0].
-    sys.path[0] = request["cwd"]
-    import runpy
+    from evaluator.rank import worker  # imported by the server already: nothing of it has run
 
-    from evaluator.rank import worker
+    # As for ``python -m``: the working directory first on the path, the module's file as argv[0] (argparse's name).
+    sys.path[0] = request["cwd"]
     sys.argv = [worker.__file__] + request["args"]
-    code = 0
     try:
-        runpy.run_module("evaluator.rank.worker", run_name="__main__", alter_sys=True)
+        code = worker.main(request["args"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, (int, type(None))):

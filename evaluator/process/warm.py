@@ -30,7 +30,6 @@ from evaluator.process.group import RankGroup, close_all
 from evaluator.process.protocol import DEFERRED
 
 
-
 @dataclasses.dataclass
 class Spare:
     workdir: str
