@@ -30,6 +30,18 @@ class GroupFailure(Exception):
         self.message = message
 
 
+class CandidateFault(Exception):
+    """Something the candidate's group did (or left) that stopped the judge from acting on it: a group that would not
+    freeze, die or be cleaned up, a reply it could not read. Raised by the code that acts on the candidate's group
+    (evaluator/process/*), and turned into the candidate's verdict by evaluation.attribute (docs/threat-model.md,
+    attribution): never an infra_error. ``verdict`` is runtime_error, timeout or policy_violation."""
+
+    def __init__(self, message: str, verdict: str = "runtime_error"):
+        super().__init__(message)
+        self.message = message
+        self.verdict = verdict
+
+
 @dataclasses.dataclass
 class Rank:
     """One rank process of a group and its end of the reply pipe. ``proc`` is a subprocess.Popen, or for a rank forked
