@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -50,7 +51,8 @@ class Rank:
     rank: int
     proc: subprocess.Popen
     reply_fd: int
-    buffer: bytes = b""
+    buffer: bytearray = dataclasses.field(default_factory=bytearray)  # a reply line not yet complete
+    overflowed: bool = False  # wrote a line over MAX_LINE_BYTES: the rest of its pipe is dropped unread
     stdout_path: str = ""
     stderr_path: str = ""
     initialized: bool = False  # past process-group init: the candidate's code may have run since
@@ -135,27 +137,83 @@ def _accept(r: Rank, reply: dict, trusted: bool, expect_seq, replies: dict, fail
 
 
 
+# Bounds on what the judge takes from a reply pipe (the candidate's code shares its rank's process and can write
+# anything there). The largest honest reply is a timing block's samples, a few hundred KiB at most.
+MAX_LINE_BYTES = 4 << 20
+MAX_JSON_DEPTH = 32
+# What one read() takes from one pipe before the caller looks at its deadline again: a writer that never pauses
+# cannot keep the judge in one call.
+READ_SLICE_BYTES = MAX_LINE_BYTES + 65536
+
+
 def read(r: Rank) -> list[dict]:
-    """The complete reply lines waiting on ``r``'s pipe (an unreadable one is a protocol failure)."""
+    """The complete reply lines waiting on ``r``'s pipe, at most READ_SLICE_BYTES of them per call. A line longer than
+    MAX_LINE_BYTES, nested deeper than MAX_JSON_DEPTH, or not JSON is a protocol failure of that rank (its reply's
+    kind); what follows a too-long line is drained and dropped, so the judge's memory stays bounded whatever is
+    written."""
     out = []
-    while True:
+    taken = 0
+    while taken < READ_SLICE_BYTES:
         try:
             chunk = os.read(r.reply_fd, 65536)
-        except BlockingIOError:
-            break
-        except OSError:
+        except OSError:  # BlockingIOError included: nothing more now
             break
         if not chunk:
             break
+        taken += len(chunk)
+        if r.overflowed:
+            continue
         r.buffer += chunk
-    while b"\n" in r.buffer:
-        line, r.buffer = r.buffer.split(b"\n", 1)
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            out.append({"ok": False, "kind": "protocol", "error": f"unreadable reply: {line[:200]!r}"})
+        start = 0
+        while True:
+            end = r.buffer.find(b"\n", start)
+            if end < 0:
+                break
+            out.append(parse(bytes(r.buffer[start:end])))
+            start = end + 1
+        del r.buffer[:start]
+        if len(r.buffer) > MAX_LINE_BYTES:
+            r.overflowed = True
+            r.buffer = bytearray()
+            out.append({"ok": False, "kind": "protocol",
+                        "error": f"rank {r.rank} wrote a reply line longer than {MAX_LINE_BYTES} bytes"})
     return out
 
+
+def parse(line: bytes) -> dict:
+    """One reply line as a dict, or a protocol-failure reply saying why it is not one. Never raises."""
+    if len(line) > MAX_LINE_BYTES:
+        return {"ok": False, "kind": "protocol", "error": f"a reply line longer than {MAX_LINE_BYTES} bytes"}
+    if _nesting(line) > MAX_JSON_DEPTH:
+        return {"ok": False, "kind": "protocol", "error": f"a reply nested deeper than {MAX_JSON_DEPTH} levels"}
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError, MemoryError) as exc:  # UnicodeDecodeError is a ValueError
+        return {"ok": False, "kind": "protocol",
+                "error": f"unreadable reply ({type(exc).__name__}): {line[:200]!r}"}
+    if not isinstance(value, dict):
+        return {"ok": False, "kind": "protocol", "error": f"a reply that is not a JSON object: {line[:200]!r}"}
+    return value
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _nesting(line: bytes) -> int:
+    """The deepest nesting of arrays and objects in a JSON line (strings skipped). Cheap for honest replies, which
+    have a handful of brackets; a bounded Python scan otherwise (the line is at most MAX_LINE_BYTES)."""
+    if line.count(b"[") + line.count(b"{") <= MAX_JSON_DEPTH:
+        return 0
+    depth = deepest = 0
+    for byte in _STRING.sub(b"", line):
+        if byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                break
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
 
 
 # Text of errors that a rank raises only because a peer failed (its collective lost the other side).

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+import zipfile
 from typing import Optional
 
 import torch
@@ -74,12 +75,37 @@ def load(path: str, max_bytes: Optional[int] = None):
             if max_bytes is not None and size > max_bytes:
                 raise ValueError(f"the output file has {size} bytes, more than the {max_bytes} an output of the "
                                  "reference's size can take")
+            if max_bytes is not None:
+                check_records(f, max_bytes)
             return torch.load(f, map_location="cpu", weights_only=True)
     finally:
         try:
             os.unlink(path)
         except OSError:
             pass
+
+
+def check_records(f, max_bytes: int) -> None:
+    """Refuse a file whose records could inflate past ``max_bytes`` in the process that loads it: torch's writer
+    stores every record uncompressed, so a compressed record (a few KiB of DEFLATE can declare a GiB) is forged, and
+    the records' declared sizes together may not exceed what an output of the reference's size takes. Read from the
+    zip's central directory alone, before anything is inflated. ``f`` is left at its start."""
+    try:
+        with zipfile.ZipFile(f) as archive:
+            records = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        raise ValueError(f"the output file is not a torch save file ({exc})") from None
+    finally:
+        f.seek(0)
+    declared = 0
+    for info in records:
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise ValueError(f"the output file's record {info.filename[:100]!r} is compressed (method "
+                             f"{info.compress_type}); torch.save stores records uncompressed")
+        declared += max(info.file_size, info.compress_size)
+    if declared > max_bytes:
+        raise ValueError(f"the output file's records declare {declared} bytes, more than the {max_bytes} an output "
+                         "of the reference's size can take")
 
 
 def take(source: str, target: str, max_bytes: Optional[int] = None) -> None:
