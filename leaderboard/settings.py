@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "leaderboard.jobs",
     "leaderboard.scoring",
     "leaderboard.feedback",  # feedback sessions and runs, profile runs
+    "leaderboard.ops",  # worker records, /metrics, /readyz, the Workers page (docs/site.md, Production layout)
     "leaderboard.pages",
 ]
 
@@ -176,8 +177,10 @@ PKB_OPEN_SIGNUP = env_bool("PKB_OPEN_SIGNUP", True)
 # Nobody may guess passwords or tokens, or create accounts, at the rate a script can: without this, 60 wrong
 # passwords were answered in 37 s and the right one then logged in. These are the production values and the tests
 # run with them (tests/site/security/test_throttling.py).
-# Proxies in front of the site whose X-Forwarded-For is believed (nginx: 1); 0 reads REMOTE_ADDR only.
+# Proxies in front of the site whose X-Forwarded-For is believed (nginx: 1); 0 reads REMOTE_ADDR only. A production
+# web process refuses to start until it is stated (leaderboard/wsgi.py): no default is right for both layouts.
 PKB_TRUSTED_PROXIES = env_int("PKB_TRUSTED_PROXIES", 0, minimum=0)
+PKB_TRUSTED_PROXIES_STATED = env_str("PKB_TRUSTED_PROXIES", "").strip() != ""
 AXES_FAILURE_LIMIT = env_int("PKB_LOGIN_FAILURE_LIMIT", 10, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("PKB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 # Counted per client address, whatever usernames it tries: one address can neither guess one account's password
@@ -255,8 +258,29 @@ DRAMATIQ_BROKER = {
         "dramatiq.middleware.ShutdownNotifications",
         "django_dramatiq.middleware.DbConnectionsMiddleware",
         "leaderboard.jobs.broker.OneMessageAtATime",
+        "leaderboard.ops.heartbeat.WorkerOps",  # the worker's record, heartbeat and own metrics (its hooks: workers only)
     ],
 }
+
+# --- operating it (leaderboard/ops/; docs/site.md, "Production layout": metrics, health, the Workers page) --------
+# /metrics answers a request bearing PKB_METRICS_TOKEN ("Authorization: Bearer <token>") or coming from an address in
+# PKB_METRICS_ALLOWED_IPS (addresses or networks, e.g. 10.0.0.0/8; read as leaderboard/accounts/throttle.client_ip
+# does, behind PKB_TRUSTED_PROXIES); with neither set, nobody.
+PKB_METRICS_TOKEN = env_str("PKB_METRICS_TOKEN", "")
+PKB_METRICS_ALLOWED_IPS = env_list("PKB_METRICS_ALLOWED_IPS", [])
+try:
+    import ipaddress
+
+    PKB_METRICS_ALLOWED_NETWORKS = [ipaddress.ip_network(part, strict=False) for part in PKB_METRICS_ALLOWED_IPS]
+except ValueError as exc:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"PKB_METRICS_ALLOWED_IPS: {exc}") from exc
+# A worker's record is renewed this often; the Workers page calls one silent for three periods lost.
+PKB_WORKER_HEARTBEAT_SECONDS = env_int("PKB_WORKER_HEARTBEAT_SECONDS", 15, minimum=1)
+# A worker's own Prometheus metrics (leaderboard/ops/worker_metrics.py): a port per worker on a host; 0: not served.
+PKB_WORKER_METRICS_PORT = env_int("PKB_WORKER_METRICS_PORT", 0, minimum=0)
+PKB_WORKER_METRICS_ADDR = env_str("PKB_WORKER_METRICS_ADDR", "127.0.0.1")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

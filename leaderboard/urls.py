@@ -5,6 +5,7 @@ from django.urls import include, path, register_converter
 from leaderboard.api import feedback as feedback_api
 from leaderboard.catalogue import converters
 from leaderboard.pages import feedback as feedback_views
+from leaderboard.ops import views as ops_views
 from leaderboard.pages import views
 
 # Registered before the routes below and the API's (included) use them.
@@ -65,6 +66,9 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", ops_views.readyz, name="readyz"),  # the operator's endpoints: leaderboard/ops/views.py
+    path("metrics", ops_views.metrics, name="metrics"),
+    path("ops/workers/", ops_views.workers_page, name="ops-workers"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("", include(feedback_urlpatterns)),  # feedback loop and profile runs (issue 10)
     path("api/v1/", include("leaderboard.api.urls")),

@@ -56,6 +56,7 @@ class WorkerMiddleware(Middleware):
         from leaderboard.jobs import gpus, host_gate
         from leaderboard.jobs.build_routing import is_build_queue
         from leaderboard.jobs.sandbox_gate import check_sandbox
+        from leaderboard.ops.heartbeat import refused
 
         queues = worker.consumer_whitelist or broker.get_declared_queues()
         try:
@@ -64,11 +65,13 @@ class WorkerMiddleware(Middleware):
             if not (queues and all(is_build_queue(q) for q in queues)):  # a build worker holds no GPU (its stage hides them)
                 self.gpu_locks = gpus.claim_configured()
             host_gate.check_host(queues, threads=getattr(worker, "worker_threads", 1))
-        except MiddlewareError:
+        except MiddlewareError as exc:
             self._release_gpus()
+            refused(queues, str(exc))  # the staff's Workers page shows why (leaderboard/ops/heartbeat.py)
             raise
         except Exception as exc:  # a check that could not decide (no database, ...) is a no: fail closed
             self._release_gpus()
+            refused(queues, str(exc))
             raise WorkerRefused(str(exc)) from exc
 
     def _release_gpus(self):
