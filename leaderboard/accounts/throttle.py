@@ -31,6 +31,22 @@ def client_ip(request) -> str:
         return "0.0.0.0"
 
 
+def require_stated_proxies() -> None:
+    """The production web process's start-up check (leaderboard/wsgi.py): with any database but the embedded SQLite,
+    PKB_TRUSTED_PROXIES must be stated. No default is safe in both layouts: 0 behind nginx counts every client as
+    nginx's one address, so one client's wrong passwords lock everyone out; 1 with clients connecting directly lets
+    each write its own address, a fresh allowance per guess. The operator knows which layout runs; the site cannot."""
+    if settings.PKB_TRUSTED_PROXIES_STATED or settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        return
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "PKB_TRUSTED_PROXIES is not set: say how many proxies stand between the clients and this process (1 behind "
+        "nginx or any one TLS proxy, 0 when clients connect to it directly). The log-in lock-out counts failures per "
+        "client address: set too low, every client counts as the proxy's one address and one client's wrong "
+        "passwords lock everyone out; set too high, clients choose their own address. docs/site.md, Throttling.")
+
+
 @dataclasses.dataclass(frozen=True)
 class Limit:
     scope: str

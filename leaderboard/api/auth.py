@@ -24,7 +24,9 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if len(parts) != 2 or parts[0] not in (self.keyword, "Token"):
             return None
         # An address that sent too many refused tokens is held back before any lookup (tokens are 256-bit secrets,
-        # but a stolen prefix or a leaked list should not be checkable at the rate a script can send).
+        # but a stolen prefix or a leaked list should not be checkable at the rate a script can send). Only refused
+        # tokens count here: the log-in form's lock-out is never consulted, so a valid token is not held back by
+        # wrong passwords someone else sent from the same address (tests/site/security/test_lockout_proxy.py).
         ip = throttle.client_ip(request._request)
         limit = throttle.token_limit()
         until = throttle.retry_at(limit, ip)
