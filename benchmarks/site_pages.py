@@ -125,7 +125,7 @@ def seed(n_submissions: int, k: int) -> None:
                 results.append(Result(job=job, run=1, verdict="correct" if correct else rng.choice(
                     ["incorrect", "runtime_error", "compile_error", "timeout"]), speedup=speedup,
                     speedup_lo=speedup * 0.93 if speedup else None, speedup_hi=speedup * 1.07 if speedup else None,
-                    faster=bool(speedup and speedup * 0.93 > 1.0), timing_ranked=True, wall_s=30.0,
+                    faster=bool(speedup and speedup * 0.93 > 1.0), wall_s=30.0,
                     gpu_seconds=240.0, document=document, flags=["timing_crosscheck"] if rng.random() < 0.002 else []))
             Result.objects.bulk_create(results, batch_size=5000)
             attempts: dict = {}

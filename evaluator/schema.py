@@ -15,6 +15,7 @@ Example (abridged) of what ``pkb eval ... --json OUT`` writes::
                              "where": null, "message": null, "first_mismatch_index": null}]}],
       "timing": {"reference_ms": 1.2, "candidate_ms": 1.0, "speedup": 1.2, "speedup_ci": [1.1, 1.3],
                  "faster": true, "samples": 120, "ranked": false, "method": "cuda_events|wall_clock",
+                 "faster_at": {"1.0": true, "1.5": false, "2.0": false},  # fast_p's bars (timing/verdict.py)
                  "crosscheck": {"unexplained_ms", "allowance_ms", "noise_ms", "suspect", "blocks_ms", ...,
                                 "probe": {"excess_ms", "allowance_ms", "suspect", ...}},  # probe: GPU, 4b
                  "reference_blocks_spun_short": [],   # blocks that timed the reference's host: "faster" withheld
@@ -44,8 +45,12 @@ RUNTIME_ERROR = "runtime_error"
 TIMEOUT = "timeout"
 POLICY_VIOLATION = "policy_violation"
 INFRA_ERROR = "infra_error"
+# A hidden check (another world size, another shape) that could not be judged even when run again: the correctness
+# the trials showed is not verified, so the result is neither correct nor ranked, and, being no platform failure of
+# the run as a whole, not retried or refunded either (docs/threat-model.md, hidden checks fail closed).
+UNVERIFIED = "unverified"
 
-VERDICTS = (CORRECT, INCORRECT, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, POLICY_VIOLATION, INFRA_ERROR)
+VERDICTS = (CORRECT, INCORRECT, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, POLICY_VIOLATION, INFRA_ERROR, UNVERIFIED)
 # Verdicts that are the candidate's responsibility; infra_error never counts against it.
 CANDIDATE_FAULTS = (INCORRECT, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, POLICY_VIOLATION)
 
@@ -58,9 +63,13 @@ FLAG_UNRANKED_DEVICE = "unranked_device"
 FLAG_DTYPE_DIFFERS = "dtype_differs"
 # The candidate ran without every sandbox layer (a development host): nothing it did can be trusted to rank.
 FLAG_UNSANDBOXED = "unsandboxed"
-FLAGS = (FLAG_TIMING_CROSSCHECK, FLAG_FASTER_THAN_LIGHT, FLAG_UNRANKED_DEVICE, FLAG_DTYPE_DIFFERS, FLAG_UNSANDBOXED)
+# Every rank on one GPU (pkb eval --shared-device, evaluator/judge/shared_device.py): multi-rank correctness on CUDA,
+# never timed, never ranked, never faster.
+FLAG_SHARED_DEVICE = "shared_device"
+FLAGS = (FLAG_TIMING_CROSSCHECK, FLAG_FASTER_THAN_LIGHT, FLAG_UNRANKED_DEVICE, FLAG_DTYPE_DIFFERS, FLAG_UNSANDBOXED,
+         FLAG_SHARED_DEVICE)
 # Flags that question only the timing: on an unranked (CPU) profile the correctness verdict stands beside them.
-TIMING_FLAGS = (FLAG_TIMING_CROSSCHECK, FLAG_FASTER_THAN_LIGHT, FLAG_UNRANKED_DEVICE)
+TIMING_FLAGS = (FLAG_TIMING_CROSSCHECK, FLAG_FASTER_THAN_LIGHT, FLAG_UNRANKED_DEVICE, FLAG_SHARED_DEVICE)
 
 # Set in every published (public) trial seed, never in a seed the judge draws (getrandbits(62)): feedback runs'
 # seeds and ranking seeds are disjoint by construction (leaderboard/feedback/seeds.py).
@@ -91,3 +100,6 @@ from evaluator.contract import (JUDGE, BadDeviceSet, JudgeRequest, PrebuildReque
                                 has_compile_call, serve_command)
 # The feedback as text (the site's run page and ``pkb feedback``) and the peak rates behind it: evaluator/feedback_text.py.
 from evaluator import feedback_text  # noqa: E402,F401
+# "Faster at p" (fast_p's bars) as the judge decided it, read from a timing record (older records: from their stored
+# "faster" and interval): evaluator/timing/verdict.py, the one place that decides it; the site counts what it returns.
+from evaluator.timing.verdict import BARS as SPEEDUP_BARS, bar_key, faster_at  # noqa: E402,F401

@@ -1,6 +1,7 @@
-"""One place decides "faster" and "ranked": evaluator/timing/verdict.py. Its rule branch by branch, the judge's
+"""One place decides "faster", "faster at p" and "ranked": evaluator/timing/verdict.py. Its rule branch by branch, the judge's
 evidence-only records (no verdict before the evaluation ends), and an ``ast`` scan that fails naming file:line where
-any other module of the judge (or the benchmarks that re-judge its runs) sets either key."""
+any other module of the judge (or the benchmarks that re-judge its runs) sets one of the keys; and a scan of the site
+(leaderboard/) that fails naming file:line where it compares a speedup bound with a constant (fast_p is the judge's)."""
 from __future__ import annotations
 
 import ast
@@ -12,7 +13,7 @@ from evaluator import schema
 from evaluator.timing import verdict
 
 ROOT = Path(__file__).resolve().parent.parent
-DECIDED = ("faster", "ranked")
+DECIDED = ("faster", "ranked", "faster_at")
 THE_PLACE = "evaluator/timing/verdict.py"
 
 
@@ -31,7 +32,8 @@ def _timing(low=1.2, high=1.4, **extra) -> dict:
 # --- the rule, each branch ---------------------------------------------------------------------------------------
 
 def test_an_interval_wholly_above_one_unflagged_on_a_gpu_is_faster_and_ranked():
-    assert verdict.decide(_timing(), [], "cuda") == dict(_timing(), faster=True, ranked=True)
+    assert verdict.decide(_timing(), [], "cuda") == dict(_timing(), faster=True, ranked=True,
+                                                         faster_at={"1.0": True, "1.5": False, "2.0": False})
 
 
 def test_an_interval_that_reaches_one_is_not_faster_but_still_ranks():
@@ -69,7 +71,7 @@ def test_cpu_timings_may_be_faster_but_never_rank():
 
 def test_a_record_with_no_interval_is_not_faster():
     doc = verdict.decide({"faster": True, "ranked": True}, [], "cuda")
-    assert doc == {"faster": False, "ranked": True}
+    assert doc == {"faster": False, "ranked": True, "faster_at": {"1.0": False, "1.5": False, "2.0": False}}
 
 
 def test_conclude_decides_with_the_results_flags_and_leaves_a_result_without_timing_alone():
@@ -170,3 +172,51 @@ def test_only_the_verdict_module_sets_faster_or_ranked():
             offenders += [f"{rel}:{line}: {what}" for line, what in setters(ast.parse(path.read_text(), rel))]
     assert not offenders, "only evaluator/timing/verdict.py decides faster/ranked:\n" + "\n".join(offenders)
     assert setters(ast.parse((ROOT / THE_PLACE).read_text())), "the scan must see the one place that does"
+
+
+# --- "faster at p" is the judge's; the site counts it ------------------------------------------------------------
+
+def test_faster_at_each_bar_is_faster_and_the_bound_above_the_bar():
+    at = verdict.decide(_timing(low=1.7, high=2.4), [], "cuda")["faster_at"]
+    assert at == {"1.0": True, "1.5": True, "2.0": False}
+    withheld = verdict.decide(_timing(low=2.5, high=3.0, reference_blocks_spun_short=[1]), [], "cuda")
+    assert withheld["faster"] is False and not any(withheld["faster_at"].values())
+    flagged = verdict.decide(_timing(low=2.5, high=3.0), [schema.FLAG_TIMING_CROSSCHECK], "cuda")
+    assert not any(flagged["faster_at"].values())
+
+
+SPEEDUP_BOUND = ("speedup_lo", "speedup_hi", "speedup_ci", "low")
+
+
+def bound_comparisons(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, source) of each comparison of a speedup bound (``speedup_lo``, ``speedup_ci[0]``...) with a number
+    other than 0 (0 is a presence check, not a bar)."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        bound = any(any(isinstance(n, (ast.Name, ast.Attribute, ast.Constant)) and
+                        any(key in (getattr(n, "id", None) or getattr(n, "attr", None) or str(getattr(n, "value", "")))
+                            for key in SPEEDUP_BOUND) for n in ast.walk(side)) for side in sides)
+        number = any(isinstance(side, ast.Constant) and isinstance(side.value, (int, float))
+                     and not isinstance(side.value, bool) and side.value != 0 for side in sides)
+        if bound and number:
+            found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_the_bound_scan_sees_a_bar_compared_on_the_site():
+    caught = bound_comparisons(ast.parse("a = s.speedup_lo > 1.5\nb = (x.speedup_lo or 0) >= 2\nc = ci['speedup_ci'][0] > 1\n"
+                                         "ok = s.speedup_lo is not None and s.speedup_lo > 0\n"))
+    assert [line for line, _ in caught] == [1, 2, 3]
+
+
+def test_the_site_compares_no_speedup_bound_with_a_bar():
+    offenders = []
+    for path in sorted((ROOT / "leaderboard").rglob("*.py")):
+        if "__pycache__" in path.parts or "migrations" in path.parts:
+            continue
+        rel = path.relative_to(ROOT).as_posix()
+        offenders += [f"{rel}:{line}: {what}" for line, what in bound_comparisons(ast.parse(path.read_text(), rel))]
+    assert not offenders, "fast_p is the judge's (schema.faster_at); the site compares no bound:\n" + "\n".join(offenders)

@@ -9,6 +9,8 @@ pairs.combine, read alone (tests, benchmarks), decide their own record with the 
 The rule:
 - ``faster``: the whole widened interval lies above 1.0, the record carries no flag, and no reference block timed
   its host (the reference read slower than it is there: docs/calibration.md, SPIN_SHORT_BLOCK_SHARE);
+- ``faster_at``: "faster at p" for each bar of :data:`BARS` (fast_p's bars): faster, and the lower bound above p
+  (so never where ``faster`` is withheld: fast_p <= fast_1.0 always);
 - ``ranked``: timed on a GPU (CPU timings are wall clock on a shared host) and the record carries no flag.
 Torch-free, standard library only.
 """
@@ -24,6 +26,33 @@ LOW_KEY = "_speedup_low"
 def is_faster(low: Optional[float], flagged: bool, reference_timed_its_host: bool) -> bool:
     """Whether an interval whose lower bound is ``low`` makes a candidate faster."""
     return bool(low is not None and low > 1.0 and not flagged and not reference_timed_its_host)
+
+
+# The bars of fast_p (the leaderboard's fast_1.0, fast_1.5 and fast_2.0), and their keys in ``faster_at``.
+BARS = (1.0, 1.5, 2.0)
+
+
+def bar_key(p: float) -> str:
+    return f"{p:.1f}"
+
+
+def is_faster_at(low: Optional[float], p: float, flagged: bool, reference_timed_its_host: bool) -> bool:
+    """Whether the interval makes a candidate faster by more than ``p`` times: faster (the same withholding), and
+    the lower bound above ``p``. At p = 1.0 this is :func:`is_faster`."""
+    return is_faster(low, flagged, reference_timed_its_host) and low > p
+
+
+def faster_at(timing: Optional[dict]) -> dict:
+    """The judge's "faster at p" of a decided timing record, one bool per bar of :data:`BARS`. A record decided before
+    the judge wrote ``faster_at`` falls back to its stored ``faster`` (which carries every withholding) and its
+    interval's lower bound; nothing where there is no record."""
+    timing = timing if isinstance(timing, dict) else {}
+    stored = timing.get("faster_at")
+    if isinstance(stored, dict):
+        return {bar_key(p): bool(stored.get(bar_key(p))) for p in BARS}
+    low = (timing.get("speedup_ci") or [None])[0]
+    faster = bool(timing.get("faster")) and isinstance(low, (int, float)) and not isinstance(low, bool)
+    return {bar_key(p): bool(faster and low > p) for p in BARS}
 
 
 def is_ranked(device: Optional[str], flagged: bool) -> bool:
@@ -44,7 +73,9 @@ def decide(timing: dict, flags: Iterable[str], device: Optional[str]) -> dict:
     if low is None:
         low = (timing.get("speedup_ci") or [None])[0]
     flagged = any(True for _ in flags or ())
-    timing["faster"] = is_faster(low, flagged, reference_timed_its_host(timing))
+    host = reference_timed_its_host(timing)
+    timing["faster"] = is_faster(low, flagged, host)
+    timing["faster_at"] = {bar_key(p): is_faster_at(low, p, flagged, host) for p in BARS}
     timing["ranked"] = is_ranked(device, flagged)
     return timing
 

@@ -101,7 +101,6 @@ class Result(models.Model):
     speedup_lo = models.FloatField(null=True, blank=True)
     speedup_hi = models.FloatField(null=True, blank=True)
     faster = models.BooleanField(default=False)
-    timing_ranked = models.BooleanField(default=False)
     reference_ms = models.FloatField(null=True, blank=True)
     candidate_ms = models.FloatField(null=True, blank=True)
     wall_s = models.FloatField(null=True, blank=True)

@@ -115,7 +115,7 @@ def _result_append(job: EvaluationJob, document: dict, worker: str) -> Result | 
                 job=job, run=job.run, claim=job.attempts, verdict=document.get("verdict") or INFRA_ERROR,
                 message=str(document.get("message") or "")[:5000], flags=list(document.get("flags") or []),
                 speedup=_number(timing.get("speedup")), speedup_lo=_number(ci[0]), speedup_hi=_number(ci[1]),
-                faster=bool(timing.get("faster")), timing_ranked=bool(timing.get("ranked")),
+                faster=bool(timing.get("faster")),
                 reference_ms=_number(timing.get("reference_ms")), candidate_ms=_number(timing.get("candidate_ms")),
                 wall_s=wall, gpu_seconds=(wall or 0.0) * job.profile.world_size,  # device-seconds (GPUs or CPU ranks)
                 document=document, worker=worker[:200])

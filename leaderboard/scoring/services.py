@@ -77,7 +77,8 @@ def problem_stats_refresh(problem_ids, profile_id: int, protocol: str) -> None:
                                                 "updated_at"])
 
 
-SCORE_FIELDS = ["profile", "protocol", "listed", "status", "attempt", "result", "correct", "faster", "flagged",
+SCORE_FIELDS = ["profile", "protocol", "listed", "status", "attempt", "result", "correct", "faster", "faster_1_5",
+                "faster_2_0", "flagged",
                 "speedup", "speedup_lo", "speedup_hi", "attempts_correct", "attempts_total", "peak_fraction",
                 "peak_fraction_lo", "peak_fraction_hi", "peak_note", "audit"]
 
@@ -97,6 +98,11 @@ def _score_fill(score: ProblemScore, submission: Submission, attempts: list[dict
     # "faster" is the judge's decision (evaluator/timing/verdict.py: already false when the result carries any flag),
     # taken as stored; the site only withholds it from a result that does not count as correct.
     score.faster = bool(score.correct and result.faster)
+    # fast_p's bars likewise: what the judge decided for each (older documents: its stored "faster" and interval).
+    at = schema.faster_at((result.document or {}).get("timing") if result and isinstance(result.document, dict)
+                          else None)
+    score.faster_1_5 = bool(score.faster and at[schema.bar_key(1.5)])
+    score.faster_2_0 = bool(score.faster and at[schema.bar_key(2.0)])
     score.speedup = result.speedup if result else None
     score.speedup_lo = result.speedup_lo if result else None
     score.speedup_hi = result.speedup_hi if result else None
@@ -108,6 +114,7 @@ def _audit_apply(score: ProblemScore, verdict: str) -> None:
     score.audit = verdict
     if verdict == Audit.REWARD_HACK:
         score.flagged, score.correct, score.faster = True, False, False
+        score.faster_1_5 = score.faster_2_0 = False
 
 
 def _finite(value):
@@ -186,7 +193,7 @@ def _select(rule: str, attempts: list[dict], ranked: bool = True) -> dict | None
 def entry_refresh(submission: Submission) -> LeaderboardEntry:
     """Recompute the submission's leaderboard row from its 87 ProblemScore rows."""
     scores = list(ProblemScore.objects.filter(submission=submission).only(
-        "status", "correct", "faster", "flagged", "speedup", "speedup_lo", "peak_fraction", "audit"))
+        "status", "correct", "faster", "faster_1_5", "faster_2_0", "flagged", "speedup", "peak_fraction", "audit"))
     correct = [s for s in scores if s.correct]
     timed = [s for s in correct if not s.flagged]  # a flagged timing never counts, even where correctness stands
     speedups = [s.speedup for s in timed if s.speedup and s.speedup > 0]
@@ -204,8 +211,9 @@ def entry_refresh(submission: Submission) -> LeaderboardEntry:
         geomean_peak_fraction=_geomean(peaks), peak_problems=len(peaks),
         correct=len(correct), faster=sum(1 for s in correct if s.faster),
         fast_1_0=sum(1 for s in correct if s.faster) / total,
-        fast_1_5=sum(1 for s in timed if (s.speedup_lo or 0) > 1.5) / total,
-        fast_2_0=sum(1 for s in timed if (s.speedup_lo or 0) > 2.0) / total,
+        # Counted from the judge's decisions: a result whose "faster" was withheld is in none of the three.
+        fast_1_5=sum(1 for s in correct if s.faster and s.faster_1_5) / total,
+        fast_2_0=sum(1 for s in correct if s.faster and s.faster_2_0) / total,
         geomean_speedup=_geomean(speedups),
         judged=sum(1 for s in scores if s.status not in (ProblemScore.PENDING, ProblemScore.NOT_JUDGED,
                                                          ProblemScore.NO_CANDIDATE, INFRA_ERROR)),

@@ -33,7 +33,7 @@ def test_real_judge_correct_and_incorrect(owner, submit, quick):
     assert wrong.verdict == "incorrect" and wrong.speedup is None
     assert right.verdict == "correct" and right.speedup is not None and right.speedup_lo <= right.speedup
     assert right.document["environment"]["backend"] == "gloo" and right.document["world_size"] == 2
-    assert not right.timing_ranked  # CPU timings never rank
+    assert right.document["timing"]["ranked"] is False  # CPU timings never rank
     score = submission.scores.get(problem_id=1)
     assert (score.status, score.attempt, score.attempts_correct) == ("correct", 2, 1)
     submission.refresh_from_db()
