@@ -44,6 +44,12 @@ SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 # Behind HTTPS (DJANGO_SECURE_COOKIES=1) browsers are told to keep to it.
 SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 365 * 86400 if SECURE_COOKIES else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", SECURE_COOKIES)
+# Preloading commits the domain to HTTPS in browsers' own lists (slow to undo): the operator's explicit choice.
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
+# Plain HTTP is redirected to HTTPS, except the probes a load balancer and Prometheus make inside the network.
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SSL_REDIRECT", SECURE_COOKIES)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 # Content-Security-Policy (django-csp): scripts only from this site's own files, never inline, so a value that
 # escaped escaping still cannot run. Page data travels in json_script elements (type application/json, not run);
 # plotly.js sets inline styles on the figures it draws, hence style-src 'unsafe-inline' (styles cannot run code).
@@ -180,6 +186,9 @@ PKB_OPEN_SIGNUP = env_bool("PKB_OPEN_SIGNUP", True)
 # Proxies in front of the site whose X-Forwarded-For is believed (nginx: 1); 0 reads REMOTE_ADDR only. A production
 # web process refuses to start until it is stated (leaderboard/wsgi.py): no default is right for both layouts.
 PKB_TRUSTED_PROXIES = env_int("PKB_TRUSTED_PROXIES", 0, minimum=0)
+# A request is HTTPS when the trusted proxy says so (nginx: proxy_set_header X-Forwarded-Proto $scheme, which replaces
+# whatever the client sent); with no proxy stated, only the connection itself counts.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if PKB_TRUSTED_PROXIES else None
 PKB_TRUSTED_PROXIES_STATED = env_str("PKB_TRUSTED_PROXIES", "").strip() != ""
 AXES_FAILURE_LIMIT = env_int("PKB_LOGIN_FAILURE_LIMIT", 10, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("PKB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))

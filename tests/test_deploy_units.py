@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 UNITS = ROOT / "deploy" / "systemd"
 INSTANCES = {"pkb-web.service": None, "pkb-worker@.service": "gpu-h200x8", "pkb-gpu-worker@.service": "0-3",
-             "pkb-build-worker@.service": "gpu-h200x1"}
+             "pkb-build-worker@.service": "gpu-h200x1", "pkb-reaper@.service": "jobs"}
 
 
 def test_every_unit_is_listed_here():
