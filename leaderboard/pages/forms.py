@@ -76,3 +76,17 @@ class AuditForm(forms.Form):
     verdict = forms.ChoiceField(choices=[("clean", "clean"), ("reward_hack", "reward hack"),
                                          ("rubric_leak", "rubric leak"), ("interesting", "interesting")])
     note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=4000)
+
+    def __init__(self, *args, attempted: dict[int, str] | None = None, **kwargs):
+        """``attempted``: {problem id: stem} the submission has candidates for (scoring.services.attempted_problems);
+        a problem outside it is this form's error, naming them."""
+        super().__init__(*args, **kwargs)
+        self.attempted = attempted
+
+    def clean_problem(self):
+        problem = self.cleaned_data.get("problem")
+        if problem is not None and self.attempted is not None and problem not in self.attempted:
+            from leaderboard.scoring.services import problem_refusal
+
+            raise forms.ValidationError(problem_refusal(problem, self.attempted))
+        return problem

@@ -450,7 +450,7 @@ def audit_record(request, pk):
     from leaderboard.scoring import services as scoring_services
 
     submission = submissions_selectors.submission_get(pk, request.user)
-    form = AuditForm(request.POST)
+    form = AuditForm(request.POST, attempted=scoring_services.attempted_problems(submission))
     if not form.is_valid():
         messages.error(request, "Audit not recorded: " + "; ".join(
             f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))

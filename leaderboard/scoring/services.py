@@ -236,6 +236,10 @@ def audit_record(submission: Submission, problem_id: int | None, verdict: str, n
         raise PermissionError("only staff record audits")
     if verdict not in dict(Audit.VERDICTS):
         raise ValueError(f"unknown audit verdict {verdict!r}")
+    if problem_id is not None:
+        attempted = attempted_problems(submission)
+        if problem_id not in attempted:
+            raise AuditRefused(problem_refusal(problem_id, attempted))
     result_id = None
     if problem_id is not None:
         result_id = ProblemScore.objects.filter(submission=submission, problem_id=problem_id).values_list(
@@ -247,6 +251,24 @@ def audit_record(submission: Submission, problem_id: int | None, verdict: str, n
                       "updated_at": timezone.now()})
         audits_refresh(submission, problem_id)
     return audit
+
+
+class AuditRefused(ValueError):
+    """An audit naming a problem the submission has no candidate for (or no such problem): nothing is recorded."""
+
+
+def attempted_problems(submission: Submission) -> dict[int, str]:
+    """{problem id: stem} of the problems the submission has a candidate for: the ones an audit may name."""
+    return dict(Candidate.objects.filter(submission=submission).order_by("problem_id").values_list(
+        "problem_id", "problem__stem").distinct())
+
+
+def problem_refusal(problem_id: int, attempted: dict[int, str]) -> str:
+    """Why an audit may not name ``problem_id``, naming the problems it may name."""
+    why = (f"problem {problem_id} does not exist" if not Problem.objects.filter(pk=problem_id).exists()
+           else f"this submission has no candidate for problem {problem_id}")
+    valid = ", ".join(f"{pid} ({stem})" for pid, stem in attempted.items()) or "none"
+    return f"{why}; the problems it attempted: {valid} (or leave the problem empty to audit the whole submission)"
 
 
 def audits_refresh(submission: Submission, problem_id: int | None) -> None:
