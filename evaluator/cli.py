@@ -2,8 +2,8 @@
 
     pkb problems list [--json]
     pkb eval PROBLEM CANDIDATE|reference --world-size W --device cpu|cuda [--trials 5] [--seed S] [--json OUT]
-             [--hidden-shape] [--hidden-world-size W2] [--pairs K]
-    pkb selfcheck [--problems 1-29] --device cpu --world-size W [--json OUT]
+             [--hidden-shape] [--hidden-world-size W2] [--pairs K] [--shared-device]
+    pkb selfcheck [--problems 1-29] --device cpu --world-size W [--json OUT] [--shared-device]
     pkb submit DIR --model ... --protocol ... --attempts k --profile ... [--wait] [--json]   (the site's upload client)
     pkb publish ID [--yes]                                                 (list a submission on the leaderboard)
     pkb withdraw ID [--yes]                                                (take it off the leaderboards again)
@@ -27,6 +27,11 @@ Hidden checks (docs/threat-model.md, "hard-coded W or shapes"; the site turns bo
 result's last trial carries ``hidden_shape``); ``--hidden-world-size W2`` adds a correctness-only run at world size W2
 when the main run is correct (the result's ``hidden_world_size`` says what happened there). A failure at either is
 the verdict. W2 must differ from W and be allowed by the problem's world-size rule, else exit 2.
+
+Shared-device worlds (``--device cuda --shared-device``, docs/site.md "Shared-device worlds"): every rank of both
+groups on the first GPU of the judge's device set, gloo with CUDA tensors; correctness only (it implies
+``--no-timing``; ``--pairs`` with it exits 2), and every result carries ``environment.shared_device`` and the
+``shared_device`` flag (never ranked, never faster). ``--hidden-world-size`` runs shared too.
 """
 from __future__ import annotations
 
@@ -65,6 +70,8 @@ def evaluate_options(request: contract.JudgeRequest) -> dict:
                    timeout_s=request.timeout_s, seeds=list(request.seeds) if request.seeds else None,
                    profile_dir=request.profile_dir, hidden_shape=request.hidden_shape,
                    hidden_world_size=request.hidden_world_size, pairs=request.pairs)
+    if request.shared_device:
+        options["shared_device"] = True
     if request.sandbox_required:
         options["sandbox_required"] = True
     return options
@@ -74,10 +81,14 @@ def run_eval(request: contract.JudgeRequest, pool=None) -> int:
     """Judge one request (``pkb eval``; evaluator.serve passes its WarmPool as ``pool``)."""
     from evaluator import judge
 
+    from evaluator.judge import shared_device
+
     try:
         _check_hidden_world_size(request.problem, request.world_size, request.hidden_world_size)
-        result = judge.evaluate(request.problem, request.candidate, request.world_size, request.device,
-                                pool=pool, **evaluate_options(request))
+        # A warm pool's groups were started for a world of one GPU per rank: a shared world starts its own.
+        with shared_device.one_device(request.shared_device):
+            result = judge.evaluate(request.problem, request.candidate, request.world_size, request.device,
+                                    pool=None if request.shared_device else pool, **evaluate_options(request))
     except judge.BadRequest as exc:
         print(f"pkb eval: {exc}", file=sys.stderr)
         return 2
@@ -230,19 +241,30 @@ def _parse_ids(text: str | None) -> list[int]:
 
 def _selfcheck(args) -> int:
     from evaluator.judge import selfcheck
+    from evaluator.judge.config import BadRequest
 
     try:
         ids = _parse_ids(args.problems)
     except ValueError:
         print(f"pkb selfcheck: bad --problems {args.problems!r} (use e.g. 1-29 or 1,2,13)", file=sys.stderr)
         return 2
-    report = selfcheck.run(ids, args.world_size, args.device, M=args.M, N=args.N, reduced=args.reduced,
-                           trials=args.trials, nulls=not args.no_nulls, seed=args.seed,
-                           on_row=lambda row: print(selfcheck.render_row(row), flush=True))
+    from evaluator.judge import shared_device
+
+    shared = bool(args.shared_device)
+    try:
+        with shared_device.one_device(shared):  # correctness only: a shared world is never timed
+            report = selfcheck.run(ids, args.world_size, args.device, M=args.M, N=args.N, reduced=args.reduced,
+                                   trials=args.trials, nulls=not args.no_nulls, seed=args.seed,
+                                   on_row=lambda row: print(selfcheck.render_row(row), flush=True),
+                                   **(dict(timing=False, shared_device=True) if shared else {}))
+    except BadRequest as exc:
+        print(f"pkb selfcheck: {exc}", file=sys.stderr)
+        return 2
     if args.json_out:
         _write_json(args.json_out, report)
     bad = sum(not r["ok"] for r in report["rows"])
-    print(f"selfcheck W={args.world_size} {args.device}: {len(report['rows']) - bad} ok, {bad} bad")
+    print(f"selfcheck W={args.world_size} {args.device}{' shared-device' if shared else ''}: "
+          f"{len(report['rows']) - bad} ok, {bad} bad")
     return 0 if report["ok"] else 1
 
 
@@ -258,12 +280,17 @@ def _sandbox_check(args) -> int:
 
 def _sweep(args) -> int:
     """Kill what a judge killed before its own clean-up left under DIR (evaluator/process/processes.py,
-    sweep_orphans), and clear the boxes that dead judges left (evaluator/process/boxes.py, sweep_free)."""
-    from evaluator.process import boxes, processes
+    sweep_orphans), and clear the boxes that dead judges left (evaluator/process/boxes.py, sweep_free); unmount the
+    dead judges' scratch under DIR, and with --remove remove DIR whatever its shape (evaluator/process/removal.py)."""
+    from evaluator.process import boxes, processes, removal
 
     report = processes.sweep_orphans(args.directory)
     if os.geteuid() == 0:
         report["boxes_cleared"] = boxes.sweep_free()
+        report["boxes_quarantined"] = sorted(boxes.quarantined())
+        report["unmounted"] = removal.unmount_below(args.directory)
+    if args.remove:
+        report["left"] = removal.remove_tree(args.directory)["left"]
     print(json.dumps(report) if args.json else f"killed {report['killed_outliving']} processes, "
                                                  f"removed {report['removed_files']} files")
     return 0
@@ -280,7 +307,7 @@ def _host(args) -> int:
         print(f"pkb host: {exc}", file=sys.stderr)
         return 2
     host = hosts.record(devices)
-    why = hosts.mismatch(host, args.ranks, args.gpu_model, args.nvlink) if args.ranks else None
+    why = hosts.mismatch(host, args.ranks, args.gpu_model, args.nvlink, args.shared_device) if args.ranks else None
     host["refused"] = why
     print(json.dumps(host) if args.json else (why or f"serves: {len(host['gpus'])} GPUs ({host['visible']})"))
     return 1 if why else 0
@@ -288,6 +315,7 @@ def _host(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pkb", description="pkb-arena judge")
+    parser.add_argument("--version", action="version", version=client_cli.version())
     sub = parser.add_subparsers(dest="command", required=True)
 
     plist = sub.add_parser("problems", help="list the problems", description="List the implemented problems.")
@@ -316,6 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
     phost.add_argument("--ranks", type=int, default=0, help="check a profile of this many ranks (its world size)")
     phost.add_argument("--gpu-model", help="the profile's GPU model, e.g. H200")
     phost.add_argument("--nvlink", action="store_true", help="the profile needs its GPUs linked by NVLink")
+    phost.add_argument("--shared-device", action="store_true",
+                       help="the profile runs every rank on one GPU (pkb eval --shared-device): one GPU serves it")
     phost.add_argument("--json", action="store_true", help="print the record as JSON")
     phost.set_defaults(func=_host)
 
@@ -327,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     psw = sub.add_parser("sweep", help="kill what a killed judge left running under its temporary directory")
     psw.add_argument("directory", help="the killed judge's temporary directory (a worker's job or workspace dir)")
     psw.add_argument("--json", action="store_true", help="print the counts as JSON")
+    psw.add_argument("--remove", action="store_true", help="then remove DIR (any depth, modes, mounts)")
     psw.set_defaults(func=_sweep)
 
     # The site client's commands (pkb_client/cli.py): their own parsers read the rest of the line.

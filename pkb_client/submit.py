@@ -6,6 +6,7 @@ evaluations, publish it. Standard library, plus rich for the progress bar (impor
                [--publish] [--wait] [--json] [--url URL] [--token TOKEN]
     pkb publish ID [--yes] [--json] [--url URL] [--token TOKEN]
     pkb withdraw ID [--yes] [--json] [--url URL] [--token TOKEN]
+    (pkb status ID, pkb wait ID, pkb list and pkb delete ID: manage.py)
 
 URL defaults to $PKB_URL or http://127.0.0.1:8000; the token to $PKB_TOKEN (create one on the site's account page).
 A submission is private (only its owner sees it) until published. ``--wait`` prints each file's verdict as it lands
@@ -31,7 +32,11 @@ SKIP_PARTS = ("__pycache__", ".git", ".ipynb_checkpoints")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pkb submit", description="Upload kernels to a pkb-arena site.")
+    parser = argparse.ArgumentParser(
+        prog="pkb submit", description="Upload kernels to a pkb-arena site.",
+        epilog="environment: PKB_URL, the site (default http://127.0.0.1:8000; --url overrides it); PKB_TOKEN, your "
+               "API token (--token overrides it; create one on the site's account page). Without --wait, follow the "
+               "submission later with: pkb status ID, pkb wait ID; pkb list shows your submissions.")
     parser.add_argument("path", help="a directory in PKB layout ({stem}_{backend}.py, optional attempt_N/), "
                                      "or a .zip/.tar/.tar.gz of one")
     parser.add_argument("--model", help="the model that wrote the kernels")
@@ -49,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--feedback-for", type=int, help="the submission this run was feedback for")
     parser.add_argument("--publish", action="store_true", help="list it on the leaderboard now")
     parser.add_argument("--wait", action="store_true",
-                        help="follow the evaluations: each file's verdict as it lands, then the summary and URL")
+                        help="follow the evaluations (later: pkb wait ID): each file's verdict as it lands, then the "
+                             "summary and URL")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document on stdout (the submission; with --wait, its final status and "
                              "every file's verdict) and no progress")
@@ -93,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         final = wait(args, body["id"]) if args.wait else None
     except KeyboardInterrupt:
-        print(f"\nstopped waiting; submission #{body['id']} is still judged on the site: {body.get('url')}",
-              file=sys.stderr)
+        print(f"\nstopped waiting; submission #{body['id']} is still judged on the site: {body.get('url')}; "
+              f"follow it again with: pkb wait {body['id']}", file=sys.stderr)
         return 130
     if isinstance(final, int):
         return final
@@ -104,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         if final is not None:
             print(summary_row(final))
             print(f"results: {body.get('url')}")
+        else:
+            print(f"follow its evaluations: pkb status {body['id']}, or pkb wait {body['id']} until they finish")
         print(publish_note(body))
     return 0
 
@@ -136,7 +144,7 @@ def trials_note(profile: dict) -> str:
     trials, W, device = profile.get("trials"), profile.get("world_size"), profile.get("device")
     reduced = " --reduced" if device == "cpu" else ""
     return (f"judged on {profile.get('slug')} with {trials} correctness trial(s) + 1 re-check after timing at "
-            f"W={W} on {device} (the profile's own count; pkb eval defaults to --trials 5); "
+            f"W={W} on {device} (the profile's own count; a local eval defaults to 5 trials); "
             f"reproduce one file with: pkb eval PROBLEM FILE -W {W} --device {device} --trials {trials}{reduced}")
 
 
@@ -211,9 +219,10 @@ def report_refusal(command: str, status: int, body: dict, refused_statuses=(400,
     return 2 if status in refused_statuses else 1
 
 
-def wait(args, submission_id: int) -> dict | int:
+def wait(args, submission_id: int, command: str = "pkb submit") -> dict | int:
     """Poll the status endpoint until every evaluation finished: the final status document, or an exit status.
-    Each file's verdict is printed once, as it lands; a progress bar runs on a terminal (never with --json)."""
+    Each file's verdict is printed once, as it lands; a progress bar runs on a terminal (never with --json).
+    ``pkb wait`` (manage.py) follows a submission made without --wait through this same loop."""
     url = f"{args.url.rstrip('/')}/api/v1/submissions/{submission_id}/status/"
     shown: set = set()
     with Progress(enabled=not args.json and sys.stdout.isatty()) as progress:
@@ -221,7 +230,7 @@ def wait(args, submission_id: int) -> dict | int:
             status, body = get_json(url, args.token, args.timeout)
             if status != 200:
                 progress.close()
-                print(f"pkb submit: status check failed ({status}): {body.get('detail')}", file=sys.stderr)
+                print(f"{command}: status check failed ({status}): {body.get('detail')}", file=sys.stderr)
                 return 1
             jobs = body["jobs"]
             progress.update(jobs["done"] + jobs["failed"], sum(jobs.values()))
@@ -322,7 +331,8 @@ VISIBILITY_CHANGES = {
 
 def build_visibility_parser(action: str) -> argparse.ArgumentParser:
     change = VISIBILITY_CHANGES[action]
-    parser = argparse.ArgumentParser(prog=f"pkb {action}", description=change["description"])
+    parser = argparse.ArgumentParser(prog=f"pkb {action}", description=change["description"],
+                                     epilog="environment: PKB_URL, the site; PKB_TOKEN, your API token")
     parser.add_argument("submission", type=int, help="the submission's id (pkb submit prints it)")
     parser.add_argument("--yes", "-y", action="store_true", help=f"{action} without asking")
     parser.add_argument("--json", action="store_true", help="print the submission as JSON afterwards")
