@@ -7,6 +7,10 @@ The lock is an ``flock`` on ``ROOT/locks/ID.lock``, held by the judge process fo
 drops it when that process dies however it dies, and whoever takes the id next first removes what the dead judge left
 (its control group and processes, its uid's processes, its mount, its directory). Nothing is ever killed by uid outside
 the box's own.
+
+A box whose clean-up did not finish (a process that would not die, a control group that would not go, a tree that
+would not be removed) is quarantined: ``ROOT/quarantine/ID`` says why, no judge takes the id while it is there, and
+the next sweep (``pkb sweep``, run by every worker at boot) tries again and lifts it once the box is clean.
 """
 from __future__ import annotations
 
@@ -15,16 +19,14 @@ import errno
 import fcntl
 import os
 import random
-import shutil
 import tempfile
 from typing import Optional
 
-from evaluator.process import processes
+from evaluator.process import processes, removal
 
 UID_BASE = processes.UID_RANGE[0]
 BOX_COUNT = 1000  # ids 0..999: uids UID_BASE..UID_BASE+999; the probe takes one like any job
-MS_NOSUID, MS_NODEV = 0x2, 0x4
-MNT_DETACH = 2
+MS_NOSUID, MS_NODEV, MS_BIND = 0x2, 0x4, 0x1000
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -58,6 +60,7 @@ class Box:
         self.etc = os.path.join(self.dir, "etc")
         self.empty = os.path.join(self.dir, "empty")
         self.mounted = False
+        self.scratch: Optional[str] = None  # the group's scratch directory, a bounded tmpfs mounted by the box
 
     @property
     def name(self) -> str:
@@ -96,14 +99,63 @@ class Box:
             os.mkdir(path, 0o700)
             os.chown(path, self.uid, self.uid)
 
-    def clear(self) -> None:
-        """Remove whatever an earlier holder of this id left on the file system (its mount, its directory)."""
-        _unmount_all(self.fs)
-        self.mounted = False
-        shutil.rmtree(self.dir, ignore_errors=True)
+    def mount_scratch(self, path: str, size_bytes: int, files: int, keep: tuple = ()) -> None:
+        """A tmpfs of ``size_bytes`` and ``files`` inodes on the group's scratch directory ``path`` (rank directories,
+        outputs, builds): the candidate's writes there end in ENOSPC at the bound, their pages are charged to the
+        box's memory group, and unmounting frees them whatever their shape. Subdirectories already in ``path`` are
+        made again on the tmpfs, except those named in ``keep`` (the judge's own, such as its logs), which are bound
+        back from the disk so that they outlive the scratch."""
+        existing = sorted(e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
+        kept = {name: os.open(os.path.join(path, name), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                for name in existing if name in keep}
+        try:
+            mode = os.stat(path).st_mode & 0o777
+            options = f"size={int(size_bytes)},nr_inodes={int(files)},mode={mode:o}".encode()
+            if _LIBC.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"cannot mount the group's scratch on {path}: {os.strerror(err)}")
+            self.scratch = path
+            for name in existing:
+                os.mkdir(os.path.join(path, name), 0o700)
+                if name in kept and _LIBC.mount(f"/proc/self/fd/{kept[name]}".encode(),
+                                                os.path.join(path, name).encode(), None, MS_BIND, None) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"cannot bind {name} back into the scratch: {os.strerror(err)}")
+        finally:
+            for fd in kept.values():
+                os.close(fd)
 
-    def release(self) -> None:
-        self.clear()
+    def unmount_scratch(self) -> None:
+        """Detach the group's scratch (and the logs bound below it: the disk's copy shows again)."""
+        if self.scratch is not None:
+            removal.unmount_below(self.scratch)
+            self.scratch = None
+
+    def clear(self) -> bool:
+        """Remove whatever an earlier holder of this id left on the file system (its mounts, its directory). True
+        when nothing is left."""
+        self.unmount_scratch()
+        removal.unmount_below(self.fs)
+        self.mounted = False
+        return not removal.remove_tree(self.dir)["left"]
+
+    def quarantine(self, reason: str) -> None:
+        """Keep this id from every judge until a sweep finds it clean (see the module docstring)."""
+        folder = os.path.join(os.path.dirname(self.dir), "quarantine")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        with open(os.path.join(folder, str(self.id)), "w") as f:
+            f.write(reason[:4000] + "\n")
+
+    def release(self, clean: bool = True, reason: str = "") -> None:
+        """Give the id back; ``clean=False`` (its processes or control group would not go) quarantines it first."""
+        try:
+            cleared = self.clear()
+            if not clean or not cleared:
+                self.quarantine(reason or f"its directory {self.dir} could not be removed")
+        finally:
+            self._unlock()
+
+    def _unlock(self) -> None:
         if self.lock_fd is not None:
             try:
                 fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
@@ -122,8 +174,11 @@ def acquire(count: Optional[int] = None) -> Box:
     os.makedirs(locks, mode=0o700, exist_ok=True)
     os.chmod(base, 0o711)
     start = random.SystemRandom().randrange(count)
+    held = quarantined(base)
     for step in range(count):
         box_id = (start + step) % count
+        if box_id in held:
+            continue
         fd = os.open(os.path.join(locks, f"{box_id}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -132,38 +187,52 @@ def acquire(count: Optional[int] = None) -> Box:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 continue
             raise
+        if os.path.exists(os.path.join(base, "quarantine", str(box_id))):  # quarantined since the list was read
+            _release_lock(fd)
+            continue
         box = Box(box_id, fd, base)
         try:
             processes.reap(box.uid, None)  # a dead judge's candidate processes (the box's uid is this box's alone)
-            box.clear()
+            if not box.clear():
+                box.release(clean=False, reason=f"a dead judge's directory {box.dir} could not be removed")
+                continue
             box.prepare()
         except BaseException:
             box.release()
             raise
         return box
-    raise BoxesExhausted(f"all {count} sandbox box ids under {base} are held by running judges")
+    raise BoxesExhausted(f"all {count} sandbox box ids under {base} are held by running judges or quarantined")
 
 
-def _mount_points() -> list[str]:
+def quarantined(base: Optional[str] = None) -> dict[int, str]:
+    """The quarantined box ids and why."""
+    folder = os.path.join(base or root(), "quarantine")
+    found = {}
     try:
-        with open("/proc/self/mountinfo") as f:
-            return [line.split()[4].replace("\\040", " ") for line in f]
+        names = os.listdir(folder)
     except OSError:
-        return []
+        return found
+    for name in names:
+        if name.isdigit():
+            try:
+                with open(os.path.join(folder, name)) as f:
+                    found[int(name)] = f.read().strip()
+            except OSError:
+                found[int(name)] = ""
+    return found
 
 
-def _unmount_all(path: str) -> None:
-    """Unmount everything stacked on ``path`` (lazily: a process still inside cannot keep the mount)."""
-    for _ in range(16):
-        if path not in _mount_points():
-            return
-        if _LIBC.umount2(path.encode(), MNT_DETACH) != 0:
-            return
+def _release_lock(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def sweep_free(count: Optional[int] = None) -> int:
     """Clear every box id that no live judge holds but that a dead one left something of (a control group, a
-    mount, a directory): what a worker does when it restarts after a crash. Returns how many it cleared."""
+    mount, a directory), and try every quarantined one again, lifting its quarantine once it is clean: what a worker
+    does when it starts. Returns how many it cleared; ``quarantined()`` lists what stays."""
     from evaluator.process import cgroups  # the control groups' module needs nothing of this one
 
     base = root()
@@ -171,6 +240,7 @@ def sweep_free(count: Optional[int] = None) -> int:
         return 0
     cleared = 0
     count = count or int(os.environ.get("PKB_BOX_COUNT", BOX_COUNT))
+    held = quarantined(base)
     for name in os.listdir(os.path.join(base, "locks")):
         stem = name[:-len(".lock")] if name.endswith(".lock") else ""
         if not stem.isdigit() or int(stem) >= count:
@@ -183,20 +253,26 @@ def sweep_free(count: Optional[int] = None) -> int:
             os.close(fd)
             continue  # held: a live judge's box
         box = Box(box_id, fd, base)
+        clean, reason = True, ""
         try:
-            left = os.path.exists(box.dir)
+            left = os.path.exists(box.dir) or box_id in held
             try:
                 where = cgroups.layout()
                 group_dirs = [os.path.join(p, box.name) for p in where.parents.values()]
                 if any(os.path.isdir(d) for d in group_dirs):
                     left = True
-                    cgroups.remove_leftover(box.name, where)
+                    if not cgroups.remove_leftover(box.name, where):
+                        clean, reason = False, f"its control group {box.name} would not go"
             except cgroups.CgroupUnavailable:
                 pass
             if left:
                 processes.reap(box.uid, None)
-                box.clear()
-                cleared += 1
+                if clean and box.clear():
+                    cleared += 1
+                    if box_id in held:
+                        os.unlink(os.path.join(base, "quarantine", str(box_id)))
+                else:
+                    clean, reason = False, reason or f"its directory {box.dir} could not be removed"
         finally:
-            box.release()
+            box.release(clean=clean, reason=reason)
     return cleared

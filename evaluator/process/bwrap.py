@@ -73,14 +73,6 @@ def runtime_dirs() -> list[str]:
     return _outermost(d for d in dirs if os.path.isdir(d) and not _covered(d, SYSTEM_DIRS))
 
 
-def gpu_devices() -> list[str]:
-    try:
-        names = sorted(os.listdir("/dev"))
-    except OSError:
-        return []
-    return [os.path.join("/dev", n) for n in names if n.startswith("nvidia")]
-
-
 def etc_entries(etc_dir: str) -> list[str]:
     """bwrap arguments for the view's /etc: the whitelist above from the host, ``etc_dir``'s passwd and group."""
     args = ["--dir", "/etc"]
@@ -102,16 +94,23 @@ def etc_entries(etc_dir: str) -> list[str]:
 
 
 def command(argv: list[str], uid: int, rank_dir: str, writable: Iterable[str], readable: Iterable[str],
-            tmp_dir: str, shm_dir: str, etc_dir: str, pidns_fd: Optional[int] = None) -> list[str]:
+            tmp_dir: str, shm_dir: str, etc_dir: str, pidns_fd: Optional[int] = None, devices: Iterable[str] = (),
+            seccomp_fd: Optional[int] = None, setenv: Optional[dict] = None) -> list[str]:
     """bwrap + setpriv + ``argv``: ``argv`` runs as ``uid`` in its own mount namespace where it sees the system
     directories, /etc's whitelist with the box's passwd and group (``etc_dir``), the interpreter, ``evaluator/`` and
     ``problems/`` read-only, ``readable`` read-only, ``writable`` and ``rank_dir`` read-write, ``tmp_dir`` as /tmp
     and /var/tmp, ``shm_dir`` as /dev/shm, and nothing else. With ``pidns_fd`` (an open, inheritable pid namespace)
-    the rank joins that namespace and its /proc shows that namespace's processes alone."""
+    the rank joins that namespace and its /proc shows that namespace's processes alone. ``devices``: the device nodes
+    bound (evaluator/process/devices.py: the judge's own GPUs); ``seccomp_fd``: an inheritable descriptor holding the
+    box's seccomp filter (evaluator/process/seccomp.py); ``setenv``: variables set inside the view."""
     bw, sp = executable(), setpriv()
     if bw is None or sp is None:
         raise FileNotFoundError("bwrap or setpriv is missing")
     args = [bw, "--die-with-parent"] + (["--pidns", str(pidns_fd)] if pidns_fd is not None else [])
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
+    for name, value in (setenv or {}).items():
+        args += ["--setenv", name, value]
     for top in SYSTEM_DIRS:
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
@@ -119,7 +118,7 @@ def command(argv: list[str], uid: int, rank_dir: str, writable: Iterable[str], r
             args += ["--ro-bind", top, top]
     args += etc_entries(etc_dir)
     args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
-    for device in gpu_devices():
+    for device in devices:
         args += ["--dev-bind", device, device]
     # The group's /tmp before anything that may live under the host's /tmp (a checkout or a venv there, a job's
     # directory): mounted later, those land on top of it instead of being hidden by it.

@@ -38,13 +38,11 @@ import sys
 import time
 from typing import Iterable, Optional
 
-from evaluator.process import boxes, bwrap, cgroups, probes, processes
+from evaluator.process import boxes, bwrap, cgroups, devices, limits, probes, processes, seccomp
 from evaluator.process.environment import _LIBC, PR_SET_PDEATHSIG
+from evaluator.process.protocol import CandidateFault
+from evaluator.process.limits import FILE_SIZE_LIMIT, PROCESS_LIMIT, RANK_MEMORY, TMPFS_MAX, memory_limit  # noqa: F401
 
-FILE_SIZE_LIMIT = 2 * 2**30  # one file a candidate writes (logs included)
-PROCESS_LIMIT = 8192  # processes and threads of one box (its cgroup's pids.max and its uid's RLIMIT_NPROC)
-RANK_MEMORY = 8 * 2**30  # host memory a rank may take by default: torch, a CUDA context, an nvcc build
-TMPFS_MAX = 4 * 2**30  # the box's /tmp + /dev/shm (and its System V shared memory) at most; its memory limit bounds both
 UID_RANGE = processes.UID_RANGE
 BOX_INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "box_init.py")
 
@@ -78,33 +76,6 @@ def enabled_by_default() -> bool:
 
 def required_by_default() -> bool:
     return mode() == "required"
-
-
-def _size(text: str) -> int:
-    """``4G``, ``512M``, ``123456`` (bytes)."""
-    text = text.strip().upper().rstrip("B")
-    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1:], 1)
-    return int(float(text[:-1] if scale > 1 else text) * scale)
-
-
-def _host_memory() -> int:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 16 * 2**30
-
-
-def memory_limit(world_size: int) -> int:
-    """A box's memory limit: ``PKB_BOX_MEMORY`` (``24G``), else RANK_MEMORY a rank, within three quarters of the
-    host's memory (the judge, the reference's ranks and the site need the rest)."""
-    configured = os.environ.get("PKB_BOX_MEMORY")
-    if configured:
-        return _size(configured)
-    return min(int(_host_memory() * 0.75), max(4 * 2**30, world_size * RANK_MEMORY))
 
 
 def host_support() -> dict:
@@ -146,12 +117,18 @@ class Sandbox:
         self.missing: list[str] = []
         self.pause_s: list[float] = []  # how long each pause took (docs/threat-model.md, the box's cost)
         self._stopped: set[int] = set()
+        self.failures: list[str] = []  # what clean-up could not do (close() quarantines the box and says so)
         self.memory_bytes = memory_bytes or memory_limit(world_size)
-        self.tmpfs_bytes = min(TMPFS_MAX, self.memory_bytes // 2)
-        self.notes: dict = {"enabled": enabled, "required": required, "box": None,
-                            "limits": {"file_size_bytes": FILE_SIZE_LIMIT, "core": 0, "processes": PROCESS_LIMIT,
+        self.tmpfs_bytes = limits.tmpfs_bytes(self.memory_bytes)
+        self.scratch_bytes, self.scratch_files = limits.scratch_bytes(self.memory_bytes), limits.scratch_files()
+        self.pids_max, self.cpus = limits.box_pids(), limits.box_cpus()
+        self.devices, self.device_env, device_note = devices.for_this_judge()
+        self._seccomp_fd: Optional[int] = None  # the current rank's copy of the filter (evaluator/process/seccomp.py)
+        self.notes: dict = {"enabled": enabled, "required": required, "box": None, "devices": device_note,
+                            "limits": {"file_size_bytes": FILE_SIZE_LIMIT, "core": 0, "processes": self.pids_max,
                                        "oom_score_adj": 1000, "memory_bytes": self.memory_bytes,
-                                       "tmpfs_bytes": self.tmpfs_bytes}}
+                                       "tmpfs_bytes": self.tmpfs_bytes, "scratch_bytes": self.scratch_bytes,
+                                       "scratch_files": self.scratch_files, "cpus": limits.cpu_list(self.cpus)}}
         if not enabled:
             self.notes.update(user="judge's own (sandbox switched off)", network="host (sandbox switched off)",
                               filesystem="host (sandbox switched off)")
@@ -203,15 +180,19 @@ class Sandbox:
         self._set_up_tmpfs()
         self._set_up_user()
         self._set_up_namespaces()
+        if seccomp.program() is None:
+            self.missing.append("no seccomp filter for this machine's architecture (user namespaces inside the box)")
         self.notes["box"] = {"id": self.box.id, "uid": self.uid, "dir": self.box.dir,
                              "cgroup": (f"{self.cgroup.where.describe()}, {self.cgroup.name}" if self.cgroup
                                         else None)}
 
     def _set_up_cgroup(self) -> None:
         try:
-            self.cgroup = cgroups.BoxCgroup(self.box.name, self.memory_bytes, PROCESS_LIMIT)
+            self.cgroup = cgroups.BoxCgroup(self.box.name, self.memory_bytes, self.pids_max, cpus=self.cpus)
+            cores = (f"cores {limits.cpu_list(self.cpus)} (cpuset)" if self.cgroup.where.cpuset else
+                     f"cores {limits.cpu_list(self.cpus)} (affinity only: no cpuset controller)")
             self.notes["cgroup"] = (f"{self.cgroup.where.describe()}: memory {self.memory_bytes} bytes (shared "
-                                    f"memory and tmpfs included), {PROCESS_LIMIT} processes, freezer")
+                                    f"memory and tmpfs included), {self.pids_max} processes, {cores}, freezer")
         except cgroups.CgroupUnavailable as exc:
             self.notes["cgroup"] = f"none ({exc})"
             self.missing.append(f"no control group for the box: {exc}")
@@ -299,29 +280,52 @@ class Sandbox:
         os.chmod(path, mode)
 
     def prepare(self, workdir: str) -> None:
-        """The group's shared /tmp and /dev/shm: the box's tmpfs (bounded, charged to its memory limit, unmounted
-        with the box)."""
+        """The group's shared /tmp and /dev/shm: the box's tmpfs; its scratch (``workdir``: rank directories, outputs,
+        builds): a tmpfs of its own bounded in bytes and files, the judge's logs kept on disk below it. Both are
+        charged to the box's memory limit and unmounted with the box."""
         self.scratch_root = os.path.abspath(workdir)
         if not self.filesystem:
             return
         self.shared_tmp = os.path.join(self.box.fs, "tmp")
         self.shared_shm = os.path.join(self.box.fs, "shm")
+        try:
+            self.box.mount_scratch(self.scratch_root, self.scratch_bytes, self.scratch_files, keep=("logs",))
+        except OSError as exc:
+            self.missing.append(f"no bounded scratch for the group: {exc}")
+            self.notes.update(complete=self.complete, summary=self.summary)
+            if self.required:
+                raise SandboxUnavailable("this job runs candidates only inside the whole sandbox: " + str(exc))
 
     def command(self, argv: list[str], rank_dir: str, writable: Iterable[str], readable: Iterable[str]) -> list[str]:
         """``argv`` as a rank of this group starts it: inside the filesystem view when there is one."""
         if not self.filesystem:
             return argv
+        self._close_seccomp()
+        self._seccomp_fd = seccomp.open_program()
+        setenv = {"CUDA_VISIBLE_DEVICES": self.device_env} if self.device_env else None
         return bwrap.command(argv, self.uid, rank_dir, writable, readable, self.shared_tmp, self.shared_shm,
-                             etc_dir=self.etc_dir, pidns_fd=self.pidns_fd)
+                             etc_dir=self.etc_dir, pidns_fd=self.pidns_fd, devices=self.devices,
+                             seccomp_fd=self._seccomp_fd, setenv=setenv)
 
     def pass_fds(self) -> tuple:
-        """Descriptors a rank's bwrap needs open: the box's pid namespace, which bwrap joins itself so that the /proc
-        it mounts is the box's (joined before exec, bwrap would show the host's /proc)."""
-        return (self.pidns_fd,) if self.filesystem and self.pidns_fd is not None else ()
+        """Descriptors the last command()'s bwrap needs open: the box's pid namespace, which bwrap joins itself so
+        that the /proc it mounts is the box's (joined before exec, bwrap would show the host's /proc), and its own
+        copy of the seccomp filter."""
+        if not self.filesystem:
+            return ()
+        return tuple(fd for fd in (self.pidns_fd, self._seccomp_fd) if fd is not None)
+
+    def _close_seccomp(self) -> None:
+        if self._seccomp_fd is not None:
+            try:
+                os.close(self._seccomp_fd)
+            except OSError:
+                pass
+            self._seccomp_fd = None
 
     def preexec(self):
         """The function that runs in each candidate rank between fork and exec (as root, before dropping it)."""
-        uid, enabled = self.uid, self.enabled
+        uid, enabled, pids_max, cpus = self.uid, self.enabled, self.pids_max, self.cpus
         netns_fd, ipcns_fd = self.netns_fd, self.ipcns_fd
         # The pid namespace is joined by bwrap (pass_fds); without the view the rank would stay outside it and only
         # its children would enter, so it is not joined there.
@@ -338,7 +342,9 @@ class Sandbox:
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
             if enabled:
-                resource.setrlimit(resource.RLIMIT_NPROC, (PROCESS_LIMIT, PROCESS_LIMIT))
+                resource.setrlimit(resource.RLIMIT_NPROC, (pids_max, pids_max))
+                if cpus:  # the cpuset bounds it for good; where there is none, a start on the right cores
+                    os.sched_setaffinity(0, cpus)
                 try:
                     with open("/proc/self/oom_score_adj", "w") as f:
                         f.write("1000")
@@ -385,7 +391,8 @@ class Sandbox:
 
     def cleanup(self) -> dict:
         """Kill every process of the box (its control group: daemons in other sessions included), then everything of
-        its uid that could be outside it and its files in shared places; the box's tmpfs goes with close()."""
+        its uid that could be outside it and its files in shared places; the box's tmpfs goes with close(). Never
+        raises: a kill that cannot finish within its bound leaves ``self.failures`` for close() to report."""
         if self.closed:
             return {"killed_outliving": 0, "removed_files": 0}
         self.closed = True
@@ -396,38 +403,53 @@ class Sandbox:
             self.notes["memory"] = {"limit_bytes": self.memory_bytes, "peak_bytes": self.cgroup.memory_peak(),
                                     "oom_kills": self.cgroup.oom_kills()}
             self.cgroup.kill()
+            if self.cgroup.left:
+                self.failures.append(f"processes {self.cgroup.left[:10]} outlived the kill")
         if self.pause_s:
             ordered = sorted(self.pause_s)
             self.notes["pauses"] = {"how": "freezer" if self.cgroup is not None else "SIGSTOP passes",
                                     "count": len(ordered), "median_ms": round(ordered[len(ordered) // 2] * 1e3, 3),
                                     "max_ms": round(ordered[-1] * 1e3, 3)}
         self._stop_holder()
-        swept = processes.reap(self.uid, None if self.cgroup is not None else self.scratch_root)
-        report["killed_outliving"] += swept["killed_outliving"]
-        report["removed_files"] = swept["removed_files"]
+        try:
+            swept = processes.reap(self.uid, None if self.cgroup is not None else self.scratch_root)
+            report["killed_outliving"] += swept["killed_outliving"]
+            report["removed_files"] = swept["removed_files"]
+        except OSError as exc:
+            self.failures.append(f"the sweep of its uid failed: {exc}")
         return report
 
     def _stop_holder(self) -> None:
-        if self.holder is None:
+        holder, self.holder = self.holder, None
+        if holder is None:
             return
+        for step in (lambda: holder.stdin.close(), lambda: holder.wait(10)):
+            try:
+                step()
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if holder.poll() is None:
+            holder.kill()  # pid 1 of the box dies with it, and with it every process of the box's pid namespace
+            try:
+                holder.wait(10)
+            except subprocess.TimeoutExpired:
+                self.failures.append(f"the box's init holder {holder.pid} would not die")
         try:
-            self.holder.stdin.close()
+            holder.stdout.close()
         except OSError:
             pass
-        try:
-            self.holder.wait(10)
-        except subprocess.TimeoutExpired:
-            self.holder.kill()
-            self.holder.wait()
-        self.holder.stdout.close()
-        self.holder = None
 
     def close(self) -> None:
-        """End the box: its processes, namespaces, control group, tmpfs and directory; then give its id back."""
+        """End the box: its processes, namespaces, control group and tmpfs, then give its id back. Every step runs
+        whatever the ones before it met; a box whose processes or control group would not go is quarantined (its id
+        not reused until a sweep finds it clean), and CandidateFault then says so, once everything else is done. The
+        group's scratch goes too (prepare): a judge harvests the group's builds before closing its box; its logs stay
+        on the disk below."""
         if not self.closed:
             self.cleanup()
         self.closed = True
         self._stop_holder()
+        self._close_seccomp()
         for attr in ("netns_fd", "ipcns_fd", "pidns_fd"):
             fd = getattr(self, attr)
             if fd is not None:
@@ -437,8 +459,19 @@ class Sandbox:
                     pass
                 setattr(self, attr, None)
         if self.cgroup is not None:
-            self.cgroup.remove()
+            if not self.cgroup.remove():
+                self.failures.append(f"its control group {self.cgroup.name} would not go")
             self.cgroup = None
         if self.box is not None:
-            self.box.release()
-            self.box = None
+            box, self.box = self.box, None
+            reason = "; ".join(self.failures)
+            try:
+                box.release(clean=not self.failures, reason=reason)
+            except OSError as exc:
+                self.failures.append(f"its id could not be released: {exc}")
+            if self.failures:
+                self.notes["quarantined"] = f"box {box.id}: {'; '.join(self.failures)}"
+                print(f"pkb: sandbox box {box.id} quarantined: {'; '.join(self.failures)}", file=sys.stderr)
+        if self.failures:
+            failures, self.failures = self.failures, []
+            raise CandidateFault("the candidate's box could not be cleaned up: " + "; ".join(failures))

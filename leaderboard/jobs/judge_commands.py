@@ -50,9 +50,12 @@ def host_support() -> dict:
     return call("sandbox-check")
 
 
-def sweep_orphans(root: str) -> dict:
-    """Kill what a killed judge left under ``root``; returns {"killed_outliving", "removed_files"}."""
-    return call("sweep", str(root))
+def sweep_orphans(root: str, remove: bool = False) -> dict:
+    """Kill what a killed judge left under ``root`` and unmount its scratch; with ``remove``, remove ``root`` too,
+    whatever a candidate made of it (depth, modes, mounts). Returns {"killed_outliving", "removed_files", and as
+    root "boxes_cleared", "boxes_quarantined" (box ids whose clean-up failed: no judge uses them until a sweep finds
+    them clean), "unmounted"; "left" with ``remove``}."""
+    return call("sweep", str(root), *(["--remove"] if remove else []))
 
 
 def host_record(*args: str) -> dict:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import random
-import shutil
 import tempfile
 import threading
 import time
@@ -50,7 +49,7 @@ def run_job(job_id: int, worker: str = WORKER_ID) -> str:
             return "lease_lost"
         return "infra_error" if error is not None else "done"
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        workspace.remove(workdir)  # whatever the candidate left there: never raises
 
 
 def judge_request(job, candidate_path: Path, out_path: Path) -> JudgeRequest:

@@ -61,6 +61,23 @@ def release(space: Workspace) -> None:
         pass
 
 
+def remove(path: Path | str) -> None:
+    """Remove a job's or a dead worker's directory whatever a candidate left in it: ``shutil.rmtree`` first, and
+    where something stays (a tree too deep for its recursion, a mount, a mode it cannot pass) the judge's own
+    removal (``pkb sweep DIR --remove``: iterative, unmounting). Never raises: a directory left is logged."""
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except Exception:  # noqa: BLE001 - RecursionError on a deep chain, and anything else: the sweep below
+        pass
+    if not os.path.lexists(path):
+        return
+    try:
+        if judge_commands.sweep_orphans(str(path), remove=True).get("left"):
+            log.warning("could not remove %s", path)
+    except Exception:  # noqa: BLE001 - a clean-up step: logged, never raised into the job's result
+        log.exception("could not remove %s", path)
+
+
 def recover_dead(root: Path | str, release=None) -> dict:
     """Sweep every directory of this host's dead workers: kill what still runs there (rank processes, daemons of its
     candidates' uids), remove it, and call ``release(worker_id)`` to end the dead worker's leases. Returns counts."""
@@ -85,11 +102,18 @@ def recover_dead(root: Path | str, release=None) -> dict:
                 worker = (path / OWNER).read_text().strip()
             except OSError:
                 worker = ""
-            swept = judge_commands.sweep_orphans(str(path))
+            try:
+                swept = judge_commands.sweep_orphans(str(path), remove=True)
+            except judge_commands.JudgeCommandFailed:
+                log.exception("dead worker %s: the sweep of %s failed", worker or path.name, path)
+                continue  # its lock is taken again by the next worker's boot sweep
             report["workers"] += 1
             report["killed"] += swept["killed_outliving"]
-            shutil.rmtree(path, ignore_errors=True)
+            remove(path)
             report["removed"] += not path.exists()
+            if swept.get("boxes_quarantined"):
+                log.warning("sandbox boxes quarantined (their clean-up failed; no judge uses them until a sweep "
+                            "finds them clean): %s", swept["boxes_quarantined"])
             if worker and release is not None:
                 report["released"] += release(worker)
             log.warning("dead worker %s: killed %s leftover processes, removed %s, released %s leases",
