@@ -23,11 +23,12 @@ import torch
 
 import problems
 from evaluator import schema
-from evaluator.judge import policy
+from evaluator.judge import policy, shared_device
 from evaluator.judge.config import BadRequest, Config
 from evaluator.judge.pair import Pair
 from evaluator.process import sandbox, warm
 from evaluator.process.group import RankGroup, close_all
+from evaluator.process.protocol import CandidateFault
 from evaluator.timing import pairs, verdict
 from evaluator.timing.calibration import HOST_BOUND_NOISE_FLOOR
 from problems.base import derive_seed
@@ -46,18 +47,29 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
     pre = _static_checks(source, cfg, os.path.basename(candidate))
     if pre:
         base.update(pre)
+        shared_device.label(base, cfg.shared_device)
         base["wall_s"] = round(time.monotonic() - started, 3)
         return base
     seeds = _seeds(cfg)
     result: dict = {}
-    for attempt in range(1, cfg.max_attempts + 1):
+    attempt = 0
+    while True:
+        attempt += 1
         # A sandbox that cannot start is an infra_error like any other (retried, never scored): the judge never
         # switches it off to get a verdict.
         result = _run_once(prob, candidate, cfg, seeds, base, pool if attempt == 1 else None)
         result["attempts"] = attempt
         if result["verdict"] != schema.INFRA_ERROR or result.get("_final"):
             break
+        # A hidden check that could not be judged is run again at least once (it fails closed, below).
+        if attempt >= max(cfg.max_attempts, 2 if result.get("_unjudged") else 1):
+            break
     result.pop("_final", None)
+    unjudged = result.pop("_unjudged", None)
+    if unjudged and result["verdict"] == schema.INFRA_ERROR:
+        result.update(verdict=schema.UNVERIFIED, timing=None, flags=[],
+                      message=f"{unjudged} could not be judged in {attempt} attempts, so correctness is unverified: "
+                              f"{result.get('message', '')}")
     # A cross-check flag in the first pair is weighed with the other pairs' (timing/pairs.py, triage); any other flag is
     # final. One pair (the default) whose cross-check was suspect is timed once more in fresh processes: honest
     # candidates sometimes exceed the allowance (docs/calibration.md), and a flag keeps a result off the rankings.
@@ -68,6 +80,7 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
     if cfg.hidden_world_size and result["verdict"] == schema.CORRECT:
         _hidden_world(prob, candidate, cfg, base, result)
     _flag_unsandboxed(result)
+    shared_device.label(result, cfg.shared_device)  # every result of a shared world says so, and never ranks
     _never_rank_flagged(result)
     result["wall_s"] = round(time.monotonic() - started, 3)
     inside_s = result.pop("_inside_s", 0.0)
@@ -102,8 +115,11 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
     flags = set(result.get("flags") or [])
     for k in range(2, count + 1):
         seeds = _seeds(dataclasses.replace(one, seed=None if cfg.seed is None else derive_seed(cfg.seed, "pair", k)))
-        outcome = _run_once(prob, candidate, one, seeds, dict(base), pool)
-        result["_inside_s"] = result.get("_inside_s", 0.0) + outcome.get("_inside_s", 0.0)
+        for attempt in (1, 2):  # a pair the platform failed is run once more before it is dropped
+            outcome = _run_once(prob, candidate, one, seeds, dict(base), pool if attempt == 1 else None)
+            result["_inside_s"] = result.get("_inside_s", 0.0) + outcome.get("_inside_s", 0.0)
+            if outcome["verdict"] != schema.INFRA_ERROR:
+                break
         if outcome["verdict"] == schema.INFRA_ERROR:
             dropped.append({"pair": k, "message": outcome.get("message", "")[:500]})
             continue
@@ -136,15 +152,24 @@ def _hidden_world(prob, candidate: str, cfg: Config, base: dict, result: dict) -
     record = {"world_size": W}
     if W == cfg.world_size or W < 1 or not prob.allows_world_size(W):
         record.update(verdict="skipped", message=f"W={W} is not another world size allowed by {prob.stem}")
-    elif cfg.device == "cuda" and torch.cuda.device_count() < W:
+    elif cfg.device == "cuda" and not cfg.shared_device and torch.cuda.device_count() < W:
         record.update(verdict="skipped", message=f"W={W} needs {W} GPUs")
     else:
         hidden_cfg = dataclasses.replace(cfg, world_size=W, trials=1, timing=False, hidden_world_size=None)
         seeds = _seeds(dataclasses.replace(hidden_cfg, seed=None if cfg.seed is None else derive_seed(cfg.seed, W)))
-        outcome = _run_once(prob, candidate, hidden_cfg, seeds, dict(base, world_size=W))
-        record.update(verdict=outcome["verdict"], message=outcome.get("message", ""))
-        result["_inside_s"] = result.get("_inside_s", 0.0) + outcome.get("_inside_s", 0.0)
-        if outcome["verdict"] not in (schema.CORRECT, schema.INFRA_ERROR):
+        # Fail closed: a run that cannot be judged (infra_error) is run once more, and if it still cannot, the result
+        # is unverified: the check never passes by not running.
+        for attempt in (1, 2):
+            outcome = _run_once(prob, candidate, hidden_cfg, seeds, dict(base, world_size=W))
+            result["_inside_s"] = result.get("_inside_s", 0.0) + outcome.get("_inside_s", 0.0)
+            if outcome["verdict"] != schema.INFRA_ERROR:
+                break
+        record.update(verdict=outcome["verdict"], message=outcome.get("message", ""), attempts=attempt)
+        if outcome["verdict"] == schema.INFRA_ERROR:
+            result.update(verdict=schema.UNVERIFIED, timing=None, flags=[],
+                          message=f"the hidden world-size check at W={W} could not be judged twice, so correctness "
+                                  f"is unverified: {outcome.get('message', '')}")
+        elif outcome["verdict"] != schema.CORRECT:
             result.update(verdict=outcome["verdict"], timing=None, flags=[],
                           message=f"at the hidden world size W={W}: {outcome.get('message', '')}")
             result["trials"] = result.get("trials", []) + [dict(t, world_size=W) for t in outcome.get("trials", [])]
@@ -162,7 +187,7 @@ def _resolve(problem, cfg: Config):
         raise BadRequest(f"world size {cfg.world_size} is not allowed by {prob.stem} (rule: {prob.world_size_rule})")
     if cfg.device not in ("cpu", "cuda"):
         raise BadRequest(f"device must be cpu or cuda, not {cfg.device!r}")
-    if cfg.device == "cuda" and torch.cuda.device_count() < cfg.world_size:
+    if cfg.device == "cuda" and torch.cuda.device_count() < (1 if cfg.shared_device else cfg.world_size):
         raise BadRequest(f"world size {cfg.world_size} needs {cfg.world_size} GPUs; "
                          f"this host has {torch.cuda.device_count()}")
     if cfg.trials < 1:
@@ -268,11 +293,18 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
         phases["judge"] = time.monotonic() - began - phases["start"]
     except sandbox.SandboxUnavailable as exc:  # before any candidate code ran; retrying would not help
         result.update(verdict=schema.INFRA_ERROR, message=f"sandbox unavailable: {exc}", _final=True)
-    except Exception as exc:  # noqa: BLE001 - a harness bug or a lost process is never the candidate's fault
-        result.update(verdict=schema.INFRA_ERROR, message=f"judge failure: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - whose fault it is: attribute
+        result.update(attribute(exc, cand))
     finally:
         closing = time.monotonic()
-        close_all([cand, ref])
+        try:
+            close_all([cand, ref])
+        except Exception as exc:  # noqa: BLE001 - a group that could not be closed: whose fault, as above
+            blame = attribute(exc, cand, "while closing: ")
+            if result.get("verdict") in schema.CANDIDATE_FAULTS:  # already the candidate's: the verdict stands
+                result["message"] = f"{result.get('message', '')}\n({blame['message']})"
+            else:
+                result.update(blame, timing=None, flags=[])
         phases["close"] = time.monotonic() - closing
         if cand is not None and cand.build_dir:
             # Compiling is the candidate's start-up and first trial, never a timed call; reported on its own.
@@ -301,6 +333,17 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
     if failed_command is not None and result.get("verdict") == schema.INFRA_ERROR:
         _blame(prob, cfg, failed_command, result)
     return result
+
+
+def attribute(exc: BaseException, cand: Optional[RankGroup], when: str = "") -> dict:
+    """The one rule for an exception that escaped judging (docs/threat-model.md, attribution): what went wrong while
+    the judge read, waited on, froze, killed or cleaned up after the candidate's group, once the candidate's code may
+    have run, is the candidate's verdict (a CandidateFault, raised by RankGroup.acting and the box); anything else is
+    the platform's infra_error (its own processes, the reference group, the host, a bug in the judge)."""
+    if isinstance(exc, CandidateFault) and cand is not None and cand.candidate_ran():
+        verdict = exc.verdict if exc.verdict in schema.CANDIDATE_FAULTS else schema.RUNTIME_ERROR
+        return {"verdict": verdict, "message": when + exc.message, "timing": None, "flags": []}
+    return {"verdict": schema.INFRA_ERROR, "message": f"{when}judge failure: {type(exc).__name__}: {exc}"}
 
 
 def _blame(prob, cfg: Config, command: dict, result: dict) -> None:

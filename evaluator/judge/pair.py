@@ -139,7 +139,12 @@ class Pair:
                             "message": f"outputs changed after the timed loop: {_first_mismatch(record)}"}
             hidden_note = None
             if self.cfg.hidden_shape:
-                record = self._hidden_shape_trial(seeds[-1])
+                try:
+                    record = self._hidden_shape_trial(seeds[-1])
+                except _Stop as stop:
+                    if stop.verdict == schema.INFRA_ERROR:  # fails closed (evaluation.evaluate): re-run, then
+                        stop.unjudged = "the hidden-shape check"  # unverified, never skipped
+                    raise
                 if record["verdict"] == "skipped":
                     hidden_note = record
                 else:
@@ -223,14 +228,22 @@ class Pair:
             return {"verdict": "skipped",
                     "message": f"M={self.cfg.M}, N={self.cfg.N} are too small to draw another shape"}
         hidden_seed = self._secret_seed([seed], "hidden-trial")
+        probe = {"cmd": "trial", "trial": 0, "seed": hidden_seed, "tag": "probe", "hold": True, **shape}
         self.cand.pause()
         try:  # held and never checked: the next trial drops it
-            self.ref.command({"cmd": "trial", "trial": 0, "seed": hidden_seed, "tag": "probe", "hold": True, **shape},
-                             self.timeout)
-        except GroupFailure:
-            # The reference itself does not run at that shape: nothing to hold the candidate to.
-            return {"verdict": "skipped",
-                    "message": f"the reference does not run at the drawn shape M={shape['M']}, N={shape['N']}"}
+            self.ref.command(probe, self.timeout)
+        except GroupFailure as exc:
+            if exc.kind == schema.RUNTIME_ERROR:
+                # The reference's own code refuses that shape: nothing to hold the candidate to.
+                return {"verdict": "skipped",
+                        "message": f"the reference does not run at the drawn shape M={shape['M']}, N={shape['N']}: "
+                                   f"{exc.message[:300]}"}
+            # Died, hung or garbled (kind exited, timeout, protocol): not a property of the shape, so the check was
+            # not judged, which is never a pass (re-run, then unverified; a fresh reference passing it alone makes it
+            # the candidate's interference, evaluation._blame).
+            raise _Stop(schema.INFRA_ERROR, f"reference rank {exc.rank} failed ({exc.kind}) at the hidden shape "
+                                            f"M={shape['M']}, N={shape['N']}: {exc.message}",
+                        reference_command=dict(probe, hold=False))
         finally:
             self.cand.resume()
         record, _ = self._trial(0, hidden_seed, tag="hidden", shape=shape)

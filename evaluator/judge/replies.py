@@ -14,11 +14,14 @@ class _Stop(Exception):
         super().__init__(message)
         self.verdict, self.message = verdict, message
         self.reference_command = reference_command
+        self.unjudged: Optional[str] = None  # the hidden check this infra_error kept from being judged, if any
 
     def as_result(self) -> dict:
         out = {"verdict": self.verdict, "message": self.message}
         if self.reference_command is not None:
             out["_reference_failed"] = self.reference_command
+        if self.unjudged is not None:
+            out["_unjudged"] = self.unjudged
         return out
 
 

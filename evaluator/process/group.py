@@ -6,6 +6,7 @@ go to files whose tails end up in the result.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ from typing import Optional
 
 from evaluator import schema
 from evaluator.process import builds, environment, forkserver, processes, protocol, sandbox
-from evaluator.process.protocol import Rank
+from evaluator.process.protocol import CandidateFault, Rank
 
 LOG_TAIL_BYTES = 8192
 
@@ -174,20 +175,43 @@ class RankGroup:
         alone (A/A on an H200; docs/calibration.md, history)."""
         if self.closed or self.held:
             return
-        if self.sandbox is not None and self.sandbox.enabled:
-            self.sandbox.pause(r.proc.pid for r in self.ranks)
-        else:
-            self.signal(signal.SIGSTOP)
+        with self.acting("freeze"):
+            if self.sandbox is not None and self.sandbox.enabled:
+                self.sandbox.pause(r.proc.pid for r in self.ranks)
+            else:
+                self.signal(signal.SIGSTOP)
         self.held = True
 
     def resume(self) -> None:
         if not self.held:
             return
         self.held = False
-        if self.sandbox is not None and self.sandbox.enabled:
-            self.sandbox.resume(r.proc.pid for r in self.ranks)
-        else:
-            self.signal(signal.SIGCONT)
+        with self.acting("thaw"):
+            if self.sandbox is not None and self.sandbox.enabled:
+                self.sandbox.resume(r.proc.pid for r in self.ranks)
+            else:
+                self.signal(signal.SIGCONT)
+
+    def candidate_ran(self) -> bool:
+        """An untrusted group past process-group start-up: its candidate's code may have run, and may have left
+        anything behind in its processes, pipes, files and box."""
+        return not self.trusted and any(r.initialized for r in self.ranks)
+
+    @contextlib.contextmanager
+    def acting(self, what: str):
+        """Around every step the judge takes on this group (freeze, thaw, read its replies, kill, clean up): once the
+        candidate's code may have run, whatever goes wrong there is the candidate's doing (docs/threat-model.md,
+        attribution), raised as CandidateFault; before that, or for a trusted group, it stays the platform's.
+        GroupFailure passes unchanged: protocol.collect has already said whose it is."""
+        try:
+            yield
+        except (CandidateFault, protocol.GroupFailure):
+            raise
+        except Exception as exc:  # noqa: BLE001 - re-raised, with whose fault it is
+            if not self.candidate_ran():
+                raise
+            raise CandidateFault(f"the judge could not {what} the candidate's processes: {type(exc).__name__}: "
+                                 f"{exc}") from exc
 
     def sandbox_notes(self) -> dict:
         return dict(self.sandbox.notes) if self.sandbox is not None else {}
@@ -208,7 +232,8 @@ class RankGroup:
         """Wait for one reply per rank (evaluator/process/protocol.py): GroupFailure on an error reply, an early exit
         or the deadline. A box that reached its memory limit says so, whatever its ranks said as they died."""
         try:
-            return protocol.collect(self.ranks, self.trusted, timeout, expect_seq, grace)
+            with self.acting("read the replies of"):
+                return protocol.collect(self.ranks, self.trusted, timeout, expect_seq, grace)
         except protocol.GroupFailure as exc:
             if self.sandbox is not None and self.sandbox.out_of_memory():
                 raise protocol.GroupFailure(schema.RUNTIME_ERROR, f"{self.sandbox.memory_message()} (the kernel "
@@ -257,11 +282,17 @@ class RankGroup:
             except OSError:
                 pass
         if self.sandbox is not None:
-            # Everything the candidate's uid still runs (double-forked daemons escape killpg), then its leftovers.
-            self.sandbox_report = self.sandbox.cleanup()
-            self.sandbox.close()
-            # Only now, with nothing of the candidate left running to change it under the copy.
-            builds.harvest(self.build_key, self.build_dir)
+            with self.acting("kill and clean up after"):
+                try:
+                    # Everything the candidate's uid still runs (double-forked daemons escape killpg), then its
+                    # leftovers.
+                    self.sandbox_report = self.sandbox.cleanup()
+                    # Only now, with nothing of the candidate left running to change it under the copy (never from a
+                    # box whose clean-up failed), and before close() unmounts the group's scratch.
+                    if not self.sandbox.failures:
+                        builds.harvest(self.build_key, self.build_dir)
+                finally:
+                    self.sandbox.close()  # whatever the clean-up met: the box is closed
 
     def build_report(self) -> dict:
         """The group's builds (evaluator/process/builds.py): compiled here, loaded already built, taken from the
@@ -278,7 +309,9 @@ class RankGroup:
 
 def close_all(groups: list, timeout: float = 10.0) -> None:
     """Close several groups at once: every rank of every group is told to exit first, then all are waited for
-    together and killed. Closing them one after another would add each group's exit time to the judge's wall."""
+    together and killed. Closing them one after another would add each group's exit time to the judge's wall.
+    A failure to kill or clean up one group never stops the others' clean-up: the first failure is raised once all
+    are done (a CandidateFault for a candidate's group whose code ran: see RankGroup.acting)."""
     groups = [g for g in groups if g is not None]
     for group in groups:
         group.request_exit()
@@ -289,8 +322,14 @@ def close_all(groups: list, timeout: float = 10.0) -> None:
                 r.proc.wait(max(0.1, end - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
+    failure: Optional[BaseException] = None
     for group in groups:
-        group.kill()
+        try:
+            group.kill()
+        except Exception as exc:  # noqa: BLE001 - raised below, after every group was closed
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def _tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:

@@ -1,0 +1,192 @@
+"""The judge's side of the trust boundary (docs/threat-model.md, attribution and bounded reading): what a candidate
+writes to its reply pipe or its output files, or does only where a hidden check looks, is the candidate's verdict,
+bounded in time and in the judge's memory, and never an infra_error, a skipped check or `correct`."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from evaluator import schema
+from evaluator.judge import evaluation
+from evaluator.process import processes
+from evaluator.process.protocol import CandidateFault
+from tests.redteam.harness import CANDIDATES, SMALL, notes, run
+
+REPO = CANDIDATES.parents[2]
+# A judge process importing torch and judging a tiny problem peaks near 220 MiB here; the 256 MiB reply flood took
+# the old reader to 744 MiB.
+JUDGE_RSS_BOUND_MIB = 400
+
+_JUDGE = """
+import json, resource, sys
+from evaluator import judge
+result = judge.evaluate(1, sys.argv[1], 2, "cpu", **json.loads(sys.argv[2]))
+box = (result.get("environment") or {}).get("sandbox", {}).get("box") or {}
+print(json.dumps({"verdict": result["verdict"], "message": result["message"], "box": box,
+                  "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _nothing_left(box: dict) -> None:
+    """No process of the candidate's box uid alive, and its box directory gone."""
+    if box.get("uid"):
+        assert processes.processes_of(box["uid"]) == [], box
+    if box.get("dir"):
+        assert not os.path.exists(box["dir"]), box
+
+
+def _timed_run(candidate: str, **options):
+    began = time.monotonic()
+    result = run(candidate, **options)
+    return result, time.monotonic() - began
+
+
+def test_a_reply_line_nested_100000_deep_is_the_candidates_runtime_error():
+    result, wall = _timed_run("reply_deep_json")
+    assert result["verdict"] == schema.RUNTIME_ERROR, result["message"]
+    assert "nested deeper than" in result["message"]
+    assert result["attempts"] == 1 and wall < SMALL["timeout_s"] + 30, wall
+    _nothing_left(notes(result).get("box") or {})
+
+
+def test_a_256_mib_reply_flood_is_stopped_within_the_timeout_with_the_judges_memory_bounded():
+    began = time.monotonic()
+    run_ = subprocess.run([sys.executable, "-c", _JUDGE, str(CANDIDATES / "reply_flood.py"), json.dumps(SMALL)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    wall = time.monotonic() - began
+    assert run_.returncode == 0, run_.stderr[-3000:]
+    report = json.loads(run_.stdout.strip().splitlines()[-1])
+    assert report["verdict"] == schema.RUNTIME_ERROR, report["message"]
+    assert "reply line longer than" in report["message"]
+    assert wall < SMALL["timeout_s"] + 30, wall  # the old reader held the judge 463 s against a 120 s timeout
+    assert report["maxrss_mib"] < JUDGE_RSS_BOUND_MIB, report
+    _nothing_left(report["box"])
+
+
+def test_a_zip_bomb_output_is_refused_before_any_reference_rank_inflates_it():
+    result, wall = _timed_run("zip_bomb_output")
+    assert result["verdict"] == schema.INCORRECT, result["message"]
+    assert "is compressed" in result["message"]
+    assert wall < SMALL["timeout_s"] + 30, wall
+    _nothing_left(notes(result).get("box") or {})
+
+
+# The candidate's own file writer (it replaces torch.save in its process), then the reference rank's loader.
+_LOAD_BOMB = """
+import os, resource, runpy, sys, torch
+runpy.run_path(sys.argv[1])
+torch.save(None, sys.argv[2])
+print(os.path.getsize(sys.argv[2]))
+from evaluator.rank import outputs
+try:
+    outputs.load(sys.argv[2], max_bytes=outputs.size_limit(8 * 8))
+    print("loaded")
+except ValueError as exc:
+    print("refused:", exc)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def test_a_trusted_loader_never_allocates_what_a_bombs_record_declares(tmp_path):
+    """The reference rank's loader, alone in a process: the candidate's ~1 MiB file declaring 1 GiB is refused
+    unread, and the process's peak memory stays that of importing torch (~220 MiB; loading it took 1.2 GiB)."""
+    done = subprocess.run([sys.executable, "-c", _LOAD_BOMB, str(CANDIDATES / "zip_bomb_output.py"),
+                           str(tmp_path / "bomb.pt")], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    size, verdict, peak = done.stdout.strip().splitlines()[-3:]
+    assert int(size) < 4 << 20  # within the byte limit of a tiny output's file: only its records tell
+    assert verdict.startswith("refused:") and "compressed" in verdict, verdict
+    assert float(peak) < JUDGE_RSS_BOUND_MIB, peak
+
+
+def test_a_w2_kernel_garbling_replies_elsewhere_is_never_correct():
+    """Hard-coded for W = 2; at the hidden W = 1 it garbles its reply. Judged correct before (the check's
+    infra_error was ignored); now the hidden run's failure is the candidate's and the verdict."""
+    result, wall = _timed_run("hardcodes_w2_garbles_reply", hidden_world_size=1)
+    assert result["verdict"] == schema.RUNTIME_ERROR, result["message"]
+    assert "at the hidden world size W=1" in result["message"] and "nested deeper" in result["message"]
+    assert result["hidden_world_size"]["verdict"] == schema.RUNTIME_ERROR
+    assert wall < 2 * SMALL["timeout_s"] + 30, wall
+    _nothing_left(notes(result).get("box") or {})
+
+
+# --- the fail-closed and attribution rules alone (no processes: each pins one layer) --------------------------------
+
+def _fake_runs(monkeypatch, outcomes: dict):
+    """evaluation._run_once replaced: the document for each world size (a list: one per call, the last repeated)."""
+    calls = []
+
+    def fake(prob, candidate, cfg, seeds, base, pool=None):
+        calls.append(cfg.world_size)
+        docs = outcomes[cfg.world_size]
+        return dict(base, **docs[min(len(calls) - 1 - sum(1 for c in calls[:-1] if c != cfg.world_size),
+                                     len(docs) - 1)])
+    monkeypatch.setattr(evaluation, "_run_once", fake)
+    return calls
+
+
+CORRECT_DOC = {"verdict": schema.CORRECT, "message": "all trials correct", "trials": [], "timing": None, "flags": []}
+INFRA_DOC = {"verdict": schema.INFRA_ERROR, "message": "judge failure: lost", "trials": [], "timing": None,
+             "flags": []}
+
+
+def test_a_hidden_world_size_check_that_cannot_be_judged_twice_is_unverified(monkeypatch):
+    calls = _fake_runs(monkeypatch, {2: [CORRECT_DOC], 1: [INFRA_DOC]})
+    result = evaluation.evaluate(1, "reference", 2, "cpu", **dict(SMALL, hidden_world_size=1))
+    assert result["verdict"] == schema.UNVERIFIED, result["message"]
+    assert "hidden world-size check at W=1" in result["message"] and calls == [2, 1, 1]
+    assert result["hidden_world_size"]["attempts"] == 2
+
+
+def test_a_hidden_world_size_check_judged_on_its_second_run_decides(monkeypatch):
+    calls = _fake_runs(monkeypatch, {2: [CORRECT_DOC], 1: [INFRA_DOC, CORRECT_DOC]})
+    result = evaluation.evaluate(1, "reference", 2, "cpu", **dict(SMALL, hidden_world_size=1))
+    assert result["verdict"] == schema.CORRECT and calls == [2, 1, 1], result["message"]
+
+
+def test_a_hidden_shape_check_that_cannot_be_judged_is_unverified_after_a_second_run(monkeypatch):
+    unjudged = dict(INFRA_DOC, _unjudged="the hidden-shape check")
+    calls = _fake_runs(monkeypatch, {2: [unjudged]})
+    result = evaluation.evaluate(1, "reference", 2, "cpu", **dict(SMALL, hidden_shape=True, max_attempts=1))
+    assert result["verdict"] == schema.UNVERIFIED and calls == [2, 2], result["message"]
+    assert result["message"].startswith("the hidden-shape check could not be judged in 2 attempts")
+
+
+class _Group:
+    def __init__(self, ran: bool):
+        self.ran = ran
+
+    def candidate_ran(self) -> bool:
+        return self.ran
+
+
+def test_a_fault_on_the_candidates_group_is_its_verdict_once_its_code_ran():
+    fault = CandidateFault("the judge could not freeze the candidate's processes: OSError: busy", "policy_violation")
+    assert evaluation.attribute(fault, _Group(True))["verdict"] == schema.POLICY_VIOLATION
+    assert evaluation.attribute(fault, _Group(False))["verdict"] == schema.INFRA_ERROR  # no candidate code yet
+    assert evaluation.attribute(OSError("disk"), _Group(True))["verdict"] == schema.INFRA_ERROR  # the platform's
+
+
+def test_a_clean_up_that_fails_on_the_candidates_box_is_the_candidates(monkeypatch):
+    """The box's clean-up raising after the candidate ran (a tree it cannot remove, a kill that never completes):
+    the candidate's runtime_error, said so, never infra_error; and the box is still closed."""
+    from evaluator.process import sandbox
+    closed = []
+    real_close = sandbox.Sandbox.close
+
+    def failing_cleanup(self):
+        raise OSError("scratch could not be removed")
+
+    def close(self):
+        closed.append(True)
+        return real_close(self)
+    monkeypatch.setattr(sandbox.Sandbox, "cleanup", failing_cleanup)
+    monkeypatch.setattr(sandbox.Sandbox, "close", close)
+    result = run("honest_allreduce")
+    assert result["verdict"] == schema.RUNTIME_ERROR, result["message"]
+    assert "while closing" in result["message"] and "scratch could not be removed" in result["message"]
+    assert closed and result["attempts"] == 1
