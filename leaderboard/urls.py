@@ -5,6 +5,7 @@ from django.urls import include, path, register_converter
 from leaderboard.api import feedback as feedback_api
 from leaderboard.catalogue import converters
 from leaderboard.pages import feedback as feedback_views
+from leaderboard.pages import metadata_views
 from leaderboard.ops import views as ops_views
 from leaderboard.pages import views
 
@@ -54,6 +55,7 @@ urlpatterns = [
     path("submissions/<id:pk>/rerun", views.submission_rerun, name="submission-rerun"),
     path("submissions/<id:pk>/withdraw", views.submission_withdraw, name="submission-withdraw"),
     path("submissions/<id:pk>/delete", views.submission_delete, name="submission-delete"),
+    path("submissions/<id:pk>/metadata", metadata_views.submission_metadata, name="submission-metadata"),
     path("candidates/<id:pk>/", views.candidate_page, name="candidate"),
     path("candidates/<id:pk>/code", views.candidate_code, name="candidate-code"),
     path("results/<id:pk>.json", views.result_detail, name="result"),

@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from leaderboard.api import views
+from leaderboard.api import metadata, views
 
 urlpatterns = [
     path("", views.ApiRoot.as_view(), name="api-root"),
@@ -14,7 +14,7 @@ urlpatterns = [
     path("problems/<problem:key>/", views.ProblemDetail.as_view(), name="api-problem"),
     path("leaderboard/<slug:slug>/", views.Leaderboard.as_view(), name="api-leaderboard"),
     path("submissions/", views.SubmissionList.as_view(), name="api-submissions"),
-    path("submissions/<id:pk>/", views.SubmissionDetail.as_view(), name="api-submission"),
+    path("submissions/<id:pk>/", metadata.SubmissionDetail.as_view(), name="api-submission"),  # GET, PATCH, DELETE
     path("submissions/<id:pk>/status/", views.SubmissionStatus.as_view(), name="api-submission-status"),
     path("submissions/<id:pk>/publish/", views.SubmissionPublish.as_view(), name="api-submission-publish"),
     path("submissions/<id:pk>/withdraw/", views.SubmissionWithdraw.as_view(), name="api-submission-withdraw"),

@@ -1,6 +1,7 @@
 """A submission (one upload: a model or agent, a protocol, k attempts) and its candidate files."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
@@ -130,3 +131,20 @@ class Transcript(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("transcript", args=[self.pk])
+
+
+class MetadataChange(models.Model):
+    """One correction of a submission's self-reported metadata by its owner (or staff): which fields, from what to
+    what, by whom and when. Shown on the submission's page, so a corrected label or cost is never silent. What was
+    judged (protocol, k, profile, files) is never corrected: that is a new submission (submissions/metadata.py)."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="metadata_changes")
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    changed_at = models.DateTimeField(default=timezone.now)
+    changes = models.JSONField(help_text='{"field": [old, new], ...}, values as strings')
+
+    class Meta:
+        ordering = ["changed_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"#{self.submission_id} {', '.join(self.changes)} at {self.changed_at:%Y-%m-%d %H:%M}"
