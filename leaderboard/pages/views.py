@@ -232,8 +232,12 @@ def candidate_code(request, pk):
 
 def result_detail(request, pk):
     """The judge's document; logs only for whoever may see the code (the owner until published)."""
+    from leaderboard.jobs.public import public_document
+
     result = submissions_selectors.result_for_viewer(pk, request.user)
-    document = dict(result.document)
+    # Staff read the document whole; anyone else its public reading (no server paths, no sandbox internals).
+    document = dict(result.document) if request.user.is_staff else public_document(
+        result.document, result.job.candidate.filename)
     if not result.job.submission.code_visible_to(request.user):
         document["logs"] = "visible to the owner until the submission is published"
     else:
@@ -270,13 +274,14 @@ def result_logs_page(request, pk):
     result = _logs_result(request, pk)
     return render(request, "leaderboard/logs.html", {"result": result, "submission": result.job.submission,
                                                       "candidate": result.job.candidate,
+                                                      "message": logs.clean(result.message),
                                                       "sections": _log_sections(result)})
 
 
 def result_logs(request, pk):
     """The bounded stdout/stderr tails of every rank, as text: the owner's until the submission is published."""
     result = _logs_result(request, pk)
-    parts = [f"result {result.pk}: {result.verdict} - {result.message}"]
+    parts = [f"result {result.pk}: {result.verdict} - {logs.clean(result.message)}"]
     parts += [f"--- {where} ---\n{text}" for where, text in _log_sections(result)]
     response = HttpResponse("\n\n".join(parts) + "\n", content_type="text/plain; charset=utf-8")
     response["X-Content-Type-Options"] = "nosniff"

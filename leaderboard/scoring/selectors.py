@@ -17,6 +17,7 @@ from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.feedback import report
 from leaderboard.feedback import selectors as feedback_selectors
 from leaderboard.jobs.models import EvaluationJob, Result
+from leaderboard.jobs.public import public_text
 from leaderboard.scoring import costs
 from leaderboard.scoring.forms import QueryForm
 from leaderboard.scoring.models import Audit, LeaderboardEntry, ProblemScore, ProblemStat
@@ -293,12 +294,12 @@ def _attempt_cell(candidate_id: int, attempt: int, job, results) -> dict:
     final = next((r for r in reversed(history) if r[3] != schema.INFRA_ERROR), None)
     return {"candidate_id": candidate_id, "attempt": attempt, "judged": job is not None,
             "status": final[3] if final else (job[2] if job else "not_judged"),
-            "result_id": final[0] if final else None, "message": final[4] if final else "",
+            "result_id": final[0] if final else None, "message": public_text(final[4]) if final else "",
             "flags": final[5] if final else [], "retries": sum(1 for r in history if r[3] == schema.INFRA_ERROR),
             # Timing pairs whose cross-check was suspect, left out of the speedup (evaluator/timing/pairs.py, triage).
             "set_aside": len(final[6]) if final and isinstance(final[6], list) else 0,
             "timing_note": _timing_note(final),
-            "failed": bool(job and job[2] == "failed"), "error": job[4] if job else ""}
+            "failed": bool(job and job[2] == "failed"), "error": public_text(job[4]) if job else ""}
 
 
 def _timing_note(final) -> str:
@@ -345,7 +346,7 @@ def _job_files(submission: Submission) -> list[dict]:
         out.append({"job": job["id"], "file": job["candidate__filename"], "problem": job["candidate__problem_id"],
                     "attempt": job["candidate__attempt"], "status": job["status"], "verdict": final.get("verdict"),
                     "speedup": final.get("speedup"), "faster": bool(final.get("faster")),
-                    "message": (final.get("message") or "")[:300]})
+                    "message": public_text(final.get("message") or "")[:300]})
     return out
 
 
