@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -13,6 +14,9 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from leaderboard.accounts.models import ThrottleEvent
+
+log = logging.getLogger(__name__)
+_unbelieved_proxy_reported = False
 
 
 def client_ip(request) -> str:
@@ -25,10 +29,29 @@ def client_ip(request) -> str:
         chain = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
         if len(chain) >= hops:
             remote = chain[-hops]
+    elif request.META.get("HTTP_X_FORWARDED_FOR"):
+        _report_unbelieved_proxy(remote)
     try:
         return str(ipaddress.ip_address(remote))
     except ValueError:
         return "0.0.0.0"
+
+
+def _report_unbelieved_proxy(peer: str) -> None:
+    """Once per process, an error in the log when a forwarded request comes from a loopback or private peer while no
+    proxy is believed: the likely sign of a proxy (nginx, Docker's userland proxy) that PKB_TRUSTED_PROXIES=0 leaves
+    unread, under which every client is counted as that peer. A client connecting directly cannot send from there."""
+    global _unbelieved_proxy_reported
+    try:
+        address = ipaddress.ip_address(peer)
+    except ValueError:
+        return
+    if _unbelieved_proxy_reported or not (address.is_loopback or address.is_private):
+        return
+    _unbelieved_proxy_reported = True
+    log.error("a request forwarded by %s (X-Forwarded-For set) while PKB_TRUSTED_PROXIES=0: if a proxy stands in "
+              "front of this process, every client counts as %s and one client's wrong passwords lock out all "
+              "(docs/site.md, Throttling)", peer, peer)
 
 
 def require_stated_proxies() -> None:

@@ -140,3 +140,16 @@ def test_the_production_web_process_does_not_start_until_the_proxy_count_is_stat
     assert refused.returncode != 0 and "PKB_TRUSTED_PROXIES is not set" in refused.stderr
     started = _start_web(PKB_TRUSTED_PROXIES="1")
     assert started.returncode == 0, started.stderr[-2000:]
+
+
+def test_a_forwarded_request_from_a_local_peer_with_no_proxy_believed_is_reported_once(settings, caplog,
+                                                                                       monkeypatch, rf):
+    settings.PKB_TRUSTED_PROXIES = 0
+    monkeypatch.setattr(throttle, "_unbelieved_proxy_reported", False)
+    direct = rf.get("/", REMOTE_ADDR="8.8.4.4", HTTP_X_FORWARDED_FOR="1.2.3.4")  # a client's own header: no sign
+    forwarded = rf.get("/", REMOTE_ADDR=NGINX, HTTP_X_FORWARDED_FOR=CLIENT_X)
+    with caplog.at_level("ERROR", logger="leaderboard.accounts.throttle"):
+        assert throttle.client_ip(direct) == "8.8.4.4"
+        assert not caplog.records
+        assert throttle.client_ip(forwarded) == NGINX and throttle.client_ip(forwarded) == NGINX
+    assert len(caplog.records) == 1 and "PKB_TRUSTED_PROXIES=0" in caplog.records[0].getMessage()
