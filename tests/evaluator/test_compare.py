@@ -124,3 +124,11 @@ def test_outputs_larger_than_a_slice_are_checked_everywhere_and_left_untouched(m
     nan_late = close.to(torch.bfloat16)
     nan_late[700, 1] = float("nan")
     assert not compare(expected.to(torch.bfloat16), nan_late, 1e-2, 1e-2).ok
+
+
+def test_an_atol_dominated_boundary_fails_past_atol_and_passes_within_it():
+    """Zeros against zeros: rtol * |expected| is 0, so atol alone decides."""
+    atol, rtol = 1e-3, 1e-2
+    zeros = torch.zeros(16)
+    assert not compare(zeros, zeros + 1.5 * atol, atol, rtol).ok
+    assert compare(zeros, zeros + 0.5 * atol, atol, rtol).ok

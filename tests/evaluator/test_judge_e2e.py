@@ -131,3 +131,13 @@ def test_cli_exit_codes_and_json(tmp_path):
         bad = subprocess.run([sys.executable, "-m", "evaluator", "eval", *argv], capture_output=True, text=True,
                              env=env, timeout=120)
         assert bad.returncode == 2 and needle in bad.stderr, bad.stderr
+
+
+def test_wrong_only_after_the_timed_loop_is_caught_by_the_recheck():
+    """Right in every trial and every kept timed call (all verified), wrong only in the re-check trial after timing:
+    incorrect, and the message says where; remove the re-check and it would be correct."""
+    result = run("wrong_only_after_timing", 2, trials=2)
+    assert result["verdict"] == schema.INCORRECT, result["message"]
+    assert result["message"].startswith("outputs changed after the timed loop"), result["message"]
+    assert result["trials"][-1]["after_timing"] and result["timing"] is None
+    assert all(t["verdict"] == schema.CORRECT for t in result["trials"][:-1])
