@@ -137,6 +137,12 @@ AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contri
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "account"
 LOGOUT_REDIRECT_URL = "home"
+# Password-reset mail (the only mail the site sends): printed on the console unless a backend is configured, e.g.
+# django.core.mail.backends.smtp.EmailBackend with Django's EMAIL_HOST / EMAIL_PORT settings.
+EMAIL_BACKEND = env_str("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "pkb-arena <noreply@localhost>")
 
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"
@@ -312,6 +318,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation's refusals (400/401/403/404/405/406/413/415/429, api/errors.py's shape) declared in the schema.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "leaderboard.api.schema_hooks.declare_refusals"],
 }
 
 LOGGING = {

@@ -5,7 +5,7 @@ from django.urls import include, path, register_converter
 from leaderboard.api import feedback as feedback_api
 from leaderboard.catalogue import converters
 from leaderboard.pages import feedback as feedback_views
-from leaderboard.pages import metadata_views
+from leaderboard.pages import accounts_views, metadata_views
 from leaderboard.ops import views as ops_views
 from leaderboard.pages import views
 
@@ -63,7 +63,18 @@ urlpatterns = [
     path("results/<id:pk>/logs", views.result_logs, name="result-logs"),
     path("submit/", views.submit, name="submit"),
     path("account/", views.account, name="account"),
-    path("account/tokens/<id:pk>/revoke", views.token_revoke, name="token-revoke"),
+    path("account/tokens/<id:pk>/revoke", accounts_views.token_revoke, name="token-revoke"),
+    path("account/delete", accounts_views.account_delete, name="account-delete"),
+    # Django's password views with the site's templates (templates/registration/); the reset e-mail goes through
+    # EMAIL_BACKEND (the console unless configured).
+    path("accounts/password/change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("accounts/password/reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
+    path("accounts/password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path("accounts/password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
+    path("accounts/password/reset/done/", auth_views.PasswordResetCompleteView.as_view(),
+         name="password_reset_complete"),
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -15,6 +15,20 @@
   }
   window.addEventListener("load", drawPlots);
 
+  // A token shown once: a Copy button (hidden without JavaScript, where selecting the text is the way).
+  document.querySelectorAll("button[data-copy]").forEach(function (button) {
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source || !navigator.clipboard) return;
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+        button.textContent = "Copied";
+      }, function () {
+        button.textContent = "Copy failed: select the text";
+      });
+    });
+  });
+
   // Directory uploads: browsers send only base names, so the relative paths travel in a hidden field.
   var dir = document.getElementById("id_dir"), paths = document.getElementById("id_paths");
   if (dir && paths) {

@@ -54,7 +54,12 @@ class TokenForm(forms.Form):
 
 
 class SignupForm(UserCreationForm):
-    pass
+    """A username, a password and an e-mail address (optional: without one, a forgotten password cannot be reset)."""
+
+    email = forms.EmailField(required=False, help_text="optional; needed to reset a forgotten password")
+
+    class Meta(UserCreationForm.Meta):
+        fields = ("username", "email")
 
 
 class IdForm(forms.Form):

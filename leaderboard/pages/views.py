@@ -7,7 +7,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
@@ -16,7 +16,6 @@ from evaluator.schema import ONE_PAIR_FLOOR
 from leaderboard.accounts import selectors as accounts_selectors
 from leaderboard.accounts import services as accounts_services
 from leaderboard.accounts import throttle
-from leaderboard.accounts.models import ApiToken
 from leaderboard.catalogue import selectors as catalogue_selectors
 from leaderboard.feedback import selectors as feedback_selectors
 from leaderboard.jobs import logs
@@ -328,15 +327,6 @@ def account(request):
         "submitter": submitter, "form": form, "new_token": new_token, "tokens": accounts_selectors.tokens_of(request.user),
         "submissions": submissions_selectors.submissions_of(request.user), "quota": accounts_selectors.quota_status(submitter),
     })
-
-
-@require_POST
-@login_required
-def token_revoke(request, pk):
-    token = get_object_or_404(ApiToken, pk=pk, submitter__user=request.user)
-    accounts_services.token_revoke(token)
-    messages.success(request, f"Token {token.name} revoked.")
-    return redirect("account")
 
 
 def signup(request):
