@@ -17,7 +17,8 @@ def spin():
     while True:
         pass
 def again():
-    os.execv(sys.executable, [sys.executable, "-S", "-c", sys.argv[1], sys.argv[1], sys.argv[2]])
+    # A large argument list: the kernel copies it before de_thread, which widens the window the freezer meets.
+    os.execv(sys.executable, [sys.executable, "-S", "-c", sys.argv[1], sys.argv[1], sys.argv[2]] + ["x" * 100000] * 15)
 for _ in range(3):
     threading.Thread(target=spin, daemon=True).start()
 threading.Thread(target=again).start()
