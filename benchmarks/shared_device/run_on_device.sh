@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The shared-device evidence on a lent one-GPU host (issue 41), from the repository root; one step per argument:
+#
+#   bash benchmarks/shared_device/run_on_device.sh host facts kernels       (the standalone launcher)
+#   bash benchmarks/shared_device/run_on_device.sh judge selfcheck          (through the judge, in the box)
+#
+# host: the GPU, cgroup mounts, bubblewrap (carried in .sbx as scripts/fetch_wheels.sh leaves it);
+# facts / kernels: benchmarks/shared_device/launch.py at W in $WORLDS (default 2 8 4);
+# judge: `pkb eval --shared-device --require-sandbox` of every kernel and wrong twin at each W in $WORLDS;
+# selfcheck: `pkb selfcheck` of all references in a shared world at W in $SC_WORLDS (default 8).
+# Everything lands in $WORK as it comes (logs, JSON lines); after each step the JSON lines, host.log and a tarball of
+# the whole of $WORK are copied to $OUT (a device call returns at most 8 files). NVLink multicast stays off throughout.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+export TORCH_SYMM_MEM_ALLOW_OVERLAPPING_DEVICES=1 TORCH_EXTENSIONS_DIR=${TORCH_EXTENSIONS_DIR:-/tmp/d2_ext}
+: "${OUT:=/tmp/shared_device_out}" "${WORK:=/tmp/d2_work}" "${WORLDS:=2 8 4}" "${SC_WORLDS:=8}" "${DEADLINE:=$((SECONDS + 540))}"
+mkdir -p "$OUT" "$WORK"
+PY=${PYTHON:-$(command -v python3)}
+DIR=benchmarks/shared_device
+KERNELS=$(ls $DIR/[0-9]*_*.py | sort -V)
+WRONG=$(ls $DIR/wrong/[0-9]*_*.py | sort -V)
+left() { echo $((DEADLINE - SECONDS)); }
+
+if [ -z "${PKB_BWRAP:-}" ] && ! command -v bwrap >/dev/null && ls .sbx/bubblewrap_*.deb >/dev/null 2>&1; then
+  dpkg -x .sbx/bubblewrap_*.deb /tmp/bw && export PKB_BWRAP=/tmp/bw/usr/bin/bwrap
+fi
+if [ -d .sbx/wheels ] && ! "$PY" -c 'import django' 2>/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/d2_site .sbx/wheels/*.whl \
+    >/dev/null 2>&1 && export PYTHONPATH=/tmp/d2_site${PYTHONPATH:+:$PYTHONPATH}
+fi
+
+save() {
+  cp "$WORK"/*.jsonl "$WORK"/host.log "$WORK"/selfcheck_w*.json "$OUT"/ 2>/dev/null
+  tar czf "$OUT/results.tgz" -C "$WORK" . 2>/dev/null
+}
+
+for step in "$@"; do
+  echo "=== $step ($(left) s left)"
+  case $step in
+    host)
+      { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+        "$PY" -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
+        echo "--- cgroup mounts"; grep cgroup /proc/mounts; echo "--- /proc/self/cgroup"; cat /proc/self/cgroup
+        echo "--- cgroup.controllers: $(cat /sys/fs/cgroup/cgroup.controllers 2>&1)"
+        echo "--- bwrap: ${PKB_BWRAP:-$(command -v bwrap)}"
+        "${PKB_BWRAP:-bwrap}" --ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent true \
+          && echo "bwrap --unshare-all: ok" || echo "bwrap --unshare-all: rc=$?"
+        echo "--- /dev/shm: $(df -h /dev/shm | tail -n 1)"; nproc; free -g | head -n 2
+      } 2>&1 | tee "$WORK/host.log" ;;
+    facts)
+      timeout "$(left)" "$PY" $DIR/launch.py facts --worlds $WORLDS --nccl --out "$WORK" 2>&1 | tee "$WORK/facts.log" ;;
+    kernels)
+      timeout "$(left)" "$PY" $DIR/launch.py kernels --worlds $WORLDS --stall 120 --out "$WORK" $KERNELS $WRONG \
+        2>&1 | tee "$WORK/kernels.log" | grep -v '^\s' ;;
+    judge)
+      for W in $WORLDS; do
+        for f in $KERNELS $WRONG; do
+          [ "$(left)" -lt 60 ] && { echo "out of time before $f W=$W"; break 2; }
+          id=$(basename "$f" | cut -d_ -f1); began=$SECONDS
+          timeout 200 "$PY" -m evaluator.cli eval "$id" "$f" --device cuda --world-size "$W" --shared-device \
+            --require-sandbox --trials 2 --json "$WORK/judge_tmp.json" >"$WORK/judge_last.log" 2>&1
+          rc=$?
+          "$PY" - "$f" "$W" "$rc" "$((SECONDS - began))" "$WORK" <<'PYEOF'
+import json, sys, pathlib
+f, W, rc, wall, out = sys.argv[1:]
+try:
+    doc = json.load(open(f"{out}/judge_tmp.json"))
+except Exception as exc:
+    doc = {"verdict": f"no result ({exc.__class__.__name__}), rc={rc}",
+           "message": pathlib.Path(f"{out}/judge_last.log").read_text()[-600:]}
+line = {"file": f, "W": int(W), "verdict": doc.get("verdict"), "wall_s": int(wall),
+        "flags": doc.get("flags"), "environment": {k: v for k, v in (doc.get("environment") or {}).items()
+                                                   if k in ("shared_device", "sandbox", "device", "gpu")},
+        "message": (doc.get("message") or "")[:300]}
+open(f"{out}/judge.jsonl", "a").write(json.dumps(line) + "\n")
+print(f"W={W} {f}: {line['verdict']} ({wall} s) {line['message'][:120]}")
+PYEOF
+          rm -f "$WORK/judge_tmp.json"
+        done
+      done 2>&1 | tee -a "$WORK/judge.log" ;;
+    selfcheck)
+      for W in $SC_WORLDS; do
+        timeout "$(left)" "$PY" -m evaluator.cli selfcheck --device cuda --world-size "$W" --shared-device \
+          --json "$WORK/selfcheck_w$W.json" 2>&1 | tee "$WORK/selfcheck_w$W.log" | tail -n 40
+      done ;;
+    *) echo "unknown step $step" ;;
+  esac
+  save
+done
+ls -la "$OUT"
