@@ -29,6 +29,45 @@
     });
   });
 
+  // The problem list: a header click sorts the rows in place (the link's ?order= does it without JavaScript), and the
+  // search box and category filter the rows as one types (the form's submit does it without JavaScript).
+  var table = document.getElementById("problem-table");
+  if (table) {
+    var body = table.tBodies[0];
+    table.querySelectorAll("th[data-sort] a").forEach(function (link) {
+      link.addEventListener("click", function (event) {
+        var th = link.parentNode, key = th.getAttribute("data-sort"), numeric = th.classList.contains("num");
+        var descending = th.getAttribute("aria-sort") === "ascending";
+        table.querySelectorAll("th[aria-sort]").forEach(function (other) { other.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+        var rows = Array.prototype.slice.call(body.querySelectorAll("tr[data-id]"));
+        rows.sort(function (a, b) {
+          var x = a.getAttribute("data-" + key), y = b.getAttribute("data-" + key);
+          if (x === "" || y === "") return (x === "") - (y === "");  // no value: last either way
+          var order = numeric || key === "id" ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
+          return (descending ? -order : order) || (parseInt(a.getAttribute("data-id"), 10) - parseInt(b.getAttribute("data-id"), 10));
+        });
+        rows.forEach(function (row) { body.appendChild(row); });
+        event.preventDefault();
+      });
+    });
+    var search = document.getElementById("problem-q"), category = document.getElementById("problem-category");
+    var count = document.getElementById("problem-count");
+    var filter = function () {
+      var words = (search.value || "").toLowerCase().trim(), wanted = category.value, shown = 0, rows = body.querySelectorAll("tr[data-id]");
+      rows.forEach(function (row) {
+        var ok = (!words || row.getAttribute("data-search").indexOf(words) >= 0) && (!wanted || row.getAttribute("data-category") === wanted);
+        row.hidden = !ok;
+        shown += ok ? 1 : 0;
+      });
+      if (count) count.textContent = shown + " of " + count.textContent.split(" of ")[1];
+    };
+    if (search && category) {
+      search.addEventListener("input", filter);
+      category.addEventListener("change", filter);
+    }
+  }
+
   // Directory uploads: browsers send only base names, so the relative paths travel in a hidden field.
   var dir = document.getElementById("id_dir"), paths = document.getElementById("id_paths");
   if (dir && paths) {

@@ -19,6 +19,7 @@ from leaderboard.accounts import throttle
 from leaderboard.catalogue import selectors as catalogue_selectors
 from leaderboard.feedback import selectors as feedback_selectors
 from leaderboard.jobs import logs
+from leaderboard.pages import tables
 from leaderboard.pages.forms import SignupForm, SubmitForm, TokenForm
 from leaderboard.scoring import export, plots
 from leaderboard.scoring import selectors as scoring_selectors
@@ -63,8 +64,10 @@ def problems_index(request):
         columns, rows = export.problems_table(problems)
         return export.table_response(fmt, f"problems-{profile.slug}", columns, rows)
     heat = scoring_selectors.heatmap(profile, protocol)
+    table = tables.problem_table(problems, request.GET)  # search, category, sort (leaderboard/pages/tables.py)
     return render(request, "leaderboard/problems.html", {
-        "profile": profile, "profiles": catalogue_selectors.profiles(), "problems": problems, "protocol": protocol,
+        "profile": profile, "profiles": catalogue_selectors.profiles(), "problems": table.rows, "table": table,
+        "protocol": protocol,
         "protocols": scoring_selectors.PROTOCOL_LABELS.items(), "heatmap_rows": len(heat["rows"]),
         "heatmap": plots.heatmap_figure(heat, problems), "heatmap_legend": plots.LEGEND,
     })

@@ -9,6 +9,7 @@ import dataclasses
 from collections import defaultdict
 
 from django.db.models import Count, F
+from django.http import Http404
 
 from evaluator import schema
 from evaluator.schema import INFRA_ERROR
@@ -88,8 +89,14 @@ def leaderboard_sections(profile: HardwareProfile, filters: Filters) -> list[dic
         more = len(entries) > rows
         entries = entries[:rows]
         _attach_transcripts(entries)
-        sections.append({"protocol": protocol, "label": PROTOCOL_LABELS[protocol], "entries": entries,
-                         "more": more, "offset": offset})
+        section = {"protocol": protocol, "label": PROTOCOL_LABELS[protocol], "entries": entries, "more": more,
+                   "offset": offset}
+        if filters.protocol:  # one protocol's table, paged: its page count, and no empty page past the last
+            total = _entries(profile, filters).filter(protocol=protocol).count()
+            section.update(total=total, pages=max(1, -(-total // rows)), page=filters.page)
+            if filters.page > section["pages"]:
+                raise Http404(f"page {filters.page} of {section['pages']}")
+        sections.append(section)
     return sections
 
 
@@ -221,13 +228,16 @@ def problems_index(profile: HardwareProfile, protocol: str = "") -> list[Problem
     return problems
 
 
-def heatmap(profile: HardwareProfile, protocol: str = "", limit: int = 40) -> dict:
-    """Submissions x problems: the top ``limit`` listed entries and their 87 statuses (two queries)."""
-    entries = LeaderboardEntry.objects.filter(profile=profile, listed=True)
-    if protocol:
-        entries = entries.filter(protocol=protocol)
-    top = list(entries.order_by(*SORTS["correct"]).values_list(
-        "submission_id", "submission__model_name", "submission__agent", "protocol", "attempts_k")[:limit])
+def heatmap(profile: HardwareProfile, protocol: str = "", limit: int = 40, per_protocol: int = 15) -> dict:
+    """Submissions x problems: the top ``limit`` listed entries of the protocol, or without one the top
+    ``per_protocol`` of each protocol (protocols are never ranked together, and one crowded protocol must not push
+    the others off), and their 87 statuses (one query a protocol, one for the statuses)."""
+    top = []
+    for shown in ([protocol] if protocol else PROTOCOL_ORDER):
+        top += list(LeaderboardEntry.objects.filter(profile=profile, listed=True, protocol=shown)
+                    .order_by(*SORTS["correct"]).values_list("submission_id", "submission__model_name",
+                                                             "submission__agent", "protocol", "attempts_k")
+                    [:limit if protocol else per_protocol])
     ids = [row[0] for row in top]
     grid = defaultdict(dict)
     for sid, pid, status, correct, faster, speedup in ProblemScore.objects.filter(submission_id__in=ids).values_list(

@@ -47,7 +47,7 @@ def test_account_creates_and_revokes_tokens(client, owner, cpu):
     token = ApiToken.objects.get()
     assert f"pkb_{token.prefix}_" in html and "shown only once" in html
     assert token.digest not in html
-    client.post(f"/account/tokens/{token.pk}/revoke")
+    client.post(f"/account/tokens/{token.pk}/revoke", {"confirm": "yes"})  # the ticked box
     token.refresh_from_db()
     assert token.revoked_at is not None
 
