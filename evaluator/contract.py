@@ -128,6 +128,10 @@ class JudgeRequest(_Request):
                                                         kind="negated"))
     multicast_allowed: bool = field(default=False, metadata=_option(
         "--multicast-allowed", "the host profile permits NVLink multicast", kind="flag"))
+    shared_device: bool = field(default=False, metadata=_option(
+        "--shared-device", "every rank of both groups on one GPU (gloo with CUDA tensors), for hosts with fewer GPUs "
+                           "than ranks: multi-rank correctness only, never timed or ranked (implies --no-timing)",
+        kind="flag"))
     sandbox_required: bool = field(default=False, metadata=_option(
         "--require-sandbox", "fail closed: run the candidate only inside the complete sandbox, else infra_error "
                              "(ranked site profiles always do this; PKB_SANDBOX=required does it for every eval)",
@@ -149,6 +153,8 @@ class JudgeRequest(_Request):
         metavar="DIR"))
 
     def __post_init__(self):
+        if self.shared_device and self.timing:  # a shared world is never timed (evaluator/judge/config.py)
+            object.__setattr__(self, "timing", False)
         if self.seeds is not None:  # any sequence in, a tuple kept (the request is frozen and compares by value)
             object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds) or None)
         super().__post_init__()
@@ -195,7 +201,7 @@ def _ints(text: Optional[str], flag: str) -> Optional[tuple]:
 
 
 # Options ``pkb selfcheck`` shares with ``eval`` (evaluator/cli.py): the world, its shapes and trials, the output.
-SHAPE_FIELDS = ("world_size", "device", "trials", "seed", "M", "N", "reduced", "json_out")
+SHAPE_FIELDS = ("world_size", "device", "trials", "seed", "M", "N", "reduced", "json_out", "shared_device")
 
 
 def add_arguments(parser: argparse.ArgumentParser, names=None, request=None) -> argparse.ArgumentParser:

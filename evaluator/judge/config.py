@@ -11,6 +11,9 @@ class BadRequest(ValueError):
     """The evaluation cannot start: unknown problem, missing file, world size not allowed... (CLI exit status 2)."""
 
 
+SHARED_DEVICE_NO_TIMING = ("a shared-device world judges correctness only: its ranks take turns on one GPU, so a timing "
+                           "there measures the time-slicing, nothing a real W-GPU run would do (no --pairs, no timing)")
+
 _sandbox_required_by_default = sandbox.required_by_default  # (inside Config, ``sandbox`` names a field)
 
 
@@ -66,6 +69,17 @@ class Config:
     # faster. Kept because benchmarks/judge_gpu.py measures the probe check's honest noise with it, and red-team tests
     # use it to run the probe check on candidates that would otherwise skip it.
     probe_always: bool = False
+    # Every rank of both groups on one GPU, the process group on gloo (evaluator/rank/shared_device.py): multi-rank
+    # correctness of the candidate's logic on a host with fewer GPUs than ranks. Correctness only: time-sliced ranks
+    # time nothing real, so a shared world with timing is refused (docs/site.md, "Shared-device worlds").
+    shared_device: bool = False
+
+    def __post_init__(self):
+        if self.shared_device:
+            if self.device != "cuda":
+                raise BadRequest("a shared-device world shares a GPU: it needs --device cuda")
+            if self.timing or self.pairs != 1:
+                raise BadRequest(SHARED_DEVICE_NO_TIMING)
 
     @property
     def blocks(self) -> int:

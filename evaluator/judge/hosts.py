@@ -85,13 +85,19 @@ def record(devices: Optional[list[int]] = None) -> dict:
             "links": _links(_smi("topo", "-m"), indexes) if len(indexes) > 1 else {}}
 
 
-def mismatch(host: dict, world_size: int, gpu_model: Optional[str] = None, nvlink: bool = False) -> Optional[str]:
+def mismatch(host: dict, world_size: int, gpu_model: Optional[str] = None, nvlink: bool = False,
+             shared_device: bool = False) -> Optional[str]:
     """Why ``host`` cannot serve a profile of ``world_size`` ranks on ``gpu_model`` GPUs (linked by NVLink when
-    ``nvlink``), or None."""
+    ``nvlink``), or None. A ``shared_device`` profile runs every rank on one GPU (pkb eval --shared-device): one GPU
+    of the right model serves it, and no link between GPUs matters."""
     gpus = host.get("gpus") or []
     if host.get("missing"):
         return f"the worker's devices {host['missing']} are not on this host"
-    if len(gpus) < world_size:
+    if shared_device:
+        if not gpus:
+            return f"the profile runs its {world_size} ranks on one shared GPU, and this worker has none"
+        gpus, nvlink = gpus[:1], False  # the ranks run on the first GPU of the worker's set
+    elif len(gpus) < world_size:
         return f"the profile runs {world_size} ranks, one GPU each, and this worker has {len(gpus)}"
     if gpu_model:
         other = sorted({g["name"] for g in gpus if gpu_model.lower() not in g["name"].lower()})

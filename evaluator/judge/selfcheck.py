@@ -24,13 +24,13 @@ NULLS = ("zeros", "inputs", "nocomm")
 
 def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: int = 1024, reduced: bool = False,
         trials: int = 5, nulls: bool = True, seed: int | None = None, on_row=None, aa_repeats: int = 1,
-        timing_budget_ms: float | None = None, timing: bool = True) -> dict:
+        timing_budget_ms: float | None = None, timing: bool = True, shared_device: bool = False) -> dict:
     """``aa_repeats`` > 1 judges each reference against itself that many times (fresh seeds each, the same two
     groups of processes), for A/A precision sweeps (benchmarks/judge_gpu.py selfcheck-aa). ``timing_budget_ms``: each
     side's timing budget (the judge's default when None); a check of the references' correctness needs little.
     ``timing=False``: correctness and nulls only."""
     cfg = Config(world_size=world_size, device=device, trials=trials, seed=seed, M=M, N=N, reduced=reduced,
-                 timing_budget_ms=timing_budget_ms, timing=timing)
+                 timing_budget_ms=timing_budget_ms, timing=timing, shared_device=shared_device)
     rows = []
     session = None
     try:

@@ -150,14 +150,21 @@ def _wrap(adapter, original):
     return call
 
 
-def install() -> list[str]:
+def install(stage: bool = False, stage_host: bool = False) -> list[str]:
     """Route the forms above through the adapter in this process (torch.distributed and its c10d module alike);
-    idempotent. Returns the names patched."""
+    idempotent. ``stage``: also every collective and point-to-point form on device tensors through host memory
+    (shared-device worlds, evaluator/rank/gloo_staging.py); ``stage_host``: CPU tensors too (its tests). Returns the
+    names patched."""
+    from evaluator.rank import gloo_staging
+
     if getattr(dist, _INSTALLED, False):
-        return list(ADAPTED)
+        return list(ADAPTED) + (list(gloo_staging.STAGED) if gloo_staging.installed() else [])
+    names = list(ADAPTED)
     for name, adapter in ADAPTED.items():
         wrapped = _wrap(adapter, getattr(c10d, name))
         setattr(c10d, name, wrapped)
         setattr(dist, name, wrapped)
+    if stage or stage_host:
+        names += gloo_staging.install(stage_host=stage_host)
     setattr(dist, _INSTALLED, True)
-    return list(ADAPTED)
+    return names

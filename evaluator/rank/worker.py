@@ -29,7 +29,7 @@ import torch.distributed as dist
 import problems
 from evaluator import nulls
 from evaluator.process.protocol import DEFERRED
-from evaluator.rank import messages, outputs, timed
+from evaluator.rank import messages, outputs, shared_device, timed
 from evaluator.rank.clocks import (
     _all_reduce, _barrier, _empty_cache, _memory_reserved, _perf_counter, randbelow, synchronize,
 )
@@ -78,12 +78,21 @@ class Reply:
         self.stream.flush()
 
 
+# Set when this rank runs in a shared-device world (evaluator/rank/shared_device.py): its memory bound, for messages.
+SHARED_WORLD: Optional[dict] = None
+
+
 def _failure(exc: BaseException, candidate: Optional[str], role: str, loading: bool = False) -> dict:
     """The ``kind`` and ``error`` of a failure reply. A candidate's: the root cause in its author's terms
     (evaluator/rank/messages.py), the full traceback going to this rank's stderr, the owner's log. A reference's is the
-    platform's own failure: the traceback as it is."""
+    platform's own failure: the traceback as it is. Running out of device memory in a shared-device world is the
+    shared world's limit (each rank holds a share of one GPU), not a verdict on the candidate: an infra_error that
+    says so."""
     traceback.print_exc(file=sys.stderr)
     sys.stderr.flush()
+    if SHARED_WORLD is not None and shared_device.is_out_of_memory(exc):
+        return {"kind": "infra_error", "error": shared_device.out_of_memory_message(
+            SHARED_WORLD["world_size"], SHARED_WORLD.get("memory_bound_bytes"), SHARED_WORLD.get("total_bytes"))}
     if role != "cand":
         return {"kind": "compile_error" if loading else "runtime_error", "error": traceback.format_exc(limit=20)}
     path = candidate if candidate and os.path.isfile(candidate) else None
@@ -135,16 +144,26 @@ class Worker:
             torch.serialization.set_crc32_options(False)
         pin_to_cores(self.rank, self.world_size)
         backend = "nccl" if self.device_kind == "cuda" else "gloo"
+        shared = None
         try:
             if self.device_kind == "cuda":
-                local = self.rank % torch.cuda.device_count()
+                count = torch.cuda.device_count()
+                local = self.rank % count
                 torch.cuda.set_device(local)
                 self.device = torch.device("cuda", local)
                 total = torch.cuda.get_device_properties(self.device).total_memory  # before any candidate code
                 self.release_bytes = release_threshold(total)
-                dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
-                                        timeout=datetime.timedelta(seconds=self.args.dist_timeout),
-                                        device_id=self.device)
+                if shared_device.is_shared(count, self.world_size):  # every rank on this GPU: gloo, staged
+                    shared = self._share_device(total)
+                    backend = "gloo"
+                    dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
+                                            timeout=datetime.timedelta(seconds=self.args.dist_timeout))
+                    from evaluator.rank import gloo_compat
+                    gloo_compat.install(stage=True)
+                else:
+                    dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
+                                            timeout=datetime.timedelta(seconds=self.args.dist_timeout),
+                                            device_id=self.device)
             else:
                 self.device = torch.device("cpu")
                 dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
@@ -155,11 +174,22 @@ class Worker:
             self.reply(ok=False, kind="infra_error", error=f"process group init failed: {exc}")
             return False
         self.env = environment(backend) if self.rank == 0 else None
+        if self.env is not None and shared:
+            self.env.update(shared)
         self.reply(ok=True, event="initialized")  # before any candidate code runs (see group.RankGroup._accept)
         if self.args.problem == DEFERRED:  # a warm spare (evaluator/process/warm.py): the job comes with the first load
             self.reply(ok=True, event="ready", env=self.env)
             return True
         return self.load(self.args.problem, self.args.candidate, first=True)
+
+    def _share_device(self, total: int) -> dict:
+        """Set this rank up for a shared-device world (evaluator/rank/shared_device.py): overlap allowed, memory
+        bounded to its share; the release threshold follows the share."""
+        global SHARED_WORLD
+        shared = shared_device.set_up(self.device, total, self.world_size)
+        self.release_bytes = min(self.release_bytes, max(1, shared["memory_bound_bytes"] // 4))
+        SHARED_WORLD = dict(shared, world_size=self.world_size, total_bytes=total)
+        return shared
 
     def load(self, problem_key, candidate: str, first: bool = False, shape: Optional[dict] = None) -> bool:
         """Switch to a problem and candidate; ``shape`` (M, N, dtype, reduced) is the job's, for a warm spare."""
