@@ -190,3 +190,45 @@ def test_a_clean_up_that_fails_on_the_candidates_box_is_the_candidates(monkeypat
     assert result["verdict"] == schema.RUNTIME_ERROR, result["message"]
     assert "while closing" in result["message"] and "scratch could not be removed" in result["message"]
     assert closed and result["attempts"] == 1
+
+
+class _Paused:
+    """A group stand-in for Pair's pause/resume around the reference's probe (no processes)."""
+
+    def __init__(self, fails_with=None):
+        self.fails_with = fails_with
+
+    def pause(self):
+        pass
+
+    def resume(self):
+        pass
+
+    def command(self, cmd, timeout):
+        raise self.fails_with
+
+
+def _pair_with_hidden_shape(monkeypatch, reference_failure):
+    import problems
+    from evaluator.judge.config import Config
+    from evaluator.judge.pair import Pair
+    from evaluator.process.protocol import GroupFailure
+    cfg = Config(world_size=2, device="cpu", M=64, N=32, trials=1, timing=False, hidden_shape=True)
+    pair = Pair(problems.get(1), _Paused(GroupFailure(*reference_failure)), _Paused(), cfg)
+    correct = {"trial": 0, "seed": 1, "verdict": schema.CORRECT, "ranks": [], "reference_call_ms": 1.0}
+    monkeypatch.setattr(Pair, "_trial", lambda self, index, seed, tag, shape=None: (dict(correct), 1.0))
+    return pair.judge([1, 2])
+
+
+def test_a_reference_that_dies_at_the_hidden_shape_leaves_the_check_unjudged_never_skipped(monkeypatch):
+    """Died (or hung, or garbled) at the drawn shape: not a property of the shape, so the check was not judged;
+    the pair says so (re-run, then unverified: evaluate) and names the command a fresh reference re-runs alone."""
+    out = _pair_with_hidden_shape(monkeypatch, ("exited", "rank 0 was killed by SIGKILL", 0))
+    assert out["verdict"] == schema.INFRA_ERROR and out["_unjudged"] == "the hidden-shape check", out
+    assert out["_reference_failed"]["tag"] == "probe" and "hidden shape" in out["message"]
+
+
+def test_a_reference_that_refuses_the_hidden_shape_is_a_recorded_skip(monkeypatch):
+    out = _pair_with_hidden_shape(monkeypatch, ("runtime_error", "ValueError: M must be 64", 0))
+    assert out["verdict"] == schema.CORRECT and out["hidden_shape"]["verdict"] == "skipped", out
+    assert "does not run at the drawn shape" in out["hidden_shape"]["message"]
