@@ -43,7 +43,7 @@ class ProfileSerializer(serializers.ModelSerializer):
     class Meta:
         model = HardwareProfile
         fields = ["slug", "name", "gpu_type", "device", "world_size", "ranked", "multicast_allowed", "trials",
-                  "timing_pairs", "accepting", "description"]
+                  "timing_pairs", "accepting", "description", "shared_device"]
 
 
 class ProblemSerializer(serializers.ModelSerializer):

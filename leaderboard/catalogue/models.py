@@ -1,6 +1,7 @@
 """The catalogue: the 87 problems and the hardware profiles jobs run on (tables keep their leaderboard_ names)."""
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
@@ -56,6 +57,9 @@ class HardwareProfile(models.Model):
     multicast_allowed = models.BooleanField(default=False)
     nvlink = models.BooleanField(
         default=False, help_text="its GPUs must be linked by NVLink: a worker whose GPUs are not refuses to start")
+    shared_device = models.BooleanField(
+        default=False, help_text="every rank on one GPU (pkb eval --shared-device): correctness only, never timed or "
+                                 "ranked; a worker pinned to one GPU serves it")
     trials = models.PositiveSmallIntegerField(default=5)
     timing_pairs = models.PositiveSmallIntegerField(
         default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_PAIRS)],
@@ -69,6 +73,10 @@ class HardwareProfile(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def clean(self):
+        if self.shared_device and self.ranked:  # time-sliced ranks on one GPU time nothing real
+            raise ValidationError({"ranked": "a shared-device profile is correctness only: never ranked"})
 
     @property
     def queue_name(self) -> str:

@@ -17,11 +17,19 @@ DEFAULT_PROFILES = [
          gpu_type="NVIDIA H200", multicast_allowed=False, nvlink=False, accepting=False,
          description="One H200 GPU (W = 1), multicast off. Staff open it for submissions (admin: accepting) once a "
                      "worker consumes the gpu-h200x1 queue."),
+    # Development on one GPU (docs/site.md, "Shared-device worlds"): W = 8 ranks of each group share it, so a
+    # multi-rank CUDA kernel's logic is judged where no 8-GPU host is at hand. Correctness only, never ranked.
+    dict(slug="gpu-shared-w8", name="1 GPU shared by W=8 ranks (development)", device="cuda", world_size=8,
+         ranked=False, trials=3, gpu_type="", multicast_allowed=False, nvlink=False, shared_device=True,
+         accepting=False,
+         description="Every rank of W = 8 on one GPU (gloo with CUDA tensors): shows a kernel's multi-rank logic is "
+                     "correct on CUDA; says nothing of NVLink transfers, NCCL itself or speed (never timed, never "
+                     "ranked). Staff open it once a worker pinned to one GPU consumes the gpu-shared-w8 queue."),
 ]
 
 
 def profiles_ensure_defaults() -> list[HardwareProfile]:
-    """Create the default profiles (CPU gloo, H200x8, H200x1) that are missing; never overwrite staff's edits.
+    """Create the default profiles (CPU gloo, H200x8, H200x1, one GPU shared by 8 ranks) that are missing; never overwrite staff's edits.
     ``load_problems`` calls it, so a deployed database gains a new default profile at its next load."""
     out = []
     for spec in DEFAULT_PROFILES:

@@ -53,7 +53,8 @@ def judge_request(run, candidate_path: Path, out_path: Path, profile_dir: Path) 
     return JudgeRequest(run.problem.stem, str(candidate_path), world_size=run.world_size, device=run.device,
                         trials=run.trials, seeds=tuple(run.seeds), M=run.M, N=run.N, json_out=str(out_path),
                         reduced=run.device == "cpu", multicast_allowed=run.profile.multicast_allowed,
-                        timing=not profiled, profile_dir=str(profile_dir) if profiled else None,
+                        timing=not profiled and not run.profile.shared_device,
+                        shared_device=run.profile.shared_device, profile_dir=str(profile_dir) if profiled else None,
                         sandbox_required=not settings.PKB_SANDBOX_OFF)  # as every job: the whole sandbox or no run
 
 

@@ -39,6 +39,7 @@ def _ask(profile=None) -> dict:
         args += ["--ranks", str(profile.world_size)]
         args += ["--gpu-model", profile.gpu_type] if profile.gpu_type else []
         args += ["--nvlink"] if profile.nvlink else []
+        args += ["--shared-device"] if profile.shared_device else []
     return judge_commands.host_record(*args)
 
 
@@ -59,7 +60,8 @@ def check_host(queues, threads: int = 1) -> dict:
                                           f"checked, and the host could not be read: {exc}") from exc
         why = record.pop("refused", None)
         if why:
-            raise HostDoesNotMatchProfile(f"refusing to start: queue {profile.slug} (W = {profile.world_size}, "
+            raise HostDoesNotMatchProfile(f"refusing to start: queue {profile.slug} (W = {profile.world_size}"
+                                          f"{' on one shared GPU' if profile.shared_device else ''}, "
                                           f"{profile.gpu_type or 'any GPU'}{', NVLink' if profile.nvlink else ''}) "
                                           f"cannot run on this worker's GPUs ({pinned or 'all'}): {why}")
     if record is None:  # no CUDA profile to serve: the record is informative only, and never stops a CPU worker

@@ -32,7 +32,8 @@ def launch(request: JudgeRequest, workdir: Path, heartbeat, deadline: float, wha
     """Judge one request: in this thread's long-lived judge when ``warm_spares`` (settings.PKB_WARM_SPARES) asks for
     one, else in a judge process of its own (judge_process.supervise, ``request.command()``). Returns (exited |
     timeout | lease_lost, the judge's exit status)."""
-    if warm_spares:
+    # A shared-device world (every rank on one GPU) never uses warm spares: they would hold the GPU beside its groups.
+    if warm_spares and not request.shared_device:
         service = for_thread(request.world_size, request.device, warm_spares)
         return service.run(request, workdir, heartbeat, deadline, what)
     return judge_process.supervise(request.command(), workdir, heartbeat, deadline, what)

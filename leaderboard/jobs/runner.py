@@ -60,7 +60,7 @@ def judge_request(job, candidate_path: Path, out_path: Path) -> JudgeRequest:
                         device=profile.device, trials=profile.trials, json_out=str(out_path),
                         reduced=profile.device == "cpu", pairs=profile.timing_pairs if profile.timing_pairs > 1 else 1,
                         multicast_allowed=profile.multicast_allowed, sandbox_required=not settings.PKB_SANDBOX_OFF,
-                        **hidden_checks(job))
+                        shared_device=profile.shared_device, **hidden_checks(job))
 
 
 def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
@@ -71,6 +71,8 @@ def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
 # World sizes a CPU profile may use for the hidden run: gloo ranks are processes, but more than 4 of them on a CI host
 # only costs time.
 CPU_HIDDEN_MAX_WORLD_SIZE = 4
+# The hidden world sizes of a shared-device profile (every rank on one GPU; docs/site.md, "Shared-device worlds").
+SHARED_HIDDEN_WORLD_SIZES = (2, 4)
 
 
 def hidden_checks(job) -> dict:
@@ -79,8 +81,8 @@ def hidden_checks(job) -> dict:
     predict (drawn here from the OS, never from the job id). None with ``PKB_HIDDEN_CHECKS`` off or on unranked
     profiles, and no hidden world size where the problem and the profile's devices leave no other one (W = 1 hosts)."""
     profile = job.profile
-    if not settings.PKB_HIDDEN_CHECKS or not profile.ranked:
-        return {}
+    if not settings.PKB_HIDDEN_CHECKS or not (profile.ranked or profile.shared_device):
+        return {}  # a shared-device profile never ranks, but its hidden world sizes are what it is for
     checks = {"hidden_shape": True}
     other = hidden_world_sizes(job.candidate.problem_id, profile)
     if other:
@@ -97,6 +99,8 @@ def hidden_world_sizes(problem_id: int, profile) -> list[int]:
         problem = problems.get(problem_id)
     except Exception:  # noqa: BLE001 - not implemented or broken here: the judge will say so; no hidden run
         return []
+    if profile.shared_device:
+        return [w for w in SHARED_HIDDEN_WORLD_SIZES if w != profile.world_size and problem.allows_world_size(w)]
     top = profile.world_size if profile.device == "cuda" else CPU_HIDDEN_MAX_WORLD_SIZE
     return [w for w in range(1, top + 1) if w != profile.world_size and problem.allows_world_size(w)]
 

@@ -117,7 +117,8 @@ def _result_append(job: EvaluationJob, document: dict, worker: str) -> Result | 
                 speedup=_number(timing.get("speedup")), speedup_lo=_number(ci[0]), speedup_hi=_number(ci[1]),
                 faster=bool(timing.get("faster")),
                 reference_ms=_number(timing.get("reference_ms")), candidate_ms=_number(timing.get("candidate_ms")),
-                wall_s=wall, gpu_seconds=(wall or 0.0) * job.profile.world_size,  # device-seconds (GPUs or CPU ranks)
+                # device-seconds (GPUs or CPU ranks); a shared-device profile holds one GPU, whatever its W
+                wall_s=wall, gpu_seconds=(wall or 0.0) * (1 if job.profile.shared_device else job.profile.world_size),
                 document=document, worker=worker[:200])
     except IntegrityError:
         return None
