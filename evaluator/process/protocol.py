@@ -122,19 +122,30 @@ def _accept(r: Rank, reply: dict, trusted: bool, expect_seq, replies: dict, fail
         r.initialized = True
         return
     if expect_seq is not None and reply.get("seq") not in (None, expect_seq):
-        fail(GroupFailure("protocol", f"rank {r.rank} answered out of turn (seq {reply.get('seq')})", r.rank))
+        fail(GroupFailure("protocol", f"rank {r.rank} answered out of turn (seq {_text(reply.get('seq'), 40)})",
+                          r.rank))
         return
     if r.rank in replies:
         return
     replies[r.rank] = reply
     if not reply.get("ok"):
         kind = reply.get("kind", "runtime_error")
+        if not isinstance(kind, str) or len(kind) > 40:
+            kind = "protocol"
         if kind == "infra_error" and not trusted and r.initialized:
             # Once the candidate's code has run in this process it can write any reply; a claim that the
             # platform failed is believed only before that (process-group init), never from the candidate.
             kind = "runtime_error"
-        fail(GroupFailure(kind, reply.get("error", "failed"), r.rank))
+        fail(GroupFailure(kind, _text(reply.get("error", "failed")), r.rank))
 
+
+MESSAGE_CHARS = 8000  # of a rank's error text kept in a failure's message (a result's message is stored and shown)
+
+
+def _text(value, limit: int = MESSAGE_CHARS) -> str:
+    """A reply's field as a message: a string (whatever the rank sent), cut to ``limit`` characters."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + f" [... {len(text) - limit} more characters]"
 
 
 # Bounds on what the judge takes from a reply pipe (the candidate's code shares its rank's process and can write

@@ -232,3 +232,37 @@ def test_a_reference_that_refuses_the_hidden_shape_is_a_recorded_skip(monkeypatc
     out = _pair_with_hidden_shape(monkeypatch, ("runtime_error", "ValueError: M must be 64", 0))
     assert out["verdict"] == schema.CORRECT and out["hidden_shape"]["verdict"] == "skipped", out
     assert "does not run at the drawn shape" in out["hidden_shape"]["message"]
+
+
+def test_a_replys_error_of_any_type_and_size_becomes_a_bounded_message():
+    from evaluator.process import protocol
+    failures = []
+    rank = protocol.Rank(0, None, -1, initialized=True)
+    protocol._accept(rank, {"ok": False, "kind": {"k": 1}, "error": {"a": "b" * 100_000}}, False, None, {},
+                     failures.append)
+    (failure,) = failures
+    assert failure.kind == "protocol" and isinstance(failure.message, str)
+    assert len(failure.message) < protocol.MESSAGE_CHARS + 100
+
+
+def test_an_endless_reply_line_is_reported_once_and_never_kept():
+    """A writer that sends one endless line: it is reported once as the rank's protocol failure, and nothing of it is
+    kept (the judge's buffer stays empty however much more comes)."""
+    from evaluator.process import protocol
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    rank = protocol.Rank(0, None, read_fd)
+    pipe_bytes = 1 << 20
+    try:
+        import fcntl
+        fcntl.fcntl(write_fd, 1031, pipe_bytes)  # F_SETPIPE_SZ: 1 MiB a write
+        pipe_bytes = fcntl.fcntl(write_fd, 1032)  # F_GETPIPE_SZ
+        replies = []
+        for _ in range(2 * protocol.MAX_LINE_BYTES // pipe_bytes + 2):
+            os.write(write_fd, b"x" * pipe_bytes)
+            replies += protocol.read(rank)
+        assert [r["kind"] for r in replies] == ["protocol"] and "longer than" in replies[0]["error"]
+        assert rank.overflowed and len(rank.buffer) == 0
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
