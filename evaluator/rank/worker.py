@@ -148,6 +148,8 @@ class Worker:
         try:
             if self.device_kind == "cuda":
                 count = torch.cuda.device_count()
+                if count == 0:
+                    raise RuntimeError("no CUDA device is visible to this rank")
                 local = self.rank % count
                 torch.cuda.set_device(local)
                 self.device = torch.device("cuda", local)
