@@ -174,11 +174,8 @@ def acquire(count: Optional[int] = None) -> Box:
     os.makedirs(locks, mode=0o700, exist_ok=True)
     os.chmod(base, 0o711)
     start = random.SystemRandom().randrange(count)
-    held = quarantined(base)
     for step in range(count):
         box_id = (start + step) % count
-        if box_id in held:
-            continue
         fd = os.open(os.path.join(locks, f"{box_id}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -187,7 +184,7 @@ def acquire(count: Optional[int] = None) -> Box:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 continue
             raise
-        if os.path.exists(os.path.join(base, "quarantine", str(box_id))):  # quarantined since the list was read
+        if os.path.exists(os.path.join(base, "quarantine", str(box_id))):  # read under the id's lock
             _release_lock(fd)
             continue
         box = Box(box_id, fd, base)
