@@ -12,7 +12,9 @@ candidate leaves in its build directory can only ever be handed back to that sam
 another submission. The cache is never readable by candidates: its contents are copied into their directory.
 
 ``PKB_BUILD_CACHE`` names the cache (default ``~/.cache/pkb-arena/builds``; ``off`` switches it off);
-``PKB_BUILD_CACHE_BYTES`` bounds it (default 20 GiB, the oldest entries go first).
+``PKB_BUILD_CACHE_BYTES`` and ``PKB_BUILD_CACHE_FILES`` bound it in bytes and in files (default 20 GiB and 200,000
+files; the oldest entries go first); one entry holds at most ENTRY_LIMIT_BYTES and ENTRY_LIMIT_FILES (a build
+directory of 100,000 empty files is not kept).
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ import time
 from typing import Optional
 
 ENTRY_LIMIT_BYTES = 2 * 2**30  # one job's builds; a larger build directory is not kept
+ENTRY_LIMIT_FILES = 10_000  # nor one of more files (a torch extension's build is tens, a Triton cache hundreds)
+CACHE_FILES = 200_000
 LOG_NAME = "builds.log"  # one JSON line per compile_cuda_extension call (utils/cuda_helpers.py)
 LOG_LIMIT_BYTES = 256 * 1024
 
@@ -79,7 +83,8 @@ def harvest(entry_key: Optional[str], build_dir: str) -> bool:
     os.makedirs(root, mode=0o700, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".incoming-", dir=root)
     try:
-        if not _copy_plain(build_dir, staging, limit=ENTRY_LIMIT_BYTES, uid=None, skip=(LOG_NAME,)):
+        if not _copy_plain(build_dir, staging, limit=ENTRY_LIMIT_BYTES, uid=None, skip=(LOG_NAME,),
+                           limit_files=ENTRY_LIMIT_FILES):
             return False
         os.rename(staging, entry)
         staging = None
@@ -88,7 +93,8 @@ def harvest(entry_key: Optional[str], build_dir: str) -> bool:
     finally:
         if staging:
             shutil.rmtree(staging, ignore_errors=True)
-    _evict(root, int(os.environ.get("PKB_BUILD_CACHE_BYTES", 20 * 2**30)))
+    _evict(root, int(os.environ.get("PKB_BUILD_CACHE_BYTES", 20 * 2**30)),
+           int(os.environ.get("PKB_BUILD_CACHE_FILES", CACHE_FILES)))
     return True
 
 
@@ -127,10 +133,13 @@ def _has_build(build_dir: str) -> bool:
     return False
 
 
-def _copy_plain(src: str, dst: str, limit: int, uid: Optional[int], skip=()) -> bool:
-    """Copy regular files and directories only (no links, devices or fifos), at most ``limit`` bytes. False when
-    the tree is over the limit (nothing is promised about what was copied then)."""
+def _copy_plain(src: str, dst: str, limit: int, uid: Optional[int], skip=(), limit_files: int = ENTRY_LIMIT_FILES
+                ) -> bool:
+    """Copy regular files and directories only (no links, devices or fifos), at most ``limit`` bytes and
+    ``limit_files`` files and directories. False when the tree is over a limit (nothing is promised about what was
+    copied then)."""
     total = 0
+    count = 0
     for root, dirs, files in os.walk(src):
         rel = os.path.relpath(root, src)
         target_root = dst if rel == "." else os.path.join(dst, rel)
@@ -138,6 +147,9 @@ def _copy_plain(src: str, dst: str, limit: int, uid: Optional[int], skip=()) -> 
         if uid is not None:
             os.chown(target_root, uid, uid)
         dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+        count += len(dirs) + len(files)
+        if count > limit_files:
+            return False
         for name in files:
             if name in skip and rel == ".":
                 continue
@@ -162,17 +174,24 @@ def _copy_plain(src: str, dst: str, limit: int, uid: Optional[int], skip=()) -> 
     return True
 
 
-def _evict(root: str, limit: int) -> None:
+def _evict(root: str, limit: int, limit_files: int = CACHE_FILES) -> None:
+    """Remove the oldest entries (by last use) until the cache holds at most ``limit`` bytes and ``limit_files``
+    files and directories."""
     entries = []
     for name in os.listdir(root):
         path = os.path.join(root, name)
         if name.startswith(".") or not os.path.isdir(path):
             continue
-        size = sum(os.path.getsize(os.path.join(r, f)) for r, _d, fs in os.walk(path) for f in fs)
-        entries.append((os.path.getmtime(path), size, path))
-    total = sum(size for _m, size, _p in entries)
-    for _mtime, size, path in sorted(entries):
-        if total <= limit:
+        size, count = 0, 0
+        for r, dirs, files in os.walk(path):
+            count += len(dirs) + len(files)
+            size += sum(os.path.getsize(os.path.join(r, f)) for f in files)
+        entries.append((os.path.getmtime(path), size, count, path))
+    total = sum(e[1] for e in entries)
+    total_files = sum(e[2] for e in entries)
+    for _mtime, size, count, path in sorted(entries):
+        if total <= limit and total_files <= limit_files:
             break
         shutil.rmtree(path, ignore_errors=True)
         total -= size
+        total_files -= count

@@ -166,3 +166,27 @@ def test_the_driver_record_is_read_in_bus_order(tmp_path):
                                                      f"GPU UUID: \t GPU-{minor}bbb\nBus Location: \t {bus}\n")
     assert [(g["minor"], g["uuid"]) for g in devices.driver_gpus(str(tmp_path))] == [(0, "GPU-0bbb"),
                                                                                      (1, "GPU-1bbb")]
+
+
+def test_the_build_cache_is_bounded_in_files(tmp_path, monkeypatch):
+    """A build directory of more files than an entry may hold is not kept (100,000 empty files were, before); and
+    the cache as a whole evicts its oldest entries past its file bound, as past its byte bound."""
+    from evaluator.process import builds
+
+    monkeypatch.setenv("PKB_BUILD_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(builds, "ENTRY_LIMIT_FILES", 50)
+    build = tmp_path / "build"
+    (build / "x").mkdir(parents=True)
+    (build / "x" / "x.so").write_bytes(b"\x7fELF")
+    for i in range(60):
+        (build / "x" / f"empty{i}").write_bytes(b"")
+    assert not builds.harvest("flood", str(build)) and not (tmp_path / "cache" / "flood").exists()
+    for i in range(60):
+        (build / "x" / f"empty{i}").unlink()
+    for i in range(10):
+        (build / "x" / f"part{i}").write_bytes(b"")
+    monkeypatch.setenv("PKB_BUILD_CACHE_FILES", "30")  # two entries of 13 fit, a third evicts the oldest
+    for name in ("first", "second", "third"):
+        assert builds.harvest(name, str(build))
+        os.utime(tmp_path / "cache" / name, (0, {"first": 1, "second": 2, "third": 3}[name]))
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")) == ["second", "third"]
