@@ -23,7 +23,7 @@ NON_DEFAULT = {"problem": "13_gemm_allreduce", "candidate": "/tmp/job 7/c.py", "
                "trials": 3, "seed": -4, "M": 64, "N": 32, "reduced": True, "json_out": "/tmp/out.json",
                "dtype": "float32", "timing": False, "multicast_allowed": True, "sandbox_required": True,
                "timeout_s": 2.5, "seeds": (1 << 62 | 5, 1 << 62 | 6), "hidden_shape": True, "hidden_world_size": 4,
-               "pairs": 8, "profile_dir": "-odd/dir"}
+               "pairs": 8, "profile_dir": "-odd/dir", "shared_device": True}
 
 
 def test_every_field_has_a_non_default_case():
@@ -75,7 +75,7 @@ requests = st.builds(
     dtype=st.sampled_from(contract.DTYPES), timing=st.booleans(), multicast_allowed=st.booleans(),
     sandbox_required=st.booleans(), timeout_s=st.none() | st.floats(allow_nan=False, allow_infinity=False),
     seeds=st.none() | st.lists(ints, min_size=1, max_size=6).map(tuple), hidden_shape=st.booleans(),
-    hidden_world_size=st.none() | ints, pairs=ints, profile_dir=st.none() | paths)
+    hidden_world_size=st.none() | ints, pairs=ints, profile_dir=st.none() | paths, shared_device=st.booleans())
 
 
 @settings(max_examples=300, deadline=None)
