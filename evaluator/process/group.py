@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -290,16 +291,35 @@ class RankGroup:
                     # Only now, with nothing of the candidate left running to change it under the copy (never from a
                     # box whose clean-up failed), and before close() unmounts the group's scratch.
                     if not self.sandbox.failures:
+                        self._builds = self._read_build_report()  # the build log too, while it is there
                         builds.harvest(self.build_key, self.build_dir)
                 finally:
                     self.sandbox.close()  # whatever the clean-up met: the box is closed
 
     def build_report(self) -> dict:
         """The group's builds (evaluator/process/builds.py): compiled here, loaded already built, taken from the
-        cache."""
+        cache. Read once the candidate's processes are gone and before its scratch is (kill), else now."""
         if not self.build_dir:
             return {}
-        return dict(builds.report(self.build_dir), from_cache=self.build_restored)
+        return getattr(self, "_builds", None) or self._read_build_report()
+
+    def _read_build_report(self) -> dict:
+        if not self.build_dir:
+            return {}
+        # The build log is the candidate's file: read only if it is a plain one (a FIFO would block the judge for
+        # good), and a log that cannot be parsed is reported as such, never raised out of the judge's clean-up.
+        empty = {"compiled": 0, "loaded_built": 0, "failed": 0, "compile_s": 0.0, "fingerprints": []}
+        try:
+            mode = os.lstat(os.path.join(self.build_dir, builds.LOG_NAME)).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            return dict(empty, from_cache=self.build_restored, unreadable="the build log is not a plain file")
+        try:
+            report = builds.report(self.build_dir)
+        except Exception as exc:  # noqa: BLE001 - RecursionError from a nested line included
+            report = dict(empty, unreadable=f"the build log could not be read ({type(exc).__name__})")
+        return dict(report, from_cache=self.build_restored)
 
     def logs(self) -> list[dict]:
         return [{"role": "candidate" if self.role == "cand" else "reference", "rank": r.rank,

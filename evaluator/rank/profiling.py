@@ -127,7 +127,7 @@ def _read_trace(out_dir: str, tag: str, rank: int, notes: list, untrusted: bool)
         if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
             raise ValueError("no traceEvents list")
         return data
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # a trace nested past the parser's depth is unreadable too
         notes.append(f"rank {rank}: unreadable trace ({exc})" if untrusted else f"rank {rank}: bad trace ({exc})")
         return None
     finally:

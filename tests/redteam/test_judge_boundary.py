@@ -266,3 +266,13 @@ def test_an_endless_reply_line_is_reported_once_and_never_kept():
     finally:
         os.close(read_fd)
         os.close(write_fd)
+
+
+@pytest.mark.parametrize("mode", ["deep", "fifo"])
+def test_a_garbled_build_log_never_crashes_or_blocks_the_judges_clean_up(tmp_path, mode):
+    from tests.redteam.harness import from_template
+    result, wall = _timed_run(from_template(tmp_path, "build_log_garbage", MODE=mode))
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    assert "unreadable" in result["build"], result["build"]
+    assert wall < SMALL["timeout_s"] + 30, wall
+    _nothing_left(notes(result).get("box") or {})
