@@ -54,7 +54,8 @@ def _write(queues, **fields) -> None:
     except Exception:  # noqa: BLE001 - the record is for people; the gates decide whether the worker runs
         log.exception("could not write this worker's record")
     finally:
-        connection.close()  # a worker thread's session is not held between writes
+        if not connection.in_atomic_block:  # (an embedded worker started inside a caller's transaction keeps it)
+            connection.close()  # a worker's session is not held between writes
 
 
 def refused(queues, reason: str) -> None:
