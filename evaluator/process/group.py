@@ -353,12 +353,16 @@ def close_all(groups: list, timeout: float = 10.0) -> None:
 
 
 def _tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:
+    """The last ``limit`` bytes of a rank's log: read from a plain file only (never a link or a FIFO, should a
+    process of the rank's have replaced it), and never more than ``limit`` bytes however large it grew."""
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return ""
             f.seek(0, os.SEEK_END)
             size = f.tell()
             f.seek(max(0, size - limit))
-            data = f.read()
+            data = f.read(limit)
     except OSError:
         return ""
     text = data.decode("utf-8", "replace")

@@ -276,3 +276,14 @@ def test_a_garbled_build_log_never_crashes_or_blocks_the_judges_clean_up(tmp_pat
     assert "unreadable" in result["build"], result["build"]
     assert wall < SMALL["timeout_s"] + 30, wall
     _nothing_left(notes(result).get("box") or {})
+
+
+def test_a_rank_log_is_read_bounded_and_only_from_a_plain_file(tmp_path):
+    from evaluator.process import group
+    log = tmp_path / "rank0.stdout.log"
+    log.write_bytes(b"x" * (1 << 20) + b"END")
+    tail = group._tail(str(log))
+    assert tail.endswith("END") and len(tail.encode()) <= group.LOG_TAIL_BYTES + 100
+    os.mkfifo(tmp_path / "fifo.log")  # would block an open() for reading for good
+    os.symlink(log, tmp_path / "link.log")
+    assert group._tail(str(tmp_path / "fifo.log")) == "" and group._tail(str(tmp_path / "link.log")) == ""
