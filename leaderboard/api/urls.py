@@ -1,10 +1,10 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from leaderboard.api import metadata, views
+from leaderboard.api import metadata, root, views
 
 urlpatterns = [
-    path("", views.ApiRoot.as_view(), name="api-root"),
+    path("", root.ApiRoot.as_view(), name="api-root"),  # every endpoint, from these routes (api/root.py)
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI from the site's own static files (drf-spectacular-sidecar), its set-up script a separate file
     # (the split view), so the CSP's script-src 'self' holds.

@@ -19,26 +19,26 @@ def pareto_figure(data: dict, frontier: list[dict]) -> dict:
             continue
         traces.append({
             "type": "scatter", "mode": "markers", "name": LABELS[protocol], "cliponaxis": False,
-            "x": [p["hours"] for p in points], "y": [p["faster"] for p in points],
+            "x": [p["hours"] for p in points], "y": [p["y"] for p in points],
             "text": [f"#{p['id']} {p['model'][:40]} · {p['runs']} feedback runs · correct {p['correct']}"
                      for p in points],
             "marker": {"size": 10, "opacity": 0.75, "color": COLORS[protocol], "symbol": SYMBOLS[protocol],
                        "line": {"width": 1, "color": "#fff"}},
-            "hovertemplate": "%{text}<br>%{x:.3g} h, faster %{y}<extra></extra>",
+            "hovertemplate": "%{text}<br>%{x:.3g} h, " + data["y_axis"].split(" (")[0].lower() + " %{y}<extra></extra>",
         })
     if len(frontier) > 1:
         traces.append({"type": "scatter", "mode": "lines", "name": "Pareto frontier", "line": {"shape": "hv",
                        "dash": "dot", "color": "#555"}, "x": [p["hours"] for p in frontier],
-                       "y": [p["faster"] for p in frontier], "hoverinfo": "skip"})
+                       "y": [p["y"] for p in frontier], "hoverinfo": "skip"})
     xmax = max([p["hours"] for p in data["points"]] + [0.0]) or 1.0
-    ymax = max([p["faster"] for p in data["points"]] + [4])
+    ymax = max([p["y"] for p in data["points"]] + [4])
     ypad = max(0.6, 0.06 * ymax)  # at least a marker's radius at the plot's height
     return {
         "data": traces,
         "layout": {"height": 340, "margin": {"l": 60, "r": 20, "t": 10, "b": 50},
                    "xaxis": {"title": {"text": data["axis"]}, "range": [-0.06 * xmax, 1.06 * xmax],
                              "zeroline": True},
-                   "yaxis": {"title": {"text": "Faster (of 87)"}, "range": [-ypad, ymax + ypad],
+                   "yaxis": {"title": {"text": data["y_axis"]}, "range": [-ypad, ymax + ypad],
                              "tickformat": "d", "zeroline": True},
                    "legend": {"orientation": "h", "y": -0.25}},
     }

@@ -58,26 +58,45 @@ def log_ticks(lo: float, hi: float, unit=lambda v: f"{v:g}x") -> tuple[list[floa
     return values, [unit(v) for v in values]
 
 
+def lanes(count: int, width: float = 0.6) -> list[float]:
+    """Vertical offsets of a strip's ``count`` points, spread evenly over ``width`` around the strip's line: each
+    point and its whisker on a lane of its own, so overlapping intervals can be told apart."""
+    if count <= 1:
+        return [0.0]
+    return [round(-width / 2 + width * i / (count - 1), 4) for i in range(count)]
+
+
 def _strips(rows_by_protocol: dict, value_text: str, log_range: tuple[float, float], axis_title: str,
-            unit, reference_line: float | None) -> dict:
-    traces = []
-    for protocol, rows in sorted(rows_by_protocol.items()):
+            unit, reference_line: float | None, interval_text: str = "") -> dict:
+    """One strip per protocol (a numeric y: the strip's index, each point on its own lane), the interval as a
+    whisker and, on hover, as numbers (``interval_text`` formats customdata [lo, hi])."""
+    traces, names = [], []
+    for index, (protocol, rows) in enumerate(sorted(rows_by_protocol.items())):
+        rows = sorted(rows, key=lambda r: r[2])
+        names.append(protocol.replace("_", "-"))
         traces.append({
-            "type": "scatter", "mode": "markers", "name": protocol.replace("_", "-"), "cliponaxis": False,
-            "x": [r[2] for r in rows], "y": [protocol.replace("_", "-")] * len(rows),
+            "type": "scatter", "mode": "markers", "name": names[-1], "cliponaxis": False,
+            "x": [r[2] for r in rows], "y": [index + offset for offset in lanes(len(rows))],
             "text": [f"#{r[0]} {r[1]}" + (" (flagged)" if r[5] else "") for r in rows],
+            "customdata": [[r[3] if r[3] is not None else r[2], r[4] if r[4] is not None else r[2]] for r in rows],
             "error_x": {"type": "data", "symmetric": False,
                         "array": [max(0.0, (r[4] or r[2]) - r[2]) for r in rows],
-                        "arrayminus": [max(0.0, r[2] - (r[3] or r[2])) for r in rows], "thickness": 1},
-            "marker": {"size": 9, "opacity": 0.75, "symbol": ["x" if r[5] else "circle" for r in rows]},
-            "hovertemplate": "%{text}<br>" + value_text + "<extra></extra>",
+                        "arrayminus": [max(0.0, r[2] - (r[3] or r[2])) for r in rows], "thickness": 1.5,
+                        "width": 3},
+            "marker": {"size": 8, "opacity": 0.8, "symbol": ["x" if r[5] else "circle" for r in rows]},
+            "hovertemplate": "%{text}<br>" + value_text + (", interval " + interval_text if interval_text else "")
+                             + "<extra></extra>",
         })
     lo, hi = log_range
     tickvals, ticktext = log_ticks(lo, hi, unit)
-    layout = {"height": 120 + 60 * len(traces), "margin": {"l": 140, "r": 20, "t": 10, "b": 50},
+    tallest = max((len(t["x"]) for t in traces), default=1)
+    layout = {"height": 120 + max(60, min(16 * tallest, 400)) * len(traces),
+              "margin": {"l": 140, "r": 20, "t": 10, "b": 50},
               "xaxis": {"title": {"text": axis_title}, "type": "log", "range": [lo, hi],
                         "tickvals": tickvals, "ticktext": ticktext},
-              "yaxis": {"type": "category"}, "showlegend": False}
+              "yaxis": {"tickvals": list(range(len(names))), "ticktext": names, "range": [-0.5, len(names) - 0.5],
+                        "zeroline": False, "showgrid": False},
+              "showlegend": False}
     if reference_line is not None:
         layout["shapes"] = [{"type": "line", "x0": reference_line, "x1": reference_line, "yref": "paper", "y0": 0,
                              "y1": 1, "line": {"dash": "dot", "color": "#555"}}]
@@ -102,7 +121,7 @@ def strip_figure(points: list) -> dict | None:
     if not by_protocol:
         return None
     return _strips(by_protocol, "speedup %{x:.3f}x", _padded_log_range(values), "speedup over the reference (log)",
-                   lambda v: f"{v:g}x", 1.0)
+                   lambda v: f"{v:g}x", 1.0, "[%{customdata[0]:.3f}x, %{customdata[1]:.3f}x]")
 
 
 def peak_figure(points: list) -> dict | None:
@@ -118,7 +137,8 @@ def peak_figure(points: list) -> dict | None:
     if not by_protocol:
         return None
     return _strips(by_protocol, "peak fraction %{x:.2%}", _padded_log_range(values),
-                   "share of the speed of light reached (log)", lambda v: f"{v * 100:g}%", None)
+                   "share of the speed of light reached (log)", lambda v: f"{v * 100:g}%", None,
+                   "[%{customdata[0]:.2%}, %{customdata[1]:.2%}]")
 
 
 def to_json(figure: dict) -> str:

@@ -1,3 +1,5 @@
+import re
+
 from django import template
 
 from evaluator import schema
@@ -23,7 +25,21 @@ def status_class(status: str) -> str:
 
 @register.filter
 def label(value: str) -> str:
-    return str(value or "").replace("_", " ")
+    """A stored key as words: the site's own names (LABELS), a fast_p column as "faster by p×", else the key with
+    spaces for underscores. Pages never show a raw key (tests/site/views/test_plain_words.py)."""
+    text = str(value or "")
+    if text in LABELS:
+        return LABELS[text]
+    fast = re.fullmatch(r"fast_(\d+)_(\d+)", text)
+    if fast:
+        return f"faster by {int(fast[1])}.{fast[2]}×" if fast[2] != "0" else f"faster by {int(fast[1])}×"
+    return text.replace("_", " ")
+
+
+LABELS = {"fast_1_0": "faster", "geomean": "geomean speedup", "peak": "peak fraction", "recent": "most recent",
+          "best_measured": "best measured", "self_selected": "self-selected", "one_shot": "one-shot",
+          "best_of_k": "best-of-k", "agentic_feedback": "agentic with feedback", "infra_error": "platform failure",
+          "no_candidate": "no candidate"}
 
 
 @register.filter
@@ -57,11 +73,25 @@ def plain(value) -> str:
     """Environment values: nested dicts and lists as compact JSON, empty ones as a dash."""
     import json
 
+    if value is True or value is False:  # never Python's True/False on a page
+        return "yes" if value else "no"
     if value in (None, "", [], {}):
         return "—"
     if isinstance(value, (dict, list)):
         return json.dumps(value, separators=(", ", ": "), default=str)
     return str(value)
+
+
+@register.filter
+def binary_size(value) -> str:
+    """A byte count in binary units, as the limits are set ("64 MiB", "512 KiB"): Django's filesizeformat says
+    "KB" and "MB" for the same powers of 1024."""
+    size = float(value or 0)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{int(size)} bytes" if unit == "bytes" else f"{size:.3g} {unit}"
+        size /= 1024
+    return f"{size:.3g} GiB"
 
 
 @register.filter
