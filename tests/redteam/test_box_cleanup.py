@@ -3,6 +3,7 @@ it forks, and whether or not its box can be frozen, the box closes with nothing 
 groups, directories, processes), in bounded time, and what it did is its own verdict. docs/threat-model.md, "The box's
 clean-up and limits"."""
 import os
+import random
 import subprocess
 import sys
 import time
@@ -180,8 +181,8 @@ def test_a_box_that_cannot_be_frozen_is_killed_and_is_the_candidates_policy_viol
         for _ in range(4):
             start(code, code, marker)
         assert wait_for(lambda: len(box.cgroup.pids()) >= 4, 30)
-        fault, began = None, time.monotonic()
-        for _ in range(600):
+        fault, began, deadline = None, time.monotonic(), time.monotonic() + 60
+        while time.monotonic() < deadline:
             began = time.monotonic()
             try:
                 box.pause([])
@@ -189,8 +190,9 @@ def test_a_box_that_cannot_be_frozen_is_killed_and_is_the_candidates_policy_viol
                 fault = exc
                 break
             box.resume([])
+            time.sleep(random.uniform(0.001, 0.02))  # let the helpers run on to their next exec
         if fault is None:
-            assert version == 2, "the de_thread case did not reproduce on cgroup v1 within 600 pauses"
+            assert version == 2, "the de_thread case did not reproduce on cgroup v1 within 60 s of pauses"
             pytest.skip("every freeze completed on cgroup v2 (the de_thread case does not stop its freezer)")
         assert fault.verdict == "policy_violation" and "could not be frozen" in fault.message, fault.message
         assert time.monotonic() - began < cgroups.FREEZE_TIMEOUT_S + cgroups.KILL_TIMEOUT_S
