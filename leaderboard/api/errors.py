@@ -1,5 +1,6 @@
 from django.core.exceptions import BadRequest, RequestDataTooBig, SuspiciousOperation
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
@@ -32,4 +33,16 @@ def exception_handler(exc, context):
         return Response({"detail": f"request too large: {exc}"}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, (BadRequest, SuspiciousOperation)):
         return Response({"detail": f"bad request: {exc}"}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, ValidationError):  # a serializer's field errors: the same shape as every other refusal
+        return Response(_field_errors(exc.detail), status=status.HTTP_400_BAD_REQUEST)
     return drf_handler(exc, context)
+
+
+def _field_errors(detail) -> dict:
+    """DRF's ``{field: [message, ...]}`` as the API's refusal: ``detail`` and one ``{field, message}`` per message."""
+    errors = []
+    for field, messages in (detail.items() if isinstance(detail, dict) else [("non_field_errors", detail)]):
+        for message in (messages if isinstance(messages, list) else [messages]):
+            errors.append({"field": str(field), "message": str(message)})
+    summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:3])
+    return {"detail": f"not valid: {summary}" if summary else "not valid", "errors": errors}

@@ -99,7 +99,7 @@ class SessionList(APIView):
         return [scoped("submit")()] if self.request.method == "POST" else [scoped("read")()]
 
     # Its own operationId: drf-spectacular named this list and SessionDetail's read alike (issue 35, defect 10).
-    @extend_schema(operation_id="feedback_sessions_list", responses=OBJECT)
+    @extend_schema(operation_id="feedback_sessions_list", responses={200: {"type": "array", "items": {"type": "object"}}})
     def get(self, request):
         return Response(selectors.sessions_dicts(selectors.sessions_of(request.user)))
 

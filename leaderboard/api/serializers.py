@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from rest_framework import serializers
 
 from leaderboard.catalogue.models import HardwareProfile, Problem
@@ -162,7 +163,8 @@ class UploadSerializer(serializers.Serializer):
     model = Text(200, required=False, allow_blank=True)
     # Aliases (one-shot, agentic...) are resolved by uploads.clean_metadata, which also checks the value.
     protocol = Text(40, required=False, allow_blank=True, help_text="one_shot, best_of_k or agentic_feedback")
-    attempts = AsciiIntegerField(required=False, min_value=1, max_value=10_000)
+    # The server's own limit (settings.PKB_MAX_ATTEMPTS, which uploads.clean_metadata enforces), so the schema says it.
+    attempts = AsciiIntegerField(required=False, min_value=1, max_value=settings.PKB_MAX_ATTEMPTS)
     profile = serializers.SlugField(required=False, max_length=50, allow_blank=True)
     agent = Text(200, required=False, allow_blank=True)
     agent_version = Text(100, required=False, allow_blank=True)
@@ -178,14 +180,17 @@ class UploadSerializer(serializers.Serializer):
 
 
 class UploadErrorSerializer(serializers.Serializer):
-    file = serializers.CharField()
-    rule = serializers.CharField()
+    """One refusal: an upload's file and rule, or a request's field."""
+
+    file = serializers.CharField(required=False, help_text="the refused file (uploads)")
+    field = serializers.CharField(required=False, help_text="the refused field (a request's fields)")
+    rule = serializers.CharField(required=False)
     message = serializers.CharField()
 
 
 class RefusedSerializer(serializers.Serializer):
     detail = serializers.CharField()
-    errors = UploadErrorSerializer(many=True)
+    errors = UploadErrorSerializer(many=True, required=False)
     next_free_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
@@ -292,3 +297,65 @@ class AuditSerializer(serializers.Serializer):
 
 class AuditQuery(serializers.Serializer):
     submission = AsciiIntegerField(required=False, min_value=1, max_value=MAX_ID)
+
+
+# --- the responses the views build from several reads (declared here so that the schema is the API) --------------
+
+class ErrorSerializer(serializers.Serializer):
+    """Every refusal: 400 (a bad parameter or upload), 401 (no or a bad token), 403 (not yours, or a token without
+    the scope), 404, 405, 413, 415, 429 (a quota or the rate limit). ``errors`` says which field or file, where one
+    does."""
+
+    detail = serializers.CharField()
+    errors = serializers.JSONField(required=False, help_text="per field (a dict) or per file (a list), where given")
+    next_free_at = serializers.DateTimeField(required=False, allow_null=True, help_text="429: the next free slot")
+
+
+class LeaderboardSectionSerializer(serializers.Serializer):
+    protocol = serializers.CharField(help_text="one_shot, best_of_k or agentic_feedback")
+    offset = serializers.IntegerField()
+    more = serializers.BooleanField(help_text="more rows follow (?offset=)")
+    entries = EntrySerializer(many=True)
+
+
+class LeaderboardResponseSerializer(serializers.Serializer):
+    profile = serializers.CharField(help_text="the profile's slug")
+    ranked_profile = serializers.BooleanField(help_text="false: timings on this profile never rank (CPU)")
+    sections = LeaderboardSectionSerializer(many=True, help_text="one per protocol (only ?protocol='s if given)")
+
+
+class SubmissionCreatedSerializer(SubmissionSerializer):
+    jobs = serializers.IntegerField(read_only=True, help_text="evaluations queued")
+
+    class Meta(SubmissionSerializer.Meta):
+        fields = SubmissionSerializer.Meta.fields + ["jobs"]
+
+
+class SubmissionDetailResponseSerializer(SubmissionSerializer):
+    """A submission with its status, its problems' scores, its transcripts (the owner's until published) and the
+    staff's audits (the CLI reads ``editable`` and ``status``)."""
+
+    editable = serializers.BooleanField(read_only=True, help_text="the caller may publish, withdraw or delete it")
+    status = SubmissionStatusSerializer(read_only=True)
+    scores = ScoreSerializer(many=True, read_only=True)
+    transcripts = TranscriptRefSerializer(many=True, read_only=True)
+    audits = AuditSerializer(many=True, read_only=True)
+
+    class Meta(SubmissionSerializer.Meta):
+        fields = SubmissionSerializer.Meta.fields + ["editable", "status", "scores", "transcripts", "audits"]
+
+
+class ApiRootSerializer(serializers.Serializer):
+    """The API root: each endpoint's URL; {placeholders} stand for an id, a slug or a stem."""
+
+    docs = serializers.CharField()
+    schema = serializers.CharField()
+    profiles = serializers.CharField()
+    problems = serializers.CharField()
+    problem = serializers.CharField()
+    leaderboard = serializers.CharField()
+    submissions = serializers.CharField()
+    submission = serializers.CharField()
+    submission_status = serializers.CharField()
+    me = serializers.CharField()
+    audits = serializers.CharField()

@@ -30,9 +30,8 @@ class ApiRoot(APIView):
 
     permission_classes = [AllowAny]
 
-    @extend_schema(exclude=True)
+    @extend_schema(responses=s.ApiRootSerializer)
     def get(self, request):
-        from django.urls import reverse
 
         def url(name, *args):
             return request.build_absolute_uri(reverse(name, args=args))
@@ -87,7 +86,7 @@ class Leaderboard(APIView):
 
     @extend_schema(parameters=[PROTOCOL, OpenApiParameter("backend", str), OpenApiParameter("k", int),
                                OpenApiParameter("sort", str, enum=list(scoring_selectors.SORTS)), s.LeaderboardQuery],
-                   responses=s.EntrySerializer(many=True))
+                   responses={200: s.LeaderboardResponseSerializer, 404: s.ErrorSerializer})
     def get(self, request, slug):
         profile = catalogue_selectors.profile_get(slug)
         filters = scoring_selectors.Filters.from_query(request.query_params)
@@ -117,7 +116,7 @@ class SubmissionList(APIView):
         return Response(s.SubmissionSerializer(submissions_selectors.submissions_of(request.user), many=True).data)
 
     @extend_schema(request={"multipart/form-data": s.UploadSerializer},
-                   responses={201: s.SubmissionSerializer, 400: s.RefusedSerializer, 429: s.RefusedSerializer})
+                   responses={201: s.SubmissionCreatedSerializer, 400: s.RefusedSerializer, 429: s.ErrorSerializer})
     def post(self, request):
         upload = s.UploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
@@ -139,13 +138,13 @@ class SubmissionDetail(APIView):
     def get_permissions(self):
         return [scoped("submit")()] if self.request.method == "DELETE" else [AllowAny()]
 
-    @extend_schema(request=None, responses={204: None, 403: s.RefusedSerializer})
+    @extend_schema(request=None, responses={204: None, 403: s.ErrorSerializer, 404: s.ErrorSerializer})
     def delete(self, request, pk):
         """Delete an unpublished submission of yours (none of its evaluations queued or running)."""
         submissions_services.submission_delete(submissions_selectors.submission_get(pk, request.user), request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(responses=s.SubmissionSerializer)
+    @extend_schema(responses={200: s.SubmissionDetailResponseSerializer, 404: s.ErrorSerializer})
     def get(self, request, pk):
         submission = submissions_selectors.submission_get(pk, request.user)
         data = s.SubmissionSerializer(submission).data
@@ -166,7 +165,7 @@ class SubmissionDetail(APIView):
 class SubmissionStatus(APIView):
     permission_classes = [AllowAny]
 
-    @extend_schema(responses=s.SubmissionStatusSerializer)
+    @extend_schema(responses={200: s.SubmissionStatusSerializer, 404: s.ErrorSerializer})
     def get(self, request, pk):
         return Response(scoring_selectors.submission_status(submissions_selectors.submission_get(pk, request.user)))
 

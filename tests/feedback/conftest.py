@@ -103,3 +103,7 @@ def wait_finished(run_id: int, timeout: float = 240.0):
             return run
         time.sleep(0.5)
     raise AssertionError(f"feedback run {run_id} did not finish in {timeout} s (status {run.status})")
+
+
+# Every API response of these tests is checked against the served schema (autouse, session-wide).
+from tests.site.api.schema_check import api_responses_match_the_schema  # noqa: E402,F401

@@ -124,3 +124,7 @@ def finish():
         return jobs_services.job_finish(job.pk, "test-worker", document)
 
     return run
+
+
+# Every API response of these tests is checked against the served schema (autouse, session-wide).
+from tests.site.api.schema_check import api_responses_match_the_schema  # noqa: E402,F401

@@ -297,7 +297,7 @@ def test_deep_paths_json_is_a_400(api, client, owner, cpu):
     handle.name = "1_allreduce_cuda.py"
     response = api.post("/api/v1/submissions/", {"files": [handle], "paths": deep, "model": "m", "protocol": "one_shot",
                                                  "attempts": "1", "profile": "cpu-gloo"}, format="multipart")
-    assert response.status_code == 400 and "paths" in response.json()
+    assert response.status_code == 400 and [e["field"] for e in response.json()["errors"]] == ["paths"]
     client.force_login(owner)
     handle.seek(0)
     response = client.post("/submit/", {"files": [handle], "paths": deep, "model": "m", "protocol": "one_shot",
