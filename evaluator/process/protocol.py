@@ -86,7 +86,7 @@ def collect(ranks: list[Rank], trusted: bool, timeout: float, expect_seq: Option
                 if failures:
                     break
                 missing = [r.rank for r in ranks if r.rank not in replies]
-                if not trusted and not all(r.initialized for r in ranks):
+                if not trusted and not candidate_ran(ranks):
                     stuck = [r.rank for r in ranks if not r.initialized]
                     raise GroupFailure("infra_error", f"ranks {stuck} did not finish process-group start-up "
                                                       f"within {timeout:.0f} s (before any candidate code ran)",
@@ -97,16 +97,17 @@ def collect(ranks: list[Rank], trusted: bool, timeout: float, expect_seq: Option
             for key, _ in selector.select(timeout=min(0.2, max(0.0, deadline - now))):
                 r = key.data
                 for reply in read(r):
-                    _accept(r, reply, trusted, expect_seq, replies, fail)
+                    _accept(r, reply, trusted, expect_seq, replies, fail, ranks)
             for r in ranks:
                 if r.rank not in replies and r.proc.poll() is not None:
                     for reply in read(r):  # what it said before dying
-                        _accept(r, reply, trusted, expect_seq, replies, fail)
+                        _accept(r, reply, trusted, expect_seq, replies, fail, ranks)
                     if r.rank not in replies:
                         replies[r.rank] = {"ok": False}
-                        # Dying before process-group init is the platform's problem: no candidate code ran yet; so
-                        # is a forked rank that died with its fork server (evaluator/process/forkserver.py).
-                        kind = "exited" if trusted or r.initialized else "infra_error"
+                        # Dying before any rank of the group is past process-group init is the platform's problem:
+                        # no candidate code ran yet; so is a forked rank that died with its fork server
+                        # (evaluator/process/forkserver.py).
+                        kind = "exited" if trusted or candidate_ran(ranks) else "infra_error"
                         message = _exit_message(r.rank, r.proc.returncode)
                         if getattr(r.proc, "server_lost", False):
                             kind, message = "infra_error", f"{message}: its fork server died"
@@ -117,7 +118,14 @@ def collect(ranks: list[Rank], trusted: bool, timeout: float, expect_seq: Option
     finally:
         selector.close()
 
-def _accept(r: Rank, reply: dict, trusted: bool, expect_seq, replies: dict, fail) -> None:
+def candidate_ran(ranks: list[Rank]) -> bool:
+    """Whether the candidate's code may have run in this group: once any rank is past process-group start-up. Its
+    ranks share one uid and box, so from then on any rank of the group (one still starting up included) may have been
+    stopped, killed or had its reply pipe written by the candidate's code in another (docs/threat-model.md)."""
+    return any(r.initialized for r in ranks)
+
+
+def _accept(r: Rank, reply: dict, trusted: bool, expect_seq, replies: dict, fail, ranks=()) -> None:
     if reply.get("event") == "initialized":  # process group up; the candidate's module is loaded next
         r.initialized = True
         return
@@ -132,7 +140,7 @@ def _accept(r: Rank, reply: dict, trusted: bool, expect_seq, replies: dict, fail
         kind = reply.get("kind", "runtime_error")
         if not isinstance(kind, str) or len(kind) > 40:
             kind = "protocol"
-        if kind == "infra_error" and not trusted and r.initialized:
+        if kind == "infra_error" and not trusted and (r.initialized or candidate_ran(ranks)):
             # Once the candidate's code has run in this process it can write any reply; a claim that the
             # platform failed is believed only before that (process-group init), never from the candidate.
             kind = "runtime_error"

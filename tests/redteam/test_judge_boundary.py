@@ -287,3 +287,47 @@ def test_a_rank_log_is_read_bounded_and_only_from_a_plain_file(tmp_path):
     os.mkfifo(tmp_path / "fifo.log")  # would block an open() for reading for good
     os.symlink(log, tmp_path / "link.log")
     assert group._tail(str(tmp_path / "fifo.log")) == "" and group._tail(str(tmp_path / "link.log")) == ""
+
+
+class _Proc:
+    """A rank process for protocol.collect: alive (``returncode`` None) or killed."""
+    pid = 0
+
+    def __init__(self, returncode=None):
+        self.returncode = returncode
+
+    def poll(self):
+        return self.returncode
+
+
+def _collect_with_one_rank_up(messages: dict):
+    """Two candidate ranks: rank 0 past process-group start-up, rank 1 not; rank 1's pipe holds ``messages[1]`` and
+    its process is dead. The GroupFailure collect raises."""
+    from evaluator.process import protocol
+    ranks, ends = [], []
+    for rank in (0, 1):
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        os.write(write_fd, messages.get(rank, b""))
+        ends.append(write_fd)
+        ranks.append(protocol.Rank(rank, _Proc(-9 if rank == 1 else None), read_fd, initialized=rank == 0))
+    try:
+        with pytest.raises(protocol.GroupFailure) as caught:
+            protocol.collect(ranks, trusted=False, timeout=2.0, grace=0.1)
+        return caught.value
+    finally:
+        for fd in ends + [r.reply_fd for r in ranks]:
+            os.close(fd)
+
+
+def test_a_sibling_rank_killed_before_its_start_up_ended_is_the_candidates():
+    """The candidate's code in rank 0 can kill (or stop, or write into the pipe of) rank 1 of its own box before
+    rank 1 reported its start-up: once any rank of the group is past start-up, that is the candidate's doing."""
+    failure = _collect_with_one_rank_up({})
+    assert failure.kind == "exited" and failure.rank == 1, (failure.kind, failure.message)
+
+
+def test_a_platform_failure_claimed_for_a_sibling_rank_is_not_believed():
+    forged = json.dumps({"ok": False, "kind": "infra_error", "error": "the platform failed"}).encode() + b"\n"
+    failure = _collect_with_one_rank_up({1: forged})
+    assert failure.kind == "runtime_error", (failure.kind, failure.message)
