@@ -22,6 +22,11 @@ if ! command -v systemd-analyze >/dev/null && [ "$(id -u)" = 0 ]; then
     || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null)) \
     || echo "systemd-analyze could not be installed; the deploy unit tests will fail" >&2
 fi
+# pg_dump, pg_restore, createdb, dropdb: the backup test (tests/site/test_backup.py); Debian's postgresql-client.
+if ! command -v pg_restore >/dev/null && [ "$(id -u)" = 0 ]; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-client >/dev/null) \
+    || echo "postgresql-client could not be installed; the backup test will fail" >&2
+fi
 for i in $(seq 1 60); do
   up 5432 && up 6379 && up 5672 && exit 0
   sleep 1
