@@ -1,6 +1,6 @@
 """``pkb`` for the site client alone: ``pkb submit|status|wait|list|publish|withdraw|delete|feedback`` (installed as
 ``pkb-client`` beside the judge, and as ``pkb`` by the client's own install, client/pyproject.toml). Standard library: nothing of the judge
-(torch, numpy) or the site (Django) is imported to run them (tests/site/test_client_alone.py).
+(torch, numpy) or the site (Django) is imported to run them (tests/test_client_alone.py).
 
 Any other command is the judge's (``pkb eval``, ``pkb selfcheck``, ...): the judge's own ``pkb`` (evaluator/cli.py,
 installed with the judge, which dispatches these commands here) runs them; this one refuses them with a line that
@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv and argv[0] not in ("-h", "--help"):
         # The judge is not published on a package index: it installs from a checkout of the repository.
-        print(f"pkb {argv[0]}: not a site client command: the judge's commands (pkb eval, pkb selfcheck, ...) come "
-              "with the judge's own install, from a checkout of the repository (pip install ., with torch), which "
+        print(f"pkb {argv[0]}: not a site client command: the judge's commands come with the judge's own install "
+              "(pkb eval, pkb selfcheck, ...), from a checkout of the repository (pip install ., with torch), which "
               "runs both kinds", file=sys.stderr)
         print(usage(), file=sys.stderr)
         return 2

@@ -22,7 +22,7 @@ def _imported(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
 
 
 @pytest.mark.parametrize("entry", ["evaluator.cli", "pkb_client.cli"])
-@pytest.mark.parametrize("command", ["submit", "publish", "withdraw", "feedback"])
+@pytest.mark.parametrize("command", ["submit", "status", "wait", "list", "publish", "withdraw", "delete", "feedback"])
 def test_a_client_command_imports_nothing_heavy(entry, command):
     done, names = _imported("-m", entry, command, "--help")
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
@@ -31,7 +31,7 @@ def test_a_client_command_imports_nothing_heavy(entry, command):
 
 
 def test_importing_the_client_imports_nothing_heavy():
-    code = ("import sys, pkb_client, pkb_client.cli, pkb_client.submit, pkb_client.feedback; "
+    code = ("import sys, pkb_client, pkb_client.cli, pkb_client.submit, pkb_client.manage, pkb_client.feedback; "
             f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
