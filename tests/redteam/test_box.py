@@ -14,7 +14,7 @@ import time
 
 from evaluator import schema
 from evaluator.judge.pair import Pair
-from evaluator.process import boxes, processes
+from evaluator.process import boxes, processes, removal
 from tests.redteam.harness import (CANDIDATES, TIMED, from_template, logs, notes, probe_lines, processes_with,
                                    requires_root, run, token)
 
@@ -219,7 +219,7 @@ def test_after_a_fork_storm_nothing_of_the_box_remains(tmp_path):
         layout = cgroups.layout()
         assert not any(os.path.exists(os.path.join(p, f"box-{box['id']}")) for p in layout.parents.values())
         assert not os.path.exists(box["dir"])
-        assert box["dir"] + "/fs" not in boxes._mount_points()
+        assert box["dir"] + "/fs" not in removal.mount_points()
         lock = os.open(os.path.join(boxes.root(), "locks", f"{box['id']}.lock"), os.O_RDWR)
         try:
             import fcntl
@@ -271,9 +271,12 @@ def test_a_judge_killed_mid_job_leaves_nothing_that_the_next_holder_of_its_box_k
     marker = "pkb-redteam-killed-" + token()
     path = from_template(tmp_path, "fork_storm", MARKER=marker)
     out = tmp_path / "never.json"
+    judge_tmp = tmp_path / "judge-tmp"
+    judge_tmp.mkdir()
     judge = subprocess.Popen([sys.executable, "-m", "evaluator", "eval", "1", path, "-W", "2", "--M", "64", "--N",
                               "32", "--trials", "50", "--seed", "3", "--json", str(out)], cwd=REPO,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             env=dict(os.environ, TMPDIR=str(judge_tmp)), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not processes_with(marker):
@@ -289,6 +292,13 @@ def test_a_judge_killed_mid_job_leaves_nothing_that_the_next_holder_of_its_box_k
         assert held is not None
         assert boxes.sweep_free() >= 1
         assert not os.path.exists(os.path.join(boxes.root(), str(held)))
+        # The killed judge's group scratch is still mounted in its directory: the worker's sweep of that directory
+        # (pkb sweep DIR --remove, as leaderboard/jobs/workspace.py runs it) unmounts and removes it.
+        assert [p for p in removal.mount_points() if p.startswith(str(judge_tmp))]
+        swept = subprocess.run([sys.executable, "-m", "evaluator.cli", "sweep", str(judge_tmp), "--remove", "--json"],
+                               cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert json.loads(swept.stdout)["left"] is False, swept.stderr
+        assert not [p for p in removal.mount_points() if p.startswith(str(judge_tmp))]
     finally:
         for pid in processes_with(marker):
             os.kill(pid, 9)
