@@ -187,9 +187,11 @@ def _resolve(problem, cfg: Config):
         raise BadRequest(f"world size {cfg.world_size} is not allowed by {prob.stem} (rule: {prob.world_size_rule})")
     if cfg.device not in ("cpu", "cuda"):
         raise BadRequest(f"device must be cpu or cuda, not {cfg.device!r}")
-    if cfg.device == "cuda" and torch.cuda.device_count() < (1 if cfg.shared_device else cfg.world_size):
+    if cfg.device == "cuda" and cfg.shared_device and torch.cuda.device_count() < 1:
+        raise BadRequest("a shared-device world needs one GPU; this host has none")
+    if cfg.device == "cuda" and not cfg.shared_device and torch.cuda.device_count() < cfg.world_size:
         raise BadRequest(f"world size {cfg.world_size} needs {cfg.world_size} GPUs; "
-                         f"this host has {torch.cuda.device_count()}")
+                         f"this host has {torch.cuda.device_count()} (--shared-device runs every rank on one)")
     if cfg.trials < 1:
         raise BadRequest("at least one trial is needed")
     if not 1 <= cfg.pairs <= pairs.MAX_PAIRS:

@@ -44,6 +44,15 @@ def test_a_shared_world_that_asks_for_timing_or_cpu_exits_2_saying_why(capsys, e
         assert "time-slic" in err or "take turns" in err  # why: the ranks share the GPU's time
 
 
+def test_a_shared_world_needs_one_gpu_and_a_plain_one_a_gpu_per_rank(capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    assert cli.main(["eval", "1", "reference", "-W", "4", "--device", "cuda", "--shared-device"]) == 2
+    assert "a shared-device world needs one GPU; this host has none" in capsys.readouterr().err
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert cli.main(["eval", "1", "reference", "-W", "4", "--device", "cuda"]) == 2
+    assert "needs 4 GPUs; this host has 1 (--shared-device runs every rank on one)" in capsys.readouterr().err
+
+
 def test_the_judge_refuses_a_timed_shared_world_whoever_asks():
     """The judge's own rule (Config), not only the command line's: a caller that builds the request in code."""
     with pytest.raises(judge.BadRequest, match="correctness only"):
