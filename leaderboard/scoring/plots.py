@@ -58,12 +58,16 @@ def log_ticks(lo: float, hi: float, unit=lambda v: f"{v:g}x") -> tuple[list[floa
     return values, [unit(v) for v in values]
 
 
+GOLDEN = (5 ** 0.5 - 1) / 2
+
+
 def lanes(count: int, width: float = 0.6) -> list[float]:
-    """Vertical offsets of a strip's ``count`` points, spread evenly over ``width`` around the strip's line: each
-    point and its whisker on a lane of its own, so overlapping intervals can be told apart."""
+    """Vertical offsets of a strip's ``count`` points (sorted by value) within ``width`` around the strip's line:
+    each point and its whisker on a lane of its own, so overlapping intervals can be told apart. The golden-ratio
+    sequence puts neighbours in value far apart in height (evenly spaced lanes drew a sorted strip as a diagonal)."""
     if count <= 1:
         return [0.0]
-    return [round(-width / 2 + width * i / (count - 1), 4) for i in range(count)]
+    return [round(((i * GOLDEN) % 1 - 0.5) * width, 4) for i in range(count)]
 
 
 def _strips(rows_by_protocol: dict, value_text: str, log_range: tuple[float, float], axis_title: str,
