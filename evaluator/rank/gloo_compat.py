@@ -140,6 +140,10 @@ def reduce(original, tensor, dst=None, op=dist.ReduceOp.SUM, group=None, async_o
 
 ADAPTED = {"all_gather_into_tensor": all_gather_into_tensor, "reduce_scatter_tensor": reduce_scatter_tensor,
            "all_to_all": all_to_all, "all_gather": all_gather, "reduce": reduce}
+# The names torch 2.13 gives the two tensor forms (the old ones now call these): the same rewrites.
+ADAPTED.update({name: adapter for name, adapter in (("all_gather_single", all_gather_into_tensor),
+                                                    ("reduce_scatter_single", reduce_scatter_tensor))
+                if hasattr(c10d, name)})
 
 
 def _wrap(adapter, original):

@@ -29,6 +29,8 @@ STAGED = {
     "reduce": (("tensor",), ("tensor",)),  # written on the destination only (see _writes)
     "all_gather": (("tensor_list", "tensor"), ("tensor_list",)),
     "all_gather_into_tensor": (("output_tensor", "input_tensor"), ("output_tensor",)),
+    "all_gather_single": (("output_tensor", "input_tensor"), ("output_tensor",)),  # torch >= 2.13's names
+    "reduce_scatter_single": (("output", "input"), ("output",)),
     "reduce_scatter": (("output", "input_list"), ("output",)),
     "reduce_scatter_tensor": (("output", "input"), ("output",)),
     "all_to_all_single": (("output", "input"), ("output",)),
@@ -200,9 +202,10 @@ def install(stage_host: bool = False) -> list[str]:
     """Stage every form above (and batch_isend_irecv) in this process, torch.distributed and its c10d module alike;
     after gloo_compat's own adapters, which the staged calls then run on host tensors. Returns the names patched."""
     _STATE["stage_host"] = stage_host
+    names = [name for name in STAGED if hasattr(c10d, name)] + ["batch_isend_irecv"]
     if _STATE["installed"]:
-        return list(STAGED) + ["batch_isend_irecv"]
-    for name in STAGED:
+        return names
+    for name in names[:-1]:
         wrapped = _staged(name, getattr(c10d, name))
         setattr(c10d, name, wrapped)
         setattr(dist, name, wrapped)
@@ -214,4 +217,4 @@ def install(stage_host: bool = False) -> list[str]:
 
     c10d.batch_isend_irecv = dist.batch_isend_irecv = batch
     _STATE["installed"] = True
-    return list(STAGED) + ["batch_isend_irecv"]
+    return names

@@ -189,6 +189,19 @@ def all_gather_object(r, W):
     assert out == [{"rank": s} for s in range(W)]
 
 
+def ag_single_stacked(r, W):  # torch 2.13's name for all_gather_into_tensor (which now calls it)
+    out = torch.empty(W, M, N, dtype=BF16)
+    getattr(dist, "all_gather_single", dist.all_gather_into_tensor)(out, _full(r + 1, M, N))
+    assert torch.equal(out, torch.stack([_full(s + 1, M, N) for s in range(W)]))
+
+
+def rs_single_stacked(r, W):
+    out = torch.empty(M, N, dtype=BF16)
+    getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)(
+        out, torch.stack([_full(r + s, M, N) for s in range(W)]))
+    assert torch.equal(out, _full(sum(q + r for q in range(W)), M, N))
+
+
 def rs_list(r, W):
     out = torch.empty(M, N)
     dist.reduce_scatter(out, [_full(r + 10 * s, M, N, dtype=torch.float32) for s in range(W)])
@@ -232,7 +245,7 @@ FORMS = [ag_flat, ag_stacked, ag_stacked_async, ag_counts_0d, ag_counts_2d, ag_w
          ag_subgroup_stacked, rs_flat, rs_stacked, rs_stacked_max, a2a_single_even, a2a_single_splits, a2a_list_even,
          a2a_list_uneven, a2a_list_uneven_async, ag_list_even, ag_list_uneven, ar_sum_bf16, ar_max,
          reduce_leaves_non_destination, broadcast, gather_scatter, p2p_ring, send_recv, all_gather_object, rs_list,
-         isend_irecv_ring, p2p_uneven_pairs, all_reduce_async, reduce_group_dst]
+         isend_irecv_ring, p2p_uneven_pairs, all_reduce_async, reduce_group_dst, ag_single_stacked, rs_single_stacked]
 
 
 def _rank(rank: int, world: int, port: int, adapt: bool, queue, backend: str = "gloo", staged: bool = False) -> None:
@@ -315,7 +328,7 @@ def test_without_the_adapter_gloo_refuses_the_stacked_forms():
     """What the adapter is for: plain gloo refuses these forms (if a torch release fixes one, this names it and the
     adapter's rewrite of it can go)."""
     outcome = _run_world(2, adapt=False)
-    for name in ("ag_stacked", "rs_stacked", "a2a_list_uneven", "ag_list_uneven"):
+    for name in ("ag_stacked", "rs_stacked", "a2a_list_uneven", "ag_list_uneven", "ag_single_stacked", "rs_single_stacked"):
         assert "ok" not in outcome[name].values(), (name, outcome[name])
     assert outcome["ag_flat"] == {0: "ok", 1: "ok"}
 
