@@ -19,7 +19,7 @@ PYTHON = sys.executable
 @contextlib.contextmanager
 def live_box(memory_bytes: int | None = None, keep_workdir: bool = False):
     """A required sandbox with its scratch prepared; yields (box, start) where ``start(code)`` runs ``python -S -c
-    code`` as the box's rank would and returns its Popen. Everything is closed and removed on the way out."""
+    code`` (``python_args`` instead of ``-S``) as the box's rank would and returns its Popen. Everything is closed and removed on the way out."""
     workdir = tempfile.mkdtemp(prefix="pkb-boxtest-")
     os.makedirs(os.path.join(workdir, "logs"))
     box = sandbox.Sandbox(enabled=True, required=True, world_size=1, memory_bytes=memory_bytes)
@@ -30,8 +30,8 @@ def live_box(memory_bytes: int | None = None, keep_workdir: bool = False):
         os.makedirs(rank_dir)
         box.own(rank_dir)
 
-        def start(code: str, *args: str, **extra_env) -> subprocess.Popen:
-            argv = box.command([PYTHON, "-S", "-c", code, *args], rank_dir, writable=[], readable=[])
+        def start(code: str, *args: str, python_args: tuple = ("-S",), **extra_env) -> subprocess.Popen:
+            argv = box.command([PYTHON, *python_args, "-c", code, *args], rank_dir, writable=[], readable=[])
             env = {"PATH": "/usr/bin:/bin", "HOME": rank_dir, "PYTHONDONTWRITEBYTECODE": "1", **extra_env}
             proc = subprocess.Popen(argv, preexec_fn=box.preexec(), pass_fds=box.pass_fds(), env=env, cwd=rank_dir,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
