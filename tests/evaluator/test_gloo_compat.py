@@ -328,7 +328,8 @@ def test_without_the_adapter_gloo_refuses_the_stacked_forms():
     """What the adapter is for: plain gloo refuses these forms (if a torch release fixes one, this names it and the
     adapter's rewrite of it can go)."""
     outcome = _run_world(2, adapt=False)
-    for name in ("ag_stacked", "rs_stacked", "a2a_list_uneven", "ag_list_uneven", "ag_single_stacked", "rs_single_stacked"):
+    for name in ("ag_stacked", "rs_stacked", "a2a_list_uneven", "ag_list_uneven", "ag_single_stacked",
+                 "rs_single_stacked"):
         assert "ok" not in outcome[name].values(), (name, outcome[name])
     assert outcome["ag_flat"] == {0: "ok", 1: "ok"}
 
