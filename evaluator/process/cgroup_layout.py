@@ -110,9 +110,15 @@ def _find_layout() -> Layout:
         parent = os.path.join(point, configured or PARENT_NAME)
         wanted = V2_CONTROLLERS + tuple(c for c in V2_OPTIONAL if c in available)
         try:
-            _enable_v2(os.path.dirname(parent), wanted)
-            _mkdir(parent)
-            _enable_v2(parent, wanted)
+            try:
+                _enable_v2(os.path.dirname(parent), wanted)
+                _mkdir(parent)
+                _enable_v2(parent, wanted)
+            except OSError:  # an optional controller the host will not hand down: the boxes go without it
+                wanted = V2_CONTROLLERS
+                _enable_v2(os.path.dirname(parent), wanted)
+                _mkdir(parent)
+                _enable_v2(parent, wanted)
             _limit_parent_pids(parent)
             if not os.path.exists(os.path.join(parent, "cgroup.freeze")):
                 raise CgroupUnavailable(f"{parent} has no cgroup.freeze (the v2 freezer needs Linux 5.2)")

@@ -190,3 +190,44 @@ def test_the_build_cache_is_bounded_in_files(tmp_path, monkeypatch):
         assert builds.harvest(name, str(build))
         os.utime(tmp_path / "cache" / name, (0, {"first": 1, "second": 2, "third": 3}[name]))
     assert sorted(p.name for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".")) == ["second", "third"]
+
+
+@requires_root
+def test_the_v2_files_a_box_writes_on_a_stand_in_hierarchy(tmp_path, monkeypatch):
+    """This host runs cgroup v1; the v2 branch (the lent GPU hosts) writes these files, checked on a stand-in
+    directory tree: the parent's controllers handed down (cpuset where offered), its pids bound, the box's memory,
+    swap, OOM group, pids and cores. benchmarks/box_v2_check.sh runs the real thing on a v2 host."""
+    from evaluator.process import cgroup_layout
+
+    root = tmp_path / "unified"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (root / "cgroup.subtree_control").write_text("\n")
+    monkeypatch.setattr(cgroup_layout, "_mounts", lambda: [(str(root), "cgroup2", ["rw"])])
+    monkeypatch.delenv("PKB_CGROUP_PARENT", raising=False)
+    real_mkdir = cgroup_layout._mkdir
+
+    def mkdir_with_files(path):  # the kernel makes a group's files with it; a stand-in makes the ones read back
+        real_mkdir(path)
+        for name in ("cgroup.subtree_control", "cgroup.freeze"):
+            if not os.path.exists(os.path.join(path, name)):
+                open(os.path.join(path, name), "w").close()
+
+    monkeypatch.setattr(cgroup_layout, "_mkdir", mkdir_with_files)
+    where = cgroup_layout._find_layout()
+    parent = root / "pkb-arena"
+    assert where.version == 2 and where.cpuset and where.parents == {"unified": str(parent)}
+    assert (root / "cgroup.subtree_control").read_text() == "+memory +pids +cpuset"
+    assert (parent / "cgroup.subtree_control").read_text() == "+memory +pids +cpuset"
+    assert int((parent / "pids.max").read_text()) == limits.all_boxes_pids()
+    group = cgroups.BoxCgroup.__new__(cgroups.BoxCgroup)
+    group.where, group.name, group.memory_bytes, group.pids_max, group.cpus = where, "box-7", 2**30, 512, [0, 2, 3]
+    group.dirs = {"unified": str(parent / "box-7")}
+    os.mkdir(group.dirs["unified"])
+    for name in ("memory.swap.max", "memory.oom.group"):
+        open(os.path.join(group.dirs["unified"], name), "w").close()
+    group._limit()
+    written = {name: open(os.path.join(group.dirs["unified"], name)).read() for name in
+               ("memory.max", "memory.swap.max", "memory.oom.group", "pids.max", "cpuset.cpus")}
+    assert written == {"memory.max": str(2**30), "memory.swap.max": "0", "memory.oom.group": "1", "pids.max": "512",
+                       "cpuset.cpus": "0,2-3"}
