@@ -11,7 +11,9 @@ rank that sees fewer devices than its world has ranks is in a shared world (:fun
   what torch's own tests use); NVLink multicast stays off (evaluator/process/environment.py sets it for every rank);
 - bounds its device memory to its share of the GPU (:func:`memory_fraction`), so that one rank cannot take the
   memory its peers and the other group need, and a rank that runs out is told so in terms of the shared world
-  (:func:`out_of_memory_message`), an infra_error: the bound is the shared world's, not the candidate's fault.
+  (:func:`out_of_memory_message`), an infra_error: the bound is the shared world's, not the candidate's fault;
+- likewise a kernel that addresses ``cuda:{rank}`` (one GPU per rank, as on the real hosts) finds no such device
+  here: an infra_error that says so (:func:`another_device_message`), never a verdict on the candidate.
 """
 from __future__ import annotations
 
@@ -52,18 +54,33 @@ def set_up(device, total_bytes: int, world_size: int) -> dict:
             "memory_bound_bytes": int(fraction * total_bytes)}
 
 
+def _chain(exc: Optional[BaseException]):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def is_another_device(exc: BaseException) -> bool:
+    """A CUDA device index this rank does not have: a kernel written for one GPU per rank (``cuda:{rank}``,
+    ``set_device(LOCAL_RANK)``) in a world where every rank has one, ``cuda:0``."""
+    return any("invalid device ordinal" in str(e).lower() for e in _chain(exc))
+
+
+def another_device_message(world_size: int) -> str:
+    return (f"the candidate asked for a GPU other than cuda:0, and in a shared-device world all {world_size} ranks "
+            f"share one GPU, cuda:0 (LOCAL_RANK still counts ranks). This says nothing about the candidate's "
+            f"correctness: a kernel that takes its device from its inputs or torch.cuda.current_device() runs here, "
+            f"and one GPU per rank runs this one")
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
     """A CUDA allocation that failed: torch's OutOfMemoryError, or a CUDA error saying so (an allocation outside the
     caching allocator: a Triton or extension kernel's own)."""
     import torch
 
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower():
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
+    return any(isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower() for e in _chain(exc))
 
 
 def out_of_memory_message(world_size: int, bound_bytes: Optional[int], total_bytes: Optional[int]) -> str:

@@ -194,6 +194,15 @@ def test_running_out_in_a_shared_world_is_its_infra_error_never_the_candidates(m
     assert worker._failure(ValueError("wrong shape"), None, "cand")["kind"] == schema.RUNTIME_ERROR
 
 
+def test_a_kernel_written_for_a_gpu_per_rank_is_not_judged_wrong_in_a_shared_world(monkeypatch):
+    exc = RuntimeError("CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported")
+    assert worker._failure(exc, None, "cand")["kind"] == schema.RUNTIME_ERROR  # a GPU per rank: its own mistake
+    monkeypatch.setattr(worker, "SHARED_WORLD", {"world_size": 4})
+    failure = worker._failure(exc, None, "cand")
+    assert failure["kind"] == schema.INFRA_ERROR
+    assert "all 4 ranks share one GPU, cuda:0" in failure["error"] and "current_device()" in failure["error"]
+
+
 # --- the host gate ------------------------------------------------------------------------------------------------
 
 ONE_H200 = {"gpus": [{"index": 0, "name": "NVIDIA H200"}], "missing": [], "links": {}}
