@@ -137,7 +137,7 @@ def topology(profile, tmp_path):
 
 
 def test_the_deploy_units_run_a_submission_a_killed_worker_and_a_feedback_run(topology, profile, owner, staff,
-                                                                              client, tmp_path):
+                                                                              client, settings, tmp_path):
     from leaderboard.accounts import services as accounts_services
 
     slug = profile.slug
@@ -168,6 +168,16 @@ def test_the_deploy_units_run_a_submission_a_killed_worker_and_a_feedback_run(to
     assert done.returncode == 0, done.stdout + done.stderr
     job = EvaluationJob.objects.get(profile=profile)  # the one file of the one submission on this profile
 
+    # A feedback run on the feedback worker, through `pkb feedback` (it waits for the verdict; collected below).
+    common = ["--url", site, "--token", token]
+    opened = subprocess.run([str(BIN / "pkb"), "feedback", "open", "--profile", slug, *common],
+                            capture_output=True, text=True, timeout=60)
+    assert opened.returncode == 0, opened.stdout + opened.stderr
+    (tmp_path / "fb.py").write_bytes(GOOD_1)
+    asked = subprocess.Popen([str(BIN / "pkb"), "feedback", "1", str(tmp_path / "fb.py"), "--session",
+                              opened.stdout.strip(), "--M", "64", "--N", "64", "--json", str(tmp_path / "fb.json"),
+                              *common], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
     # The judging worker dies with SIGKILL while its judge runs; restarted, it finds its dead self's lease.
     topology.wait_for(lambda: EvaluationJob.objects.filter(pk=job.pk, status="running", build_status="nothing_built")
                       .exists() and processes_with(f"job{job.pk}-"), 120, "the judged run to start after its build")
@@ -181,16 +191,9 @@ def test_the_deploy_units_run_a_submission_a_killed_worker_and_a_feedback_run(to
     assert [r.verdict for r in Result.objects.filter(job=job).order_by("id")] == ["infra_error", "correct"]
     assert "lease expired" in Result.objects.filter(job=job, verdict="infra_error").get().message
 
-    # A feedback run on the feedback worker, through `pkb feedback`.
-    common = ["--url", site, "--token", token]
-    opened = subprocess.run([str(BIN / "pkb"), "feedback", "open", "--profile", slug, *common],
-                            capture_output=True, text=True, timeout=60)
-    assert opened.returncode == 0, opened.stdout + opened.stderr
-    (tmp_path / "fb.py").write_bytes(GOOD_1)
-    asked = subprocess.run([str(BIN / "pkb"), "feedback", "1", str(tmp_path / "fb.py"), "--session",
-                            opened.stdout.strip(), "--M", "64", "--N", "64", "--json", str(tmp_path / "fb.json"),
-                            *common], capture_output=True, text=True, timeout=180)
-    assert asked.returncode == 0, asked.stdout + asked.stderr + topology.logs()
+    # The feedback run, asked for while the job is judged (lean: the feedback worker works beside the others).
+    out, err = asked.communicate(timeout=180)
+    assert asked.returncode == 0, out + err + topology.logs()
     assert json.loads((tmp_path / "fb.json").read_text())["feedback"]["verdict"] == "correct"
 
     # /metrics: refused without the token; with it, every family, with this run's numbers.
@@ -215,6 +218,7 @@ def test_the_deploy_units_run_a_submission_a_killed_worker_and_a_feedback_run(to
     assert sample(own, "pkb_worker_message_seconds_count", actor="evaluate_job") >= 1
 
     # The Workers page: the three live workers (the killed one silent), what they serve.
+    settings.PKB_WORKER_HEARTBEAT_SECONDS = 1  # as the processes beat: silent after 3 s
     client.force_login(staff)
     page = client.get("/ops/workers/").content.decode()
     ours = [r for r in WorkerRecord.objects.all() if {slug, f"build-{slug}", f"feedback-{slug}"} & set(r.queues)]
