@@ -69,7 +69,7 @@ def problems_index(request):
         "profile": profile, "profiles": catalogue_selectors.profiles(), "problems": table.rows, "table": table,
         "protocol": protocol,
         "protocols": scoring_selectors.PROTOCOL_LABELS.items(), "heatmap_rows": len(heat["rows"]),
-        "heatmap": plots.heatmap_figure(heat, problems), "heatmap_legend": plots.LEGEND,
+        "heatmap": plots.heatmap_figure(heat, problems, profile.ranked), "heatmap_legend": plots.LEGEND,
     })
 
 

@@ -10,8 +10,10 @@ COLORSCALE = [[0.0, "#d9d9d9"], [0.25, "#d9d9d9"], [0.25, "#c0392b"], [0.5, "#c0
 LEGEND = "grey: pending or platform failure · red: not correct · blue: correct · green: correct and faster"
 
 
-def heatmap_figure(data: dict, problems: list) -> dict:
-    """z: 0 pending/infra, 1 wrong, 2 correct, 3 correct and faster; blank where no candidate was sent."""
+def heatmap_figure(data: dict, problems: list, ranked: bool = True) -> dict:
+    """z: 0 pending/infra, 1 wrong, 2 correct, 3 correct and faster; blank where no candidate was sent. A cell's
+    hover names its speedup on a ranked profile only (on an unranked one a point speedup without its interval is
+    noise: the problem page shows it with its interval)."""
     x = [p.id for p in problems]
     y, z, text = [], [], []
     for sid, model, agent, protocol, k in data["rows"]:
@@ -21,7 +23,7 @@ def heatmap_figure(data: dict, problems: list) -> dict:
         for pid in x:
             status, correct, faster, speedup = cells.get(pid, ("missing", False, False, None))
             zrow.append(_cell(status, correct, faster))
-            trow.append(f"{status}" + (f", {speedup:.2f}x" if speedup else ""))
+            trow.append(f"{status}" + (f", {speedup:.2f}x" if speedup and ranked else ""))
         z.append(zrow)
         text.append(trow)
     return {

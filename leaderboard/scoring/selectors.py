@@ -38,6 +38,19 @@ SORTS = {
     "peak": (F("geomean_peak_fraction").desc(nulls_last=True), "-correct", "submission_id"),
     "recent": ("-submission__created_at",),
 }
+# On an unranked profile (CPU: wall-clock timings on a shared host) no speedup orders anything: a point speedup there
+# is noise as often as not (an A/A pair can read 1.6x), so rows are never sorted on one, whatever ?sort= asks.
+_SPEED_KEYS = ("geomean_speedup", "geomean_peak_fraction", "speedup", "fast_1_5", "fast_2_0")
+
+
+def order_for(profile: HardwareProfile, keys) -> list:
+    """``keys`` (one of SORTS' orders) as ``profile`` may use them: unranked profiles drop every speed key."""
+    if profile.ranked:
+        return list(keys)
+    kept = [k for k in keys if not any(name in str(k) for name in _SPEED_KEYS)]
+    return kept or ["-correct", "submission_id"]
+
+
 SECTION_ROWS = 20  # per protocol on the overview; "All ... entries" pages through 50 at a time
 PAGE_ROWS = 50
 
@@ -75,7 +88,7 @@ def _entries(profile: HardwareProfile, filters: Filters):
         query = query.filter(backend=filters.backend)
     if filters.k is not None:
         query = query.filter(attempts_k=filters.k)
-    return query.order_by(*SORTS[filters.sort])
+    return query.order_by(*order_for(profile, SORTS[filters.sort]))
 
 
 def leaderboard_sections(profile: HardwareProfile, filters: Filters) -> list[dict]:
@@ -143,7 +156,7 @@ def leaderboard_export(profile: HardwareProfile, filters: Filters) -> list[dict]
     query = _entries(profile, filters)
     if filters.protocol:
         query = query.filter(protocol=filters.protocol)
-    rows = list(query.order_by("protocol", *SORTS[filters.sort]).values(*EXPORT_FIELDS))
+    rows = list(query.order_by("protocol", *order_for(profile, SORTS[filters.sort])).values(*EXPORT_FIELDS))
     ranks: dict[str, int] = defaultdict(int)
     for row in rows:
         if row["ranked"]:
@@ -235,8 +248,9 @@ def heatmap(profile: HardwareProfile, protocol: str = "", limit: int = 40, per_p
     top = []
     for shown in ([protocol] if protocol else PROTOCOL_ORDER):
         top += list(LeaderboardEntry.objects.filter(profile=profile, listed=True, protocol=shown)
-                    .order_by(*SORTS["correct"]).values_list("submission_id", "submission__model_name",
-                                                             "submission__agent", "protocol", "attempts_k")
+                    .order_by(*order_for(profile, SORTS["correct"]))
+                    .values_list("submission_id", "submission__model_name", "submission__agent", "protocol",
+                                 "attempts_k")
                     [:limit if protocol else per_protocol])
     ids = [row[0] for row in top]
     grid = defaultdict(dict)
@@ -256,8 +270,8 @@ def problem_scores(problem: Problem, profile: HardwareProfile, protocol: str = "
     if protocol:
         scores = scores.filter(protocol=protocol)
     offset = (page - 1) * PAGE_ROWS
-    rows = list(scores.order_by("protocol", "-correct", F("speedup").desc(nulls_last=True), "-faster",
-                                "submission_id").values(
+    rows = list(scores.order_by("protocol", *order_for(profile, ["-correct", F("speedup").desc(nulls_last=True),
+                                                                 "-faster", "submission_id"])).values(
         "submission_id", "submission__model_name", "submission__submitter__user__username",
         "submission__submitter__display_name", "protocol", "attempt", "attempts_total", "status", "flagged", "faster",
         "correct", "speedup", "speedup_lo", "speedup_hi", "problem_id", "attempts_correct", "peak_fraction",
