@@ -94,7 +94,7 @@ def box_cpus(allowed: Optional[set[int]] = None) -> list[int]:
     never widens past them). ``PKB_BOX_CPUS`` (``0-3,8``) narrows them further."""
     cpus = set(allowed if allowed is not None else os.sched_getaffinity(0))
     configured = os.environ.get("PKB_BOX_CPUS", "").strip()
-    if configured:
+    if configured and cpus & parse_cpu_list(configured):  # a setting outside the judge's cores narrows nothing
         cpus &= parse_cpu_list(configured)
     return sorted(cpus)
 

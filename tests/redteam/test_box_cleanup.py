@@ -231,3 +231,25 @@ def test_a_box_whose_processes_outlive_the_kill_is_quarantined_then_swept(monkey
     assert box_id not in boxes.quarantined()
     assert processes_of_uid(boxes.UID_BASE + box_id) == []
     assert not os.path.exists(os.path.join(str(tmp_path / "boxes"), str(box_id)))
+
+
+@requires_root
+def test_the_judge_cleans_up_after_a_deep_scratch_end_to_end(tmp_path, monkeypatch):
+    """The break as reported, through the real judge: its clean-up completes, the verdict is the kernel's own, and
+    nothing is left under the judge's temporary directory (no mount, no directory) or of the box."""
+    import tempfile
+
+    from tests.redteam.harness import notes, run
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    began = time.monotonic()
+    result = run("deep_scratch")
+    assert result["verdict"] == "correct", result["message"]
+    assert time.monotonic() - began < 120
+    # The judge's own directories are gone (the fork server's home lives as long as this process: it is trusted).
+    assert [n for n in os.listdir(tmp_path) if not n.startswith("pkb-forkserver-")] == []
+    assert not [p for p in removal.mount_points() if p.startswith(str(tmp_path))]
+    box = notes(result)["box"]
+    where = {"id": box["id"], "dir": box["dir"], "scratch": str(tmp_path / "none"), "uid": box["uid"],
+             "cgroup": {c: os.path.join(p, f"box-{box['id']}") for c, p in cgroups.layout().parents.items()}}
+    assert leftovers(where) == []
