@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # The CPU build of torch lies on this machine's disk; GPU hosts bring their own torch.
 TORCH ?= torch==2.13.0
 
-.PHONY: install serve test test-fast selfcheck clean
+.PHONY: install serve test test-fast lint selfcheck clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,17 +32,19 @@ test: install
 	bash scripts/sandbox_tools.sh
 	bash scripts/test.sh
 
-# The edit loop (a few minutes): the contract and the layers, the timing rules, the judge's units and the site's
-# models, services and upload parser; no rank process, no browser. `make test` (and CI) still run everything.
-FAST_TESTS := tests/test_layers.py tests/test_one_decision.py tests/test_names.py \
-	tests/evaluator/test_timing_rules.py tests/evaluator/test_timing_torch_free.py tests/evaluator/test_stats.py \
-	tests/evaluator/test_pairs.py tests/evaluator/test_compare.py tests/evaluator/test_messages.py \
-	tests/evaluator/test_outputs.py tests/evaluator/test_nulls.py tests/evaluator/test_dtype_rule.py \
-	tests/evaluator/test_backends.py tests/redteam/test_secret_seeds.py \
-	tests/evaluator/test_contract.py tests/test_client_alone.py \
-	tests/site/test_models.py tests/site/test_uploads.py tests/site/services
+# The edit loop: every test with none of the markers ranks, server and build (pytest.ini; tests/lanes.py gives them
+# by path and fixture). PKB_UNIT_LANE=1 makes a test in it that starts a rank worker, the judge, a gloo world, a
+# server, a browser or a compiler fail. Only PostgreSQL is needed; nothing is installed. `make test` (and CI) still
+# run everything, these tests included.
 test-fast: install
-	bash scripts/test.sh -q -x $(FAST_TESTS)
+	bash scripts/services.sh --no-installs
+	PKB_UNIT_LANE=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not ranks and not server and not build" tests
+
+# ruff (lint, then the format check) and mypy, each configured in pyproject.toml; a few seconds with warm caches.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 selfcheck: install
 	$(BIN)/pkb selfcheck --device cpu --world-size 2

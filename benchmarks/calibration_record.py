@@ -1,4 +1,4 @@
-"""The compact calibration record (benchmarks/calibration/runN.json) that the re-judging scripts read.
+"""The compact calibration record (benchmarks/calibration/run<N>.json) that the re-judging scripts read.
 
 Each GPU run's raw files (JSON documents of ``judge_gpu.py``, logs, machine notes) were kept in benchmarks/runs/
 until issue 27; the record keeps, per raw file, its sha256 and size, and for each JSON document the fields that

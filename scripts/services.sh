@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start PostgreSQL, Redis and RabbitMQ if they are down (as this machine kind starts them); Chromium and
-# systemd-analyze if missing.
+# systemd-analyze if missing, unless called with --no-installs (the unit lane, `make test-fast`, needs neither).
 set -uo pipefail
 up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 if ! up 5432 && command -v pg_ctlcluster >/dev/null; then
@@ -13,11 +13,12 @@ fi
 if ! up 5672 && command -v rabbitmq-server >/dev/null; then
   rabbitmq-server -detached || true
 fi
-if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ]; then
+installs=1; [ "${1:-}" = "--no-installs" ] && installs=0
+if [ "$installs" = 1 ] && [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed; browser tests will fail" >&2
 fi
 # systemd-analyze checks the deploy units (tests/test_deploy_units.py); Debian's systemd package brings it.
-if ! command -v systemd-analyze >/dev/null && [ "$(id -u)" = 0 ]; then
+if [ "$installs" = 1 ] && ! command -v systemd-analyze >/dev/null && [ "$(id -u)" = 0 ]; then
   (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null 2>&1 \
     || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null)) \
     || echo "systemd-analyze could not be installed; the deploy unit tests will fail" >&2

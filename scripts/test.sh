@@ -34,11 +34,11 @@ fi
 
 BUILDS=(tests/evaluator/test_prebuild.py tests/evaluator/test_builds.py tests/evaluator/test_cuda_helpers.py
         tests/evaluator/compat tests/evaluator/test_nulls.py)
-UNITS=(tests/site/security tests/site/views tests/site/services tests/site/api tests/site/issue35
+UNITS=(tests/site/security tests/site/views tests/site/services tests/site/api tests/site/records
        tests/problems/test_p*.py "${BUILDS[@]}")
 SITE=(tests/test_installs.py tests/site tests/feedback
       --ignore=tests/site/security --ignore=tests/site/views --ignore=tests/site/services --ignore=tests/site/api
-      --ignore=tests/site/issue35)
+      --ignore=tests/site/records)
 TIMED=(tests --ignore=tests/test_installs.py --ignore=tests/site --ignore=tests/feedback
        --ignore-glob='tests/problems/test_p*.py' "${BUILDS[@]/#/--ignore=}")
 

@@ -169,9 +169,10 @@ def works(uid: int, scratch: str, etc_dir: str, timeout: float = 60.0) -> Option
 
 
 def _open_created_parents(args: list[str]) -> list[str]:
-    """bwrap makes the missing parents of a mount point (/root, /root/.pyenv, /work, or a job directory's path inside
-    the group's own /tmp) with mode 0700, which the candidate's uid cannot traverse; they hold nothing but the way to
-    a mount, so open them. Parents inside a read-only mount exist already (bwrap could not create them there)."""
+    """bwrap makes the missing parents of a mount point (those of the interpreter's and the repository's directories,
+    or of a job directory's path inside the group's own /tmp) with mode 0700, which the candidate's uid cannot
+    traverse; they hold nothing but the way to a mount, so open them. Parents inside a read-only mount exist already
+    (bwrap could not create them there)."""
     dests = [args[i + 2] for i, a in enumerate(args) if a in ("--bind", "--ro-bind", "--dev-bind", "--symlink")]
     dests += [args[i + 1] for i, a in enumerate(args) if a in ("--proc", "--dev")]
     fixed = [args[i + 2] for i, a in enumerate(args) if a in ("--ro-bind", "--dev-bind", "--symlink")]
