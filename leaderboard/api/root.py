@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from django.urls import URLPattern, URLResolver, get_resolver
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -17,15 +18,21 @@ def _template(route: str) -> str:
     return re.sub(r"<(?:(\w+):)?(\w+)>", lambda m: PLACEHOLDERS.get(m[1] or "", "{" + m[2] + "}"), route)
 
 
+def _routes(patterns, prefix: str = "/"):
+    """(path, name) of every route under ``patterns``, included ones walked (the resolver, not the url modules:
+    those import this one)."""
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _routes(pattern.url_patterns, prefix + str(pattern.pattern))
+        elif isinstance(pattern, URLPattern):
+            yield prefix + str(pattern.pattern), pattern.name
+
+
 def endpoints() -> dict[str, str]:
     """{name: path template} of every named API route (``api-submission-status`` -> ``submission_status``)."""
-    from leaderboard import urls as site_urls
-    from leaderboard.api import urls as api_urls
-
-    routes = [("/api/v1/" + str(p.pattern), p.name) for p in api_urls.urlpatterns]
-    routes += [("/" + str(p.pattern), p.name) for p in site_urls.feedback_urlpatterns]
-    return {name.removeprefix("api-").replace("-", "_") or "root": _template(route)
-            for route, name in routes if name and name.startswith("api-") and name != "api-root"}
+    return {name.removeprefix("api-").replace("-", "_"): _template(route)
+            for route, name in _routes(get_resolver().url_patterns)
+            if name and name.startswith("api-") and name != "api-root"}
 
 
 class ApiRoot(APIView):
