@@ -23,7 +23,7 @@ def test_schema_is_served(catalogue):
 
 def test_profiles(catalogue):
     slugs = [p["slug"] for p in APIClient().get("/api/v1/profiles/").json()]
-    assert set(slugs) == {"cpu-gloo", "gpu-h200x8", "gpu-h200x1"}
+    assert set(slugs) == {"cpu-gloo", "gpu-h200x8", "gpu-h200x1", "gpu-shared-w8"}
 
 
 def test_leaderboard_keeps_protocols_apart(published):
