@@ -183,3 +183,22 @@ def test_a_worker_records_its_boot_its_heartbeat_and_a_refusal(monkeypatch, sett
     heartbeat.refused({"gpu-h200x8"}, "GPU 2 is held by another worker (pid 4121)")
     record = WorkerRecord.objects.get(worker=WORKER_ID)
     assert record.state == "refused" and "GPU 2 is held" in record.refusal
+
+
+@pytest.mark.django_db(transaction=True)  # the record is written on the worker's own connection
+def test_a_worker_refused_at_boot_leaves_its_reason_on_the_record(monkeypatch, settings, cpu):
+    """Through leaderboard/worker.py's boot gates: the sandbox says no, the worker does not start, its record says why."""
+    from types import SimpleNamespace
+
+    from leaderboard import worker as bootstrap
+    from leaderboard.jobs import judge_commands, sandbox_gate
+    from leaderboard.jobs.judge_process import WORKER_ID
+
+    monkeypatch.setattr(judge_commands, "host_support", lambda: {"complete": False, "summary": "simulated",
+                                                                 "missing": ["simulated: no bwrap"]})
+    monkeypatch.setattr(sandbox_gate, "_decided", {})
+    settings.PKB_SANDBOX_OFF = False
+    with pytest.raises(bootstrap.WorkerRefused):
+        bootstrap.middleware().before_worker_boot(None, SimpleNamespace(consumer_whitelist={"cpu-gloo"}))
+    record = WorkerRecord.objects.get(worker=WORKER_ID)
+    assert record.state == "refused" and "simulated: no bwrap" in record.refusal and record.queues == ["cpu-gloo"]
