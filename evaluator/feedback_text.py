@@ -4,6 +4,8 @@ light is measured against. Part of the judge's torch-free contract (evaluator/sc
 library only, installed with the client alone (client/pyproject.toml)."""
 from __future__ import annotations
 
+from typing import Any
+
 # Peak rates of the GPUs the ranked profiles run on (NVIDIA H200 SXM): NVLink 4 is 18 links x 25 GB/s = 450 GB/s per
 # direction; dense bf16 tensor cores about 790 TFLOP/s (989 with sparsity, which no problem here uses); HBM3e about
 # 4.8 TB/s on the sheet, 4.3 TB/s the measured copy rate. The one definition: the judge's speed-of-light floor
@@ -11,14 +13,14 @@ from __future__ import annotations
 H200_CEILINGS = {"name": "H200", "link_bytes_per_s": 450e9, "flops_per_s": 790e12, "hbm_bytes_per_s": 4.3e12}
 
 
-def ceilings_text(ceilings: dict = H200_CEILINGS) -> str:
+def ceilings_text(ceilings: dict[str, Any] = H200_CEILINGS) -> str:
     """``H200: NVLink 450 GB/s per direction, HBM 4.3 TB/s, 790 TFLOP/s dense bf16``."""
     return (f"{ceilings['name']}: NVLink {ceilings['link_bytes_per_s'] / 1e9:g} GB/s per direction, "
             f"HBM {ceilings['hbm_bytes_per_s'] / 1e12:g} TB/s, {ceilings['flops_per_s'] / 1e12:g} TFLOP/s dense bf16")
 
 
 
-def withheld_line(timing: dict) -> str:
+def withheld_line(timing: dict[str, Any]) -> str:
     """Why an interval above 1.0 is not called faster because the reference's own timing blocks timed its host
     (evaluator/timing/rules.py, ``reference_blocks_spun_short``), or nothing."""
     blocks, short_pairs = timing.get("reference_blocks_spun_short"), timing.get("reference_spun_short_pairs")
@@ -29,7 +31,7 @@ def withheld_line(timing: dict) -> str:
             "so those blocks timed the reference's launches, not its kernels")
 
 
-def text(feedback: dict) -> str:
+def text(feedback: dict[str, Any]) -> str:
     """The feedback as the terminal shows it (``pkb feedback``)."""
     lines = [f"verdict: {str(feedback.get('verdict')).upper()}  {first_line(feedback.get('message', ''))}"]
     shape = feedback.get("shape") or {}
@@ -75,11 +77,17 @@ def text(feedback: dict) -> str:
     if feedback.get("flags"):
         lines.append(f"flags: {', '.join(feedback['flags'])}")
     meter = feedback.get("metering") or {}
-    lines.append(f"metered: wall {meter.get('wall_s')} s, GPU-seconds {meter.get('gpu_seconds')}")
+    # W x wall in the profile's unit: GPU-seconds where the ranks hold GPUs, rank-seconds on a CPU profile.
+    if feedback.get("device") == "cuda":
+        lines.append(f"metered: wall {meter.get('wall_s')} s, GPU-seconds {meter.get('gpu_seconds')}")
+    else:
+        wall, world = meter.get("wall_s"), feedback.get("world_size")
+        ranks = round(wall * world, 3) if isinstance(wall, (int, float)) and isinstance(world, int) else None
+        lines.append(f"metered: wall {wall} s, rank-seconds {ranks} (W x wall on a CPU profile)")
     return "\n".join(lines)
 
 
-def crosscheck_line(check: dict, pooled: dict | None = None) -> str:
+def crosscheck_line(check: dict[str, Any], pooled: dict[str, Any] | None = None) -> str:
     """Why the judge flagged a timing `timing_crosscheck`, in one line (docs/threat-model.md, 4 and 4b): the probe
     blocks at zero spin (one pair's, or the mean over K pairs), or time outside the timed window."""
     probe = check.get("probe") or {}

@@ -58,9 +58,15 @@ def judge_request(job, candidate_path: Path, out_path: Path) -> JudgeRequest:
     profile = job.profile
     return JudgeRequest(job.candidate.problem.stem, str(candidate_path), world_size=profile.world_size,
                         device=profile.device, trials=profile.trials, json_out=str(out_path),
-                        reduced=profile.device == "cpu", pairs=profile.timing_pairs if profile.timing_pairs > 1 else 1,
+                        reduced=reduced_for(profile), pairs=profile.timing_pairs if profile.timing_pairs > 1 else 1,
                         multicast_allowed=profile.multicast_allowed, sandbox_required=not settings.PKB_SANDBOX_OFF,
                         shared_device=profile.shared_device, **hidden_checks(job))
+
+
+def reduced_for(profile) -> bool:
+    """Whether jobs on ``profile`` are judged at the CPU development shapes (``--reduced``: the problems whose spec
+    fixes sizes too large for a CPU world shrink them, their docstrings say how): CPU profiles only."""
+    return profile.device == "cpu"
 
 
 def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:

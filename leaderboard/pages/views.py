@@ -88,9 +88,23 @@ def problem_detail(request, key):
         "problem": problem, "profile": profile, "profiles": catalogue_selectors.profiles(), "data": data,
         "protocol": filters.protocol, "protocols": scoring_selectors.PROTOCOL_LABELS.items(),
         "strip": plots.strip_figure(data["points"]), "peak": plots.peak_figure(data["points"]),
-        "light": _light_at(problem, profile),
+        "light": _light_at(problem, profile), "judged_at": _judged_at(catalogue_selectors.profiles()),
         "peak_notes": sorted({row["peak_note"] for row in data["rows"] if row["peak_note"]})[:3],
     })
+
+
+def _judged_at(profiles) -> list[dict]:
+    """What each profile judges a candidate at: the judge's default shape and dtype (evaluator/contract.py), the
+    reduced CPU shapes where the runner asks for them (jobs/runner.reduced_for), W, and the hidden checks of a
+    rankable run (jobs/runner.hidden_checks)."""
+    from dataclasses import fields
+
+    from evaluator.schema import JudgeRequest
+    from leaderboard.jobs import runner
+
+    defaults = {f.name: f.default for f in fields(JudgeRequest) if f.name in ("M", "N", "dtype")}
+    return [dict(defaults, profile=p, reduced=runner.reduced_for(p),
+                 hidden=bool(settings.PKB_HIDDEN_CHECKS and (p.ranked or p.shared_device))) for p in profiles]
 
 
 def _light_at(problem, profile) -> dict:

@@ -170,3 +170,26 @@ def feedback_pareto(profile, filters=None) -> dict:
     costed = any(p["hours"] > 0 for p in data["points"])
     return {"points": len(data["points"]), "unmetered": data["unmetered"], "axis": data["axis"], "costed": costed,
             "figure": feedback_plots.pareto_figure(data, frontier) if costed else None}
+
+
+_OUTPUT = re.compile(r"^(?:Tensor\s+)?\(([^()]*)\)\s+([A-Z]\w{0,2})(?=$|\s*[=,;:])\s*(=)?\s*[,;:]?\s*(.*)$", re.DOTALL)
+
+
+@register.filter
+def output_sentence(text: str) -> str:
+    """A catalogue output ("(M,N) D, same on every rank", "(M,N) D = gathered A @ local B, rank-specific") as a
+    sentence that names the tensor and its shape the way the specification below does."""
+    text = " ".join(str(text or "").split()).rstrip(".")
+    match = _OUTPUT.match(text)
+    if not match:
+        return f"Each rank returns {text}." if text else "—"
+    shape = ", ".join(part.strip() for part in match.group(1).split(","))
+    name, equals, rest = match.group(2), match.group(3), match.group(4).strip()
+    if not rest:
+        return f"Each rank returns {name}, a tensor of shape ({shape})."
+    return f"Each rank returns {name}, a tensor of shape ({shape}){f', where {name} = ' if equals else ': '}{rest}."
+
+
+@register.filter
+def rstrip_period(text) -> str:
+    return str(text or "").rstrip(". ")
