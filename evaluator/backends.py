@@ -6,7 +6,6 @@ and the site's upload parser (through evaluator/schema.py, which refuses such a 
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 # Backends whose runtime this judge does not ship: (what gives the backend away in the source, its name, why).
 UNSUPPORTED_BACKENDS = [
@@ -25,7 +24,7 @@ def _code_lines(source: str) -> str:
                      for line in source.splitlines())
 
 
-def unsupported_backend(filename: str, source: str) -> Optional[str]:
+def unsupported_backend(filename: str, source: str) -> str | None:
     """A message naming the backend ``source`` needs that this judge does not support, and those it does; None when
     every backend it uses is supported. Used by the judge's static checks (verdict ``compile_error``: the file cannot
     be built here, which is not a rule it broke) and by the upload path, which refuses such a file at once."""

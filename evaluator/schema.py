@@ -58,8 +58,8 @@ CANDIDATE_FAULTS = (INCORRECT, COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, POLICY_VIO
 FLAG_TIMING_CROSSCHECK = "timing_crosscheck"
 FLAG_FASTER_THAN_LIGHT = "faster_than_light"
 FLAG_UNRANKED_DEVICE = "unranked_device"
-# Correct within the problem's tolerance, but a floating output came in another dtype than the reference's (docs/dtype.md):
-# a lower precision moves fewer bytes, so such a result is shown and never "faster".
+# Correct within the problem's tolerance, but a floating output came in another dtype than the reference's
+# (docs/dtype.md): a lower precision moves fewer bytes, so such a result is shown and never "faster".
 FLAG_DTYPE_DIFFERS = "dtype_differs"
 # The candidate ran without every sandbox layer (a development host): nothing it did can be trusted to rank.
 FLAG_UNSANDBOXED = "unsandboxed"
@@ -93,13 +93,22 @@ ONE_PAIR_FLOOR = {"cuda": round(math.exp(PAIR_Z * PAIR_OFFSET_SD["cuda"]) - 1.0,
 MAX_PAIRS = 16  # the most timing pairs: Config.pairs and HardwareProfile.timing_pairs
 
 # Which backends the judge can build: the same test for the judge's static checks and the site's uploads.
+# The feedback as text (the site's run page and ``pkb feedback``) and the peak rates behind it:
+# evaluator/feedback_text.py.
+from evaluator import feedback_text  # noqa: E402,F401
 from evaluator.backends import SUPPORTED_BACKENDS, unsupported_backend  # noqa: E402,F401
 
 # The request a worker sends the judge (``pkb eval``'s command line as a type): evaluator/contract.py.
-from evaluator.contract import (JUDGE, BadDeviceSet, JudgeRequest, PrebuildRequest, device_set,  # noqa: E402,F401
-                                has_compile_call, serve_command)
-# The feedback as text (the site's run page and ``pkb feedback``) and the peak rates behind it: evaluator/feedback_text.py.
-from evaluator import feedback_text  # noqa: E402,F401
+from evaluator.contract import (  # noqa: E402,F401
+         JUDGE,
+         BadDeviceSet,
+         JudgeRequest,
+         PrebuildRequest,
+         device_set,
+         has_compile_call,
+         serve_command,
+)
+
 # "Faster at p" (fast_p's bars) as the judge decided it, read from a timing record (older records: from their stored
 # "faster" and interval): evaluator/timing/verdict.py, the one place that decides it; the site counts what it returns.
-from evaluator.timing.verdict import BARS as SPEEDUP_BARS, bar_key, faster_at  # noqa: E402,F401
+from evaluator.timing.verdict import BARS as SPEEDUP_BARS  # noqa: E402,F401

@@ -22,18 +22,19 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Optional
+from typing import Any
 
 from evaluator.schema import HOST_PACED_FLOOR, MAX_PAIRS, ONE_PAIR_FLOOR, PAIR_OFFSET_SD, PAIR_Z  # noqa: F401
 from evaluator.timing import verdict
 from evaluator.timing.calibration import MAX_SUSPECT_SHARE, PROBE_POOLED_FLOOR_MS
 
 
-def crosscheck_suspect(timing: dict) -> bool:
+def crosscheck_suspect(timing: dict[str, Any]) -> bool:
     return bool((timing.get("crosscheck") or {}).get("suspect"))
 
 
-def triage(timings: list[tuple[int, dict]], retimed: bool = False) -> tuple[bool, list[tuple[int, dict]], list[dict]]:
+def triage(timings: list[tuple[int, dict[str, Any]]], retimed: bool = False
+           ) -> tuple[bool, list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
     """(flagged, pairs to combine, pairs set aside) from (pair number, timing) of every pair that ran. ``retimed``:
     a one-pair judgement whose suspect pair was timed once more (evaluation._more_pairs), flagged only if every try was
     suspect; the try that was not is the timing."""
@@ -47,7 +48,7 @@ def triage(timings: list[tuple[int, dict]], retimed: bool = False) -> tuple[bool
     return False, [(k, t) for k, t in timings if not crosscheck_suspect(t)], aside
 
 
-def probe_pooled(timings: list[dict], device: str = "cuda") -> Optional[dict]:
+def probe_pooled(timings: list[dict[str, Any]], device: str = "cuda") -> dict[str, Any] | None:
     """The probe check (rules._probe_check) over K pairs: the mean excess of every pair that ran (set-aside ones too:
     hiding work in some pairs must not lower the mean), held to the median of the pairs' noise allowances / sqrt(K)
     but at least PROBE_POOLED_FLOOR_MS, or to the median of their shares of the call when that is larger. None when
@@ -73,7 +74,8 @@ def widen(low: float, high: float, floor: float) -> tuple[float, float]:
     return low / (1.0 + floor), high * (1.0 + floor)
 
 
-def interval(timings: list[dict], device: str, host_bound_floor: float) -> tuple:
+def interval(timings: list[dict[str, Any]], device: str, host_bound_floor: float
+             ) -> tuple[float, float, float, float, float]:
     """(mean log speedup, low, high, calibrated half-width, empirical half-width) of K >= 2 pairs, from each pair's
     ``speedup``, ``bootstrap_ci`` and ``host_bound`` alone, so that stored A/A runs can be re-judged
     (benchmarks/aa_rules.py)."""
@@ -90,15 +92,16 @@ def interval(timings: list[dict], device: str, host_bound_floor: float) -> tuple
     return mean, low, high, calibrated, empirical
 
 
-def combine(timings: list[dict], device: str, host_bound_floor: float, dropped: Optional[list] = None,
-            set_aside: Optional[list] = None) -> dict:
+def combine(timings: list[dict[str, Any]], device: str, host_bound_floor: float, dropped: list[Any] | None = None,
+            set_aside: list[Any] | None = None) -> dict[str, Any]:
     """K >= 2 pairs' timing documents combined and read alone: combine_evidence's document decided (verdict.decide)
     with no flag; the judge combines with combine_evidence and decides once, with the result's flags."""
     return verdict.decide(combine_evidence(timings, device, host_bound_floor, dropped, set_aside), (), device)
 
 
-def combine_evidence(timings: list[dict], device: str, host_bound_floor: float, dropped: Optional[list] = None,
-                     set_aside: Optional[list] = None) -> dict:
+def combine_evidence(timings: list[dict[str, Any]], device: str, host_bound_floor: float,
+                     dropped: list[Any] | None = None,
+                     set_aside: list[Any] | None = None) -> dict[str, Any]:
     """One timing document from K >= 2 single-pair documents (rules.pair_evidence's, in pair order), with no verdict
     yet (verdict.decide sets ``faster`` and ``ranked``)."""
     K = len(timings)

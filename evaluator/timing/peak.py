@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import random
 import statistics
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 RESAMPLES = 1000  # the interval's resolution is far finer than its width; the speedup's bootstrap already takes 2000
 
@@ -41,11 +42,12 @@ def median_interval(blocks: Sequence[Sequence[float]], resamples: int = RESAMPLE
     return medians[int(tail * (resamples - 1))], medians[int((1.0 - tail) * (resamples - 1))]
 
 
-def _not_applicable(reason: str) -> dict:
+def _not_applicable(reason: str) -> dict[str, Any]:
     return {"applies": False, "reason": reason}
 
 
-def fraction(light: Optional[dict], candidate_ms: float, candidate_ci_ms: Optional[Sequence[float]]) -> dict:
+def fraction(light: dict[str, Any] | None, candidate_ms: float,
+             candidate_ci_ms: Sequence[float] | None) -> dict[str, Any]:
     """The peak-fraction record of one timing document from its speed-of-light record (physics.check)."""
     if not light:
         return _not_applicable("no speed-of-light floor was computed for this run")
@@ -62,8 +64,8 @@ def fraction(light: Optional[dict], candidate_ms: float, candidate_ci_ms: Option
             "ceilings": light.get("ceilings")}
 
 
-def for_pair(light: Optional[dict], cand_blocks: Sequence[Sequence[float]], candidate_ms: float,
-             noise_floor: float) -> tuple[Optional[list], dict]:
+def for_pair(light: dict[str, Any] | None, cand_blocks: Sequence[Sequence[float]], candidate_ms: float,
+             noise_floor: float) -> tuple[list[Any] | None, dict[str, Any]]:
     """(the candidate median's widened interval in ms, the peak-fraction record) for one pair's timing document.
     The bootstrap runs only where a floor applies (it is the only reader of the interval)."""
     if not (light and light.get("applies")):
@@ -73,7 +75,7 @@ def for_pair(light: Optional[dict], cand_blocks: Sequence[Sequence[float]], cand
     return interval, fraction(light, candidate_ms, interval)
 
 
-def combined(timings: Sequence[dict], candidate_ms: float) -> dict:
+def combined(timings: Sequence[dict[str, Any]], candidate_ms: float) -> dict[str, Any]:
     """The peak-fraction record of K combined pairs: the median candidate time, an interval spanning every pair's
     (a pair without one contributes its median)."""
     light = timings[0].get("speed_of_light") if timings else None

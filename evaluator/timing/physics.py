@@ -12,7 +12,7 @@ ranked and get no floor (unless ``ceilings`` are given explicitly, which the tes
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any
 
 # The NVIDIA H200 SXM peaks (their sources beside them): the contract's, which the feedback text states too.
 from evaluator.feedback_text import H200_CEILINGS as H200
@@ -21,7 +21,7 @@ DEFAULTS = {"M": 1024, "N": 1024, "W": 8, "dtype": "bfloat16"}
 _DTYPES = ("bfloat16", "float16", "float32")  # the dtypes a problem's estimate is asked at; any other: bfloat16
 
 
-def ceilings_for(device: str, gpu_names: Optional[list] = None) -> Optional[dict]:
+def ceilings_for(device: str, gpu_names: list[Any] | None = None) -> dict[str, Any] | None:
     """Peak rates of the host's GPUs, if known (H200 and H100 share the interconnect; H100's HBM is slower)."""
     if device != "cuda":
         return None
@@ -31,7 +31,7 @@ def ceilings_for(device: str, gpu_names: Optional[list] = None) -> Optional[dict
     return None  # unknown GPU: no floor rather than a wrong one
 
 
-def floor(problem, M: int, N: int, W: int, dtype: str, ceilings: Optional[dict]) -> dict:
+def floor(problem: Any, M: int, N: int, W: int, dtype: str, ceilings: dict[str, Any] | None) -> dict[str, Any]:
     """The least time one call can take, in ms, with how it was derived; ``applies`` False (and why) if none."""
     if not ceilings:
         return {"applies": False, "reason": "no peak rates for this device (CPU timings are never ranked)"}
@@ -55,7 +55,8 @@ def floor(problem, M: int, N: int, W: int, dtype: str, ceilings: Optional[dict])
             "bytes_per_rank": moved, "flops_per_rank": flops, "ceilings": ceilings.get("name", "custom")}
 
 
-def check(problem, M: int, N: int, W: int, dtype: str, candidate_ms: float, ceilings: Optional[dict]) -> dict:
+def check(problem: Any, M: int, N: int, W: int, dtype: str, candidate_ms: float,
+          ceilings: dict[str, Any] | None) -> dict[str, Any]:
     """``floor`` plus ``violated``: the candidate's median time is below the least possible time."""
     out = floor(problem, M, N, W, dtype, ceilings)
     out["violated"] = bool(out["applies"] and candidate_ms < out["floor_ms"])

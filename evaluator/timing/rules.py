@@ -4,23 +4,35 @@ decided from it in verdict.py alone. Constants in calibration.py."""
 from __future__ import annotations
 
 import statistics
-from typing import Optional
-
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from evaluator import schema
 from evaluator.timing import pairs, physics, stats, verdict
 from evaluator.timing.calibration import (
-    CROSSCHECK_BLOCK_MS, CROSSCHECK_FLOOR_MS, CROSSCHECK_RANGE_FACTOR, CROSSCHECK_SHARE, HOST_BOUND_NOISE_FLOOR,
-    HOST_BOUND_SHARE, PROBE_BLOCK_MS, PROBE_FLOOR_MS, PROBE_RANGE_FACTOR, PROBE_SHARE, PROCESS_NOISE_FLOOR,
+    CROSSCHECK_BLOCK_MS,
+    CROSSCHECK_FLOOR_MS,
+    CROSSCHECK_RANGE_FACTOR,
+    CROSSCHECK_SHARE,
+    HOST_BOUND_NOISE_FLOOR,
+    HOST_BOUND_SHARE,
+    PROBE_BLOCK_MS,
+    PROBE_FLOOR_MS,
+    PROBE_RANGE_FACTOR,
+    PROBE_SHARE,
+    PROCESS_NOISE_FLOOR,
     SPIN_SHORT_BLOCK_SHARE,
 )
 
 if TYPE_CHECKING:  # the rules read a Config's fields only; importing it would load the judge's process plumbing
     from evaluator.judge.config import Config
 
+# A side's timed blocks (each block's per-call times, ms) and the judge's own wall clock per block and side.
+Blocks = Sequence[Sequence[float]]
+Walls = dict[str, list[float]]
 
-def blocks_spun_short(shares: Optional[list[float]]) -> list[int]:
+
+def blocks_spun_short(shares: list[float] | None) -> list[int]:
     """The blocks (indices) whose share of spun-short calls says they timed the host (SPIN_SHORT_BLOCK_SHARE)."""
     return [b for b, share in enumerate(shares or []) if share >= SPIN_SHORT_BLOCK_SHARE]
 
@@ -30,11 +42,12 @@ def noise_floor(device: str, host_bound: bool) -> float:
     return max(PROCESS_NOISE_FLOOR[device], HOST_BOUND_NOISE_FLOOR if host_bound else 0.0)
 
 
-def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, environment: Optional[dict] = None,
-                     calls: Optional[int] = None, host_bound: Optional[dict] = None,
-                     spin_ms: float = 0.0, probe: Optional[dict] = None,
-                     spins_ms: Optional[list[float]] = None,
-                     reference_spin_short: Optional[list[float]] = None) -> dict:
+def _timing_document(ref_blocks: Blocks, cand_blocks: Blocks, walls: Walls, cfg: Config, prob: Any = None,
+                     environment: dict[str, Any] | None = None,
+                     calls: int | None = None, host_bound: dict[str, Any] | None = None,
+                     spin_ms: float = 0.0, probe: dict[str, Any] | None = None,
+                     spins_ms: list[float] | None = None,
+                     reference_spin_short: list[float] | None = None) -> dict[str, Any]:
     """One pair's timing document read alone, decided (verdict.decide) with the pair's own flags. The judge builds the
     evidence with pair_evidence and decides once, when the evaluation ends, with every flag of the result."""
     doc = pair_evidence(ref_blocks, cand_blocks, walls, cfg, prob, environment, calls, host_bound, spin_ms, probe,
@@ -42,11 +55,12 @@ def _timing_document(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, env
     return verdict.decide(doc, doc["_flags"], cfg.device)
 
 
-def pair_evidence(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, environment: Optional[dict] = None,
-                  calls: Optional[int] = None, host_bound: Optional[dict] = None,
-                  spin_ms: float = 0.0, probe: Optional[dict] = None,
-                  spins_ms: Optional[list[float]] = None,
-                  reference_spin_short: Optional[list[float]] = None) -> dict:
+def pair_evidence(ref_blocks: Blocks, cand_blocks: Blocks, walls: Walls, cfg: Config, prob: Any = None,
+                  environment: dict[str, Any] | None = None,
+                  calls: int | None = None, host_bound: dict[str, Any] | None = None,
+                  spin_ms: float = 0.0, probe: dict[str, Any] | None = None,
+                  spins_ms: list[float] | None = None,
+                  reference_spin_short: list[float] | None = None) -> dict[str, Any]:
     """One pair's timing document with no verdict yet: speedup, widened interval, the cross-check and speed-of-light
     flags (``_flags``), the reference's spun-short blocks; ``faster`` and ``ranked`` come from verdict.decide."""
     ref_all = [x for block in ref_blocks for x in block]
@@ -95,7 +109,8 @@ def pair_evidence(ref_blocks, cand_blocks, walls, cfg: Config, prob=None, enviro
     return doc
 
 
-def _add_probe(doc: dict, ref_blocks, cand_blocks, probe: dict, cfg: Config) -> None:
+def _add_probe(doc: dict[str, Any], ref_blocks: Blocks, cand_blocks: Blocks, probe: dict[str, Any],
+               cfg: Config) -> None:
     """Add the probe blocks' check (_probe_check) to a pair's timing document; a suspect probe flags it as the
     cross-check of the spun blocks does (so verdict.decide makes it not faster, not ranked)."""
     crosscheck = doc["crosscheck"]
@@ -105,7 +120,7 @@ def _add_probe(doc: dict, ref_blocks, cand_blocks, probe: dict, cfg: Config) -> 
         doc["_flags"].insert(0, schema.FLAG_TIMING_CROSSCHECK)
 
 
-def _claimed_ms(blocks) -> float:
+def _claimed_ms(blocks: Blocks) -> float:
     """What a side's spun blocks say a call costs: the median of the block medians, block 0 (warm-up, compilation)
     left out when there are enough blocks. The cross-checks read this statistic, the one the speedup is made of."""
     skip = 1 if len(blocks) > 2 else 0
@@ -118,16 +133,16 @@ def probe_noise_ms(ref_walls: list[float], calls: int, device: str) -> float:
                PROBE_BLOCK_MS[device] / max(1, calls))
 
 
-def _could_be_faster(doc: dict, cfg: Config) -> bool:
+def _could_be_faster(doc: dict[str, Any], cfg: Config) -> bool:
     """Whether a pair's spun blocks alone could make the candidate "faster": its own interval above 1.0 when it is
     the only pair; with K pairs, any speedup above 1.0 (the combined interval is narrower than a pair's). Work
     hidden beside the spin lowers the candidate's claim, so a candidate that hides work is always probed."""
     if not doc.get("speedup"):
         return False
-    return doc["speedup"] > 1.0 if cfg.pairs > 1 else doc["speedup_ci"][0] > 1.0
+    return bool(doc["speedup"] > 1.0 if cfg.pairs > 1 else doc["speedup_ci"][0] > 1.0)
 
 
-def _probe_check(ref_blocks, cand_blocks, probe: dict, cfg: Config) -> dict:
+def _probe_check(ref_blocks: Blocks, cand_blocks: Blocks, probe: dict[str, Any], cfg: Config) -> dict[str, Any]:
     """Hold each side's claim (its spun blocks' events) to the judge's own clock in blocks with no spin.
 
     In a spun block the GPU waits on a one-thread spin while the host queues the call; work a candidate queues on
@@ -163,16 +178,16 @@ def _probe_check(ref_blocks, cand_blocks, probe: dict, cfg: Config) -> dict:
                          "candidate": [round(w, 4) for w in probe["walls"]["cand"]]}}
 
 
-def crosscheck_noise_ms(ref_walls: list[float], spins_ms: Optional[list[float]] = None) -> float:
+def crosscheck_noise_ms(ref_walls: list[float], spins_ms: list[float] | None = None) -> float:
     """The reference's block-to-block spread of its per-call wall (blocks as the cross-check reads them), with each
     block's spin per call taken out: the judge changes the spin between blocks, for both sides alike."""
     spins_ms = spins_ms if spins_ms and len(spins_ms) == len(ref_walls) else [0.0] * len(ref_walls)
-    own = [w - s for w, s in zip(ref_walls, spins_ms)]
+    own = [w - s for w, s in zip(ref_walls, spins_ms, strict=True)]
     return CROSSCHECK_RANGE_FACTOR * (max(own) - min(own)) if len(own) > 1 else 0.0
 
 
-def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int] = None,
-                spin_ms: float = 0.0, spins_ms: Optional[list[float]] = None) -> dict:
+def _crosscheck(ref_blocks: Blocks, cand_blocks: Blocks, walls: Walls, cfg: Config, calls: int | None = None,
+                spin_ms: float = 0.0, spins_ms: list[float] | None = None) -> dict[str, Any]:
     """Compare what each side reported with the judge's own clock around each block.
 
     The per-call wall time seen here minus the reported time is the harness overhead (barrier, sync, pipes, building
@@ -189,7 +204,7 @@ def _crosscheck(ref_blocks, cand_blocks, walls, cfg: Config, calls: Optional[int
     """
     skip = 1 if len(ref_blocks) > 2 else 0  # the first block includes warm-up and compilation, as in _claimed_ms
 
-    def overhead(blocks, wall):
+    def overhead(blocks: Blocks, wall: Sequence[float]) -> tuple[float, float]:
         return statistics.median(wall[skip:]) - _claimed_ms(blocks), statistics.median(wall[skip:])
 
     ref_over, ref_wall = overhead(ref_blocks, walls["ref"])

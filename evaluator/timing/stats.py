@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import statistics
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def median(values: Sequence[float]) -> float:
@@ -25,7 +25,7 @@ def bootstrap_speedup_ci(ref_blocks: Sequence[Sequence[float]], cand_blocks: Seq
     if len(ref_blocks) != len(cand_blocks) or not ref_blocks:
         raise ValueError("need the same positive number of reference and candidate blocks")
     rng = random.Random(seed)
-    pairs = list(zip(ref_blocks, cand_blocks))
+    pairs = list(zip(ref_blocks, cand_blocks, strict=True))
     ratios = []
     for _ in range(resamples):
         ref_sample: list[float] = []

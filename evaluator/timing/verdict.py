@@ -16,14 +16,15 @@ Torch-free, standard library only.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 # The interval's lower bound as computed, before ``speedup_ci`` rounds it to 4 places: "faster" compares this one,
 # so that a bound of 1.00003 (shown as 1.0) is decided as it always was. Private (leading "_"): decide() removes it.
 LOW_KEY = "_speedup_low"
 
 
-def is_faster(low: Optional[float], flagged: bool, reference_timed_its_host: bool) -> bool:
+def is_faster(low: float | None, flagged: bool, reference_timed_its_host: bool) -> bool:
     """Whether an interval whose lower bound is ``low`` makes a candidate faster."""
     return bool(low is not None and low > 1.0 and not flagged and not reference_timed_its_host)
 
@@ -36,13 +37,13 @@ def bar_key(p: float) -> str:
     return f"{p:.1f}"
 
 
-def is_faster_at(low: Optional[float], p: float, flagged: bool, reference_timed_its_host: bool) -> bool:
+def is_faster_at(low: float | None, p: float, flagged: bool, reference_timed_its_host: bool) -> bool:
     """Whether the interval makes a candidate faster by more than ``p`` times: faster (the same withholding), and
     the lower bound above ``p``. At p = 1.0 this is :func:`is_faster`."""
-    return is_faster(low, flagged, reference_timed_its_host) and low > p
+    return low is not None and is_faster(low, flagged, reference_timed_its_host) and low > p
 
 
-def faster_at(timing: Optional[dict]) -> dict:
+def faster_at(timing: dict[str, Any] | None) -> dict[str, Any]:
     """The judge's "faster at p" of a decided timing record, one bool per bar of :data:`BARS`. A record decided before
     the judge wrote ``faster_at`` falls back to its stored ``faster`` (which carries every withholding) and its
     interval's lower bound; nothing where there is no record."""
@@ -55,17 +56,17 @@ def faster_at(timing: Optional[dict]) -> dict:
     return {bar_key(p): bool(faster and low > p) for p in BARS}
 
 
-def is_ranked(device: Optional[str], flagged: bool) -> bool:
+def is_ranked(device: str | None, flagged: bool) -> bool:
     """Whether a timing may rank: GPU timings (CUDA events) only, and never a flagged one."""
     return bool(device == "cuda" and not flagged)
 
 
-def reference_timed_its_host(timing: dict) -> bool:
+def reference_timed_its_host(timing: dict[str, Any]) -> bool:
     """Whether a reference block of the record (one pair's, or any of K pairs') timed its host, not its kernels."""
     return bool(timing.get("reference_blocks_spun_short") or timing.get("reference_spun_short_pairs"))
 
 
-def decide(timing: dict, flags: Iterable[str], device: Optional[str]) -> dict:
+def decide(timing: dict[str, Any], flags: Iterable[str], device: str | None) -> dict[str, Any]:
     """Set ``faster`` and ``ranked`` on ``timing`` (returned) from its evidence: the interval's lower bound (exact,
     :data:`LOW_KEY`, else ``speedup_ci``), the reference's spun-short blocks, and ``flags``, every flag that applies
     (a flag of any kind withholds both)."""
@@ -80,7 +81,7 @@ def decide(timing: dict, flags: Iterable[str], device: Optional[str]) -> dict:
     return timing
 
 
-def conclude(result: dict, device: Optional[str]) -> dict:
+def conclude(result: dict[str, Any], device: str | None) -> dict[str, Any]:
     """The end of an evaluation: the result's timing (if any) decided with every flag the result carries."""
     if result.get("timing"):
         decide(result["timing"], result.get("flags") or (), device)
