@@ -257,7 +257,8 @@ def run_finish(run_id: int, worker: str, document: dict, trace_gz: bytes | None 
         if document.get("verdict") == schema.INFRA_ERROR:
             return _infra_failure(run, document.get("message", schema.INFRA_ERROR))
         wall_ms = max(0, round(float(document.get("wall_s") or 0.0) * 1000))
-        gpu_ms = run.world_size * wall_ms if run.device == "cuda" else 0
+        # GPU time: one GPU per rank, or one GPU for all of a shared-device world's ranks
+        gpu_ms = (1 if run.profile.shared_device else run.world_size) * wall_ms if run.device == "cuda" else 0
         profile = document.get("profile") if isinstance(document.get("profile"), dict) else None
         summary = (profile.get("summary") or {"error": profile.get("error", "no summary")}) if profile else None
         LEASE.done(
