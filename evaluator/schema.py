@@ -112,3 +112,4 @@ from evaluator.contract import (  # noqa: E402,F401
 # "Faster at p" (fast_p's bars) as the judge decided it, read from a timing record (older records: from their stored
 # "faster" and interval): evaluator/timing/verdict.py, the one place that decides it; the site counts what it returns.
 from evaluator.timing.verdict import BARS as SPEEDUP_BARS  # noqa: E402,F401
+from evaluator.timing.verdict import bar_key, faster_at  # noqa: E402,F401  (read by leaderboard/scoring/services.py)
