@@ -1,5 +1,6 @@
-"""Which tests start rank processes, servers or compilers (the ``ranks``, ``server`` and ``build`` markers), and the
-guard that keeps the unit lane (``make test-fast``: the tests with none of these markers) free of them.
+"""Which tests start rank processes, the site's programs or compilers (the ``ranks``, ``server`` and ``build``
+markers) or sweep many requests (``slow``), and the guard that keeps the unit lane (``make test-fast``: the tests
+with none of these markers) free of the first three.
 
 A test gets its markers from three places: a ``pytestmark``/decorator in its own file, a fixture it uses that is
 defined in one of ``FIXTURE_HOMES`` (the browser's sites, Django's live server), or a path listed in ``PATHS``. The
@@ -19,7 +20,7 @@ import socketserver
 import subprocess
 from typing import Any
 
-MARKERS = ("ranks", "server", "build")
+MARKERS = ("ranks", "server", "build", "slow")
 UNIT_LANE_ENV = "PKB_UNIT_LANE"
 
 # Directories (ending in /), files and single tests (pytest node ids without parameters) whose tests start what the
@@ -57,9 +58,10 @@ PATHS: dict[str, tuple[str, ...]] = {
         "tests/site/views/test_guide_pages_and_defects.py::test_the_exploits_data_is_generated_from_the_red_team_suite_and_up_to_date",
         "tests/test_client_alone.py::test_a_client_command_imports_nothing_heavy",
         "tests/test_client_alone.py::test_pkb_client_runs_the_client_commands_only",
+        "tests/site/test_shared_profile.py::test_a_worker_pinned_to_one_gpu_serves_it_and_not_the_eight_gpu_profile",
     ),
-    # Servers and long-lived programs: the site under a live server or runserver, the job worker, the brokers,
-    # Chromium, a fresh virtual environment's pip.
+    # The site's programs and other servers: a live server, manage.py in a process of its own, the job worker, the
+    # brokers, Chromium, a fresh virtual environment's pip.
     "server": (
         "tests/site/browser/",
         "tests/site/integration/",
@@ -67,6 +69,7 @@ PATHS: dict[str, tuple[str, ...]] = {
         "tests/site/test_client_commands.py",
         "tests/site/test_client.py",
         "tests/site/views/test_guide_pages_and_defects.py::test_the_openapi_schema_generates_with_warnings_as_errors",
+        "tests/site/test_check_deploy.py",
     ),
     # A C/C++ compiler: extensions built, cached and restored.
     "build": (
@@ -75,6 +78,16 @@ PATHS: dict[str, tuple[str, ...]] = {
         "tests/evaluator/test_cuda_helpers.py",
         "tests/evaluator/test_build_cache_key.py",
         "tests/site/test_build_stage.py",
+    ),
+    # Sweeps of many requests: every list endpoint and page at two data sizes (their query counts) and the fuzzers
+    # (every API operation, page query string and form). Half the unit lane's time before they left it; the guard
+    # does not enforce this one.
+    "slow": (
+        "tests/site/security/test_hostile_input.py::test_list_endpoints_cost_the_same_queries_at_two_sizes",
+        "tests/site/views/test_pages.py::test_query_count_is_constant_as_data_grows",
+        "tests/site/security/test_fuzz.py::test_no_api_operation_answers_5xx",
+        "tests/site/security/test_fuzz.py::test_page_query_strings_never_answer_5xx",
+        "tests/site/security/test_fuzz.py::test_page_forms_never_answer_5xx",
     ),
 }
 

@@ -88,6 +88,7 @@ def test_the_markers_follow_paths_node_ids_and_fixtures():
     assert lanes.markers_for_nodeid("tests/evaluator/test_hosts.py::test_other") == []
     assert lanes.markers_for_nodeid("tests/site/browser/test_plots.py::test_y") == ["server"]
     assert lanes.markers_for_nodeid("tests/evaluator/test_builds.py::test_z") == ["build"]
+    assert lanes.markers_for_nodeid("tests/site/security/test_fuzz.py::test_page_forms_never_answer_5xx") == ["slow"]
     assert lanes.markers_for_nodeid("tests/test_names.py::test_a") == []
 
     class Def:
@@ -97,3 +98,11 @@ def test_the_markers_follow_paths_node_ids_and_fixtures():
     assert lanes.markers_for_fixtures({"live_server": [Def("pytest_django.fixtures")]}) == ["server"]
     assert lanes.markers_for_fixtures({"db": [Def("pytest_django.fixtures")]}) == []
     assert lanes.markers_for_fixtures({"page": [Def("tests.site.browser.conftest")]}) == ["server"]
+
+
+def test_every_entry_of_the_lists_names_a_file_or_directory_that_exists():
+    # A moved test would otherwise lose its marker silently (the guard then catches only the first three kinds).
+    for entries in lanes.PATHS.values():
+        for entry in entries:
+            path = ROOT / entry.split("::")[0]
+            assert path.is_dir() if entry.endswith("/") else path.is_file(), entry
