@@ -143,6 +143,8 @@ def trials_note(profile: dict) -> str:
     ``pkb eval --trials`` is 5); both add one re-check trial after timing."""
     trials, W, device = profile.get("trials"), profile.get("world_size"), profile.get("device")
     reduced = " --reduced" if device == "cpu" else ""
+    if profile.get("shared_device"):  # every rank on one GPU: the profiles API says so (docs/site.md)
+        reduced += " --shared-device"
     return (f"judged on {profile.get('slug')} with {trials} correctness trial(s) + 1 re-check after timing at "
             f"W={W} on {device} (the profile's own count; a local eval defaults to 5 trials); "
             f"reproduce one file with: pkb eval PROBLEM FILE -W {W} --device {device} --trials {trials}{reduced}")

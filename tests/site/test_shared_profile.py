@@ -111,3 +111,14 @@ def test_a_shared_result_counts_correct_and_never_ranks_or_counts_faster(job, fi
     page = client.get(f"/leaderboard/{SLUG}/").content.decode()
     assert "Correct (of 87)" in page and "Faster (of 87)" not in page and "Geomean speedup" not in page
     assert "every rank of a W = 8 world shares one GPU" in page and "test-model" in page
+
+
+def test_pkb_submit_prints_the_eval_line_that_reproduces_a_shared_profile(catalogue):
+    from leaderboard.api.serializers import ProfileSerializer
+    from pkb_client import submit
+
+    listed = ProfileSerializer(HardwareProfile.objects.get(slug=SLUG)).data  # as GET /api/v1/profiles/ lists it
+    assert listed["shared_device"] is True
+    line = submit.trials_note(dict(listed))
+    assert line.endswith("pkb eval PROBLEM FILE -W 8 --device cuda --trials 3 --shared-device"), line
+    assert "--shared-device" not in submit.trials_note(dict(listed, shared_device=False))
