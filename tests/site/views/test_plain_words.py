@@ -99,3 +99,14 @@ def test_api_root_lists_every_endpoint(client):
     assert len(listed) == len(routes) >= 20
     assert listed["submission"].endswith("/api/v1/submissions/{id}/")
     assert listed["feedback_session_link"].endswith("/api/v1/feedback/sessions/{id}/link/")
+
+
+def test_staff_are_told_a_submission_is_someone_elses(client, owner, staff, cpu):
+    submission = submissions_services.submission_create(
+        owner.submitter, {"model": "m", "protocol": "one_shot", "attempts": 1, "profile": "cpu-gloo"},
+        [("1_allreduce_torch.py", GOOD_1)])
+    client.force_login(staff)
+    page = client.get(submission.get_absolute_url()).content.decode()
+    assert "Staff view: this is alice's submission" in page
+    client.force_login(owner)
+    assert "Staff view" not in client.get(submission.get_absolute_url()).content.decode()
