@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import ClassVar, Optional
+from typing import Any, ClassVar, TypeVar
 
 # The judge's command line as a worker starts it (its own interpreter: the site's environment has the judge installed).
 JUDGE = (sys.executable, "-m", "evaluator.cli")
@@ -27,15 +28,18 @@ EVAL = "eval"
 PREBUILD = "prebuild"
 DEVICES = ("cpu", "cuda")
 DTYPES = ("bfloat16", "float16", "float32")
+R = TypeVar("R", bound="_Request")
 
 
-def _option(flag: str, help: str, *, kind: str = "value", type=str, always: bool = False, **extra) -> dict:
+def _option(flag: str, help: str, *, kind: str = "value", type: Callable[[str], Any] = str, always: bool = False,
+            **extra: Any) -> dict[str, Any]:
     """How one field is spelled on the command line. kind: positional | value (``--flag V``) | flag (store_true) |
     negated (``--no-x`` sets the field False) | ints (comma-separated integers). ``always``: written even when it is
     the default (the lines a reader of a job's log expects to see)."""
     return {"flag": flag, "help": help, "kind": kind, "type": type, "always": always, "extra": extra}
 
 
+@dataclass(frozen=True)
 class _Request:
     """What the judge's requests share: their fields say how each is spelled (:func:`_option`), so one writer
     (:meth:`argv`) and one reader (:meth:`from_argv`, :func:`add_arguments`) serve every command. ``COMMAND``: the
@@ -43,7 +47,7 @@ class _Request:
 
     COMMAND: ClassVar[str] = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("problem", "candidate"):
             value = getattr(self, name)
             if not isinstance(value, str) or value.startswith("-"):
@@ -74,7 +78,7 @@ class _Request:
         return [*JUDGE, *self.argv()]
 
     @classmethod
-    def from_argv(cls, argv: list[str]):
+    def from_argv(cls: type[R], argv: list[str]) -> R:
         """The request a command line says (argparse's exit 2, with its message, for a bad one)."""
         argv = list(argv)
         if argv[:1] != [cls.COMMAND]:
@@ -84,9 +88,9 @@ class _Request:
         return cls.from_namespace(parser.parse_args(argv[1:]))
 
     @classmethod
-    def from_namespace(cls, args: argparse.Namespace):
+    def from_namespace(cls: type[R], args: argparse.Namespace) -> R:
         """The request in what a parser built by :func:`add_arguments` returned (evaluator/cli.py's subcommand)."""
-        values = {}
+        values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             value = getattr(args, f.name)
             if f.metadata["kind"] == "negated":
@@ -114,13 +118,13 @@ class JudgeRequest(_Request):
         "--trials", "correctness trials, each on fresh seeds (default 5); one re-check trial follows timing, so a "
                     "result lists trials + 1. A site uses its profile's count (cpu-gloo: 3): pkb submit prints it",
         type=int, always=True))
-    seed: Optional[int] = field(default=None, metadata=_option("--seed", "seed of the trial seeds (default: random)",
+    seed: int | None = field(default=None, metadata=_option("--seed", "seed of the trial seeds (default: random)",
                                                                type=int))
     M: int = field(default=1024, metadata=_option("--M", "the problem's M (default 1024)", type=int))
     N: int = field(default=1024, metadata=_option("--N", "the problem's N (default 1024)", type=int))
     reduced: bool = field(default=False, metadata=_option(
         "--reduced", "CPU development shapes where a spec fixes huge ones", kind="flag"))
-    json_out: Optional[str] = field(default=None, metadata=_option(
+    json_out: str | None = field(default=None, metadata=_option(
         "--json", "write the result document (- for stdout)", always=True, metavar="OUT"))
     dtype: str = field(default="bfloat16", metadata=_option("--dtype", "the inputs' dtype (default bfloat16)",
                                                             choices=DTYPES))
@@ -136,23 +140,23 @@ class JudgeRequest(_Request):
         "--require-sandbox", "fail closed: run the candidate only inside the complete sandbox, else infra_error "
                              "(ranked site profiles always do this; PKB_SANDBOX=required does it for every eval)",
         kind="flag"))
-    timeout_s: Optional[float] = field(default=None, metadata=_option(
+    timeout_s: float | None = field(default=None, metadata=_option(
         "--timeout", "seconds per trial/timing block (hang detection)", type=float))
-    seeds: Optional[tuple] = field(default=None, metadata=_option(
+    seeds: tuple[int, ...] | None = field(default=None, metadata=_option(
         "--seeds", "explicit public trial seeds, comma-separated (trials + 1)", kind="ints"))
     hidden_shape: bool = field(default=False, metadata=_option(
         "--hidden-shape", "one more correctness trial at a shape (M', N') the judge draws (ranked site runs do this)",
         kind="flag"))
-    hidden_world_size: Optional[int] = field(default=None, metadata=_option(
+    hidden_world_size: int | None = field(default=None, metadata=_option(
         "--hidden-world-size", "a correctness-only run at another world size W2 allowed by the problem (ranked site "
                                "runs pick one the candidate cannot predict)", type=int, metavar="W2"))
     pairs: int = field(default=1, metadata=_option(
         "--pairs", "time in K fresh process pairs and combine them (evaluator/timing/pairs.py); default 1", type=int))
-    profile_dir: Optional[str] = field(default=None, metadata=_option(
+    profile_dir: str | None = field(default=None, metadata=_option(
         "--profile", "also record a torch profiler trace per rank: DIR/trace.json (merged), DIR/summary.json",
         metavar="DIR"))
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.shared_device and self.timing:  # a shared world is never timed (evaluator/judge/config.py)
             object.__setattr__(self, "timing", False)
         if self.seeds is not None:  # any sequence in, a tuple kept (the request is frozen and compares by value)
@@ -174,23 +178,23 @@ class PrebuildRequest(_Request):
     target_device: str = field(default="cuda", metadata=_option(
         "--target-device", "the device of the job that will load the builds (their cache key)", always=True,
         choices=DEVICES))
-    json_out: Optional[str] = field(default=None, metadata=_option(
+    json_out: str | None = field(default=None, metadata=_option(
         "--json", "write the stage's report (- for stdout)", always=True, metavar="OUT"))
     sandbox_required: bool = field(default=False, metadata=_option(
         "--require-sandbox", "fail closed: build only inside the complete sandbox, else status infra_error",
         kind="flag"))
-    timeout_s: Optional[float] = field(default=None, metadata=_option(
+    timeout_s: float | None = field(default=None, metadata=_option(
         "--timeout", "seconds for the candidate's start and its first call (default 900)", type=float))
-    arch: Optional[str] = field(default=None, metadata=_option(
+    arch: str | None = field(default=None, metadata=_option(
         "--arch", "TORCH_CUDA_ARCH_LIST of the builds: the GPU job's (e.g. 9.0 on an H200); default: inherited",
         metavar="LIST"))
-    max_jobs: Optional[int] = field(default=None, metadata=_option(
+    max_jobs: int | None = field(default=None, metadata=_option(
         "--max-jobs", "compile processes per build (MAX_JOBS); default: inherited", type=int, metavar="N"))
     nice: int = field(default=0, metadata=_option(
         "--nice", "lower the stage's CPU priority by N (its ranks and compilers inherit it)", type=int))
 
 
-def _ints(text: Optional[str], flag: str) -> Optional[tuple]:
+def _ints(text: str | None, flag: str) -> tuple[int, ...] | None:
     """``--seeds a,b,c``: explicit published seeds (the feedback endpoint's); None when not given."""
     if not text:
         return None
@@ -204,7 +208,8 @@ def _ints(text: Optional[str], flag: str) -> Optional[tuple]:
 SHAPE_FIELDS = ("world_size", "device", "trials", "seed", "M", "N", "reduced", "json_out", "shared_device")
 
 
-def add_arguments(parser: argparse.ArgumentParser, names=None, request=None) -> argparse.ArgumentParser:
+def add_arguments(parser: argparse.ArgumentParser, names: Collection[str] | None = None,
+                  request: type[_Request] | None = None) -> argparse.ArgumentParser:
     """Add a request's options (``request``: JudgeRequest unless given; all its fields, or the fields ``names``) to
     ``parser``: the judge's command line is built from here, so it reads exactly what the request's ``argv`` writes."""
     for f in dataclasses.fields(request or JudgeRequest):
