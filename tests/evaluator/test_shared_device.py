@@ -225,3 +225,18 @@ def test_pkb_host_checks_a_shared_profile(tmp_path, monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)["refused"] is None
     assert cli.main(["host", "--ranks", "8", "--gpu-model", "H200"]) == 1
     assert "one GPU each" in capsys.readouterr().out
+
+
+# --- on a GPU host (skipped here): W ranks really sharing one GPU --------------------------------------------------
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("world", [2, 4])
+def test_a_reference_is_correct_against_itself_with_every_rank_on_one_gpu(world):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    result = judge.evaluate(1, "reference", world, "cuda", timing=False, shared_device=True, trials=1, M=64, N=64,
+                            seed=7)
+    assert result["verdict"] == schema.CORRECT, result["message"]
+    env = result["environment"]
+    assert env["shared_device"] is True and env["backend"] == "gloo" and env["ranks_per_device"] == 2 * world
+    assert 0 < env["memory_fraction"] <= 1 / (2 * world) and result["timing"] is None
