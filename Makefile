@@ -38,7 +38,8 @@ test: install
 # run everything, these tests included.
 test-fast: install
 	bash scripts/services.sh --no-installs
-	PKB_UNIT_LANE=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not ranks and not server and not build and not slow" tests
+	PKB_UNIT_LANE=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		-m "not ranks and not server and not build and not slow" tests
 
 # ruff (lint, then the format check) and mypy, each configured in pyproject.toml; a few seconds with warm caches.
 lint: install

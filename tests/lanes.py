@@ -55,7 +55,8 @@ PATHS: dict[str, tuple[str, ...]] = {
         "tests/evaluator/test_hosts.py::test_pkb_host_prints_the_record_and_refuses_a_mismatch",
         "tests/evaluator/test_timing_rules.py::test_pause_stops_a_trusted_group_and_resume_continues_it",
         "tests/site/views/test_guide_pages_and_defects.py::test_the_reference_download_is_a_correct_starting_candidate",
-        "tests/site/views/test_guide_pages_and_defects.py::test_the_exploits_data_is_generated_from_the_red_team_suite_and_up_to_date",
+        "tests/site/views/test_guide_pages_and_defects.py::"
+        "test_the_exploits_data_is_generated_from_the_red_team_suite_and_up_to_date",
         "tests/test_client_alone.py::test_a_client_command_imports_nothing_heavy",
         "tests/test_client_alone.py::test_pkb_client_runs_the_client_commands_only",
         "tests/site/test_shared_profile.py::test_a_worker_pinned_to_one_gpu_serves_it_and_not_the_eight_gpu_profile",

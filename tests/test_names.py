@@ -1,13 +1,13 @@
 """No stale names: every ``leaderboard/...``, ``evaluator/...``, ``tests/...`` or ``benchmarks/...`` path and every
 dotted ``leaderboard.<module>`` / ``evaluator.<module>`` name cited in the code, the docs (*.md), the Dockerfile,
-deploy/, the scripts and the Makefile exists: a path as a file or directory (``{a,b}`` alternatives, ``<placeholder>`` and ``*`` as globs), a
-dotted name as a module or package, or as a module's top-level name where it reads ``module.attr``
-(``evaluator.schema.CORRECT``, ``evaluator/judge/evaluation.evaluate``). A template name (``leaderboard/code.html``)
-is looked up under templates/; a URL route (``leaderboard/<slug:profile>/``) is no file. A failure names file:line
-and the name.
+deploy/, the scripts and the Makefile exists: a path as a file or directory (``{a,b}`` alternatives, ``<placeholder>``
+and ``*`` as globs), a dotted name as a module or package, or as a module's top-level name where it reads
+``module.attr`` (``evaluator.schema.CORRECT``, ``evaluator/judge/evaluation.evaluate``). A template name
+(``leaderboard/code.html``) is looked up under templates/; a URL route (``leaderboard/<slug:profile>/``) is no file. A
+failure names file:line and the name.
 
-In tests only comments and docstrings are read: their string literals are fixtures (made-up modules for the layer
-rules, a candidate patching a name it hopes exists), and their imports fail on their own. Migrations are history."""
+In tests only comments and docstrings are read: their string literals are fixtures (made-up modules for the layer rules,
+a candidate patching a name it hopes exists), and their imports fail on their own. Migrations are history."""
 from __future__ import annotations
 
 import ast
