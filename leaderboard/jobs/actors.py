@@ -35,8 +35,8 @@ def recover_at_boot() -> None:
     """Before the reaper's first pass: what dead workers of this host left behind (processes, scratch, leases)."""
     from leaderboard.jobs.runner import recover_dead_workers
 
-    recovered = recover_dead_workers()
-    if recovered["workers"]:
+    recovered = recover_dead_workers(boxes=True)
+    if recovered["workers"] or recovered.get("boxes_cleared"):
         log.warning("recovered after dead workers: %s", recovered)
 
 

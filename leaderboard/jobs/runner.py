@@ -141,11 +141,11 @@ def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:
     return document, None
 
 
-def recover_dead_workers() -> dict:
+def recover_dead_workers(boxes: bool = False) -> dict:
     """What a worker that died without cleaning up left on this host: its processes and scratch, and its leases
-    (ended now, so its jobs are re-queued at once instead of when their leases expire). Run at boot and by the
-    reaper."""
-    return workspace.recover_dead(settings.PKB_WORK_DIR, release=lease.release_leases_of)
+    (ended now, so its jobs are re-queued at once instead of when their leases expire); with ``boxes`` (at boot),
+    the sandbox boxes dead judges left or that were quarantined. Run at boot and by the reaper."""
+    return workspace.recover_dead(settings.PKB_WORK_DIR, release=lease.release_leases_of, boxes=boxes)
 
 
 # --- the reaper, run periodically inside workers and by `manage.py reap_jobs` --------------------------------------

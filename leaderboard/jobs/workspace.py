@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import socket
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,10 +79,28 @@ def remove(path: Path | str) -> None:
         log.exception("could not remove %s", path)
 
 
-def recover_dead(root: Path | str, release=None) -> dict:
+def sweep_boxes() -> dict:
+    """Clear the sandbox boxes that dead judges left and try the quarantined ones again (``pkb sweep`` of an empty
+    directory: it kills nothing of a live judge); the ids still quarantined are logged. Run at a worker's boot."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="pkb-box-sweep-") as empty:
+            swept = judge_commands.sweep_orphans(empty)
+    except judge_commands.JudgeCommandFailed:
+        log.exception("the sweep of the sandbox boxes failed")
+        return {}
+    if swept.get("boxes_quarantined"):
+        log.warning("sandbox boxes quarantined (their clean-up failed; no judge uses them until a sweep finds them "
+                    "clean): %s", swept["boxes_quarantined"])
+    return {"boxes_cleared": swept.get("boxes_cleared", 0), "boxes_quarantined": swept.get("boxes_quarantined", [])}
+
+
+def recover_dead(root: Path | str, release=None, boxes: bool = False) -> dict:
     """Sweep every directory of this host's dead workers: kill what still runs there (rank processes, daemons of its
-    candidates' uids), remove it, and call ``release(worker_id)`` to end the dead worker's leases. Returns counts."""
+    candidates' uids), remove it, and call ``release(worker_id)`` to end the dead worker's leases; with ``boxes`` (at
+    boot), the sandbox boxes too (sweep_boxes). Returns counts."""
     report = {"workers": 0, "killed": 0, "removed": 0, "released": 0}
+    if boxes:
+        report.update(sweep_boxes())
     root = Path(root)
     if not root.is_dir():
         return report

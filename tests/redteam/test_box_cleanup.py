@@ -82,19 +82,19 @@ def test_the_iterative_removal_takes_any_tree_on_disk(tmp_path):
     """The worker's sweep and a judge without a scratch mount remove a candidate's tree from the disk: 5,000 deep,
     mode 000, a mount inside. shutil.rmtree on the same shape raises RecursionError (the break this replaces)."""
     control = str(tmp_path / "control")
-    _deep_tree(control, depth=3000, files=10)
+    _deep_tree(control, depth=1200, files=10)  # past Python's recursion limit (1,000)
     with pytest.raises(RecursionError):
         import shutil
 
         shutil.rmtree(control, ignore_errors=True)
     top = str(tmp_path / "tree")
-    _deep_tree(top)
+    _deep_tree(top, files=1000)
     os.makedirs(os.path.join(top, "mnt"))
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "pkb-test", os.path.join(top, "mnt")], check=True)
     began = time.monotonic()
     report = removal.remove_tree(top)
     assert report == {"removed": report["removed"], "unmounted": 1, "left": False, "error": None}, report
-    assert report["removed"] >= 5000 + 2000
+    assert report["removed"] >= 5000 + 1000
     assert not os.path.lexists(top)
     assert not [p for p in removal.mount_points() if p.startswith(top)]
     assert time.monotonic() - began < 30
@@ -108,7 +108,7 @@ def test_the_runners_finally_and_the_boot_sweep_survive_a_deep_tree(tmp_path):
     from leaderboard.jobs import workspace
 
     job = tmp_path / "job1-x"
-    _deep_tree(str(job / "cand"), depth=5000, files=10)
+    _deep_tree(str(job / "cand"), depth=2000, files=10)  # past the recursion limit, as the 5,000 above
     workspace.remove(job)
     assert not job.exists()
 
@@ -117,7 +117,7 @@ def test_the_runners_finally_and_the_boot_sweep_survive_a_deep_tree(tmp_path):
                     f"workspace.claim({str(root)!r}, 'host:9:dead'); os._exit(0)"], check=True,
                    env=dict(os.environ, DJANGO_SETTINGS_MODULE="leaderboard.settings_test"))
     dead = next(p for p in root.iterdir() if p.name.endswith("dead"))
-    _deep_tree(str(dead / "job2-y" / "cand"), depth=5000, files=10)
+    _deep_tree(str(dead / "job2-y" / "cand"), depth=2000, files=10)
     mounted = dead / "job2-y" / "cand" / "mnt"
     mounted.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "pkb-test", str(mounted)], check=True)
@@ -253,3 +253,25 @@ def test_the_judge_cleans_up_after_a_deep_scratch_end_to_end(tmp_path, monkeypat
     where = {"id": box["id"], "dir": box["dir"], "scratch": str(tmp_path / "none"), "uid": box["uid"],
              "cgroup": {c: os.path.join(p, f"box-{box['id']}") for c, p in cgroups.layout().parents.items()}}
     assert leftovers(where) == []
+
+
+def test_a_worker_at_boot_sweeps_the_boxes_and_logs_the_quarantined(monkeypatch, tmp_path, caplog):
+    """leaderboard/jobs/actors.py recover_at_boot -> workspace.recover_dead(boxes=True): the boxes' sweep runs on an
+    empty directory of its own (so it can kill nothing of a live judge), and the ids still quarantined are logged."""
+    import logging
+
+    from leaderboard.jobs import judge_commands, workspace
+
+    swept_dirs = []
+
+    def sweep(root, remove=False):
+        swept_dirs.append((root, os.listdir(root), remove))
+        return {"killed_outliving": 0, "removed_files": 0, "boxes_cleared": 1, "boxes_quarantined": [7]}
+
+    monkeypatch.setattr(judge_commands, "sweep_orphans", sweep)
+    with caplog.at_level(logging.WARNING, logger="leaderboard.jobs.workspace"):
+        report = workspace.recover_dead(tmp_path / "none", boxes=True)
+    assert report["boxes_cleared"] == 1 and report["boxes_quarantined"] == [7]
+    assert swept_dirs and swept_dirs[0][1] == [] and swept_dirs[0][2] is False
+    assert "quarantined" in caplog.text and "[7]" in caplog.text
+    assert workspace.recover_dead(tmp_path / "none") == {"workers": 0, "killed": 0, "removed": 0, "released": 0}
