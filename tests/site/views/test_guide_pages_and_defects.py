@@ -97,7 +97,7 @@ def test_problem_page_names_the_catalogue_value_in_words(client, catalogue):
 def test_the_speed_of_light_line_is_at_the_profile_s_world_size(client, cpu, gpu):
     w2 = client.get("/problems/1_allreduce/?profile=cpu-gloo").content.decode()
     line = re.search(r'<dd id="light">(.*?)</dd>', w2, re.S).group(1)
-    assert "None at W = 2" in line and "W = 8 only" in line and "moved and" not in line
+    assert "No floor at W = 2" in line and "W = 8 only" in line and "moved and" not in line
     w8 = client.get("/problems/1_allreduce/?profile=gpu-h200x8").content.decode()
     line = re.search(r'<dd id="light">(.*?)</dd>', w8, re.S).group(1)
     assert "moved and" in line and "at W = 8" in line
