@@ -77,3 +77,17 @@ def test_code_page_numbers_its_lines(client, owner, cpu):
     lines = candidate.code.splitlines()
     assert page.count('class="line" id="L') == len(lines)
     assert f'id="L{len(lines)}"><a class="ln" href="#L{len(lines)}"' in page
+
+
+def test_a_message_citing_a_line_links_to_it_escaped(client, owner, cpu):
+    from leaderboard.jobs.models import EvaluationJob, Result
+
+    submission = publish(owner, 1)[0]
+    job = submission.jobs.get()
+    EvaluationJob.objects.filter(pk=job.pk).update(status="done")
+    Result.objects.create(job=job, run=job.run, verdict="compile_error",
+                          message="SyntaxError: invalid syntax (1_allreduce_torch.py, line 4) <b>x</b>")
+    page = client.get(submission.get_absolute_url()).content.decode()
+    candidate = submission.candidates.get()
+    assert f'<a href="/candidates/{candidate.pk}/#L4">line 4</a>' in page
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
