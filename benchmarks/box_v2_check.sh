@@ -50,7 +50,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 say "host: $(head -1 "$OUT/host.txt"), $(grep -c cgroup2 "$OUT/host.txt") cgroup2 mount(s)"
 
 began=$SECONDS
-timeout 200 "$PYTHON" -m pytest -p no:cacheprovider -q -o addopts="" --timeout=150 --durations=30 -rA \
+timeout 180 "$PYTHON" -m pytest -p no:cacheprovider -q -o addopts="" --timeout=150 --durations=30 -rA \
   --junitxml="$OUT/junit.xml" tests/redteam/test_box_cleanup.py tests/redteam/test_box_limits.py \
   tests/redteam/test_box_layers.py >"$OUT/tests.log" 2>&1
 rc=$?
@@ -60,6 +60,6 @@ grep -E "^(PASSED|FAILED|SKIPPED|ERROR)" "$OUT/tests.log" | tee -a "$OUT/summary
 if command -v nvidia-smi >/dev/null; then
   last=$(( $(nvidia-smi -L | wc -l) - 1 ))
   began=$SECONDS
-  timeout 60 "$PYTHON" benchmarks/box_v2_check.py "$last" >"$OUT/devices.json" 2>"$OUT/devices.err"
+  timeout 100 "$PYTHON" benchmarks/box_v2_check.py "$last" >"$OUT/devices.json" 2>"$OUT/devices.err"
   say "device view on GPU $last: rc=$? in $((SECONDS - began)) s: $(grep -A8 '"checks"' "$OUT/devices.json" | tr -d '\n ')"
 fi
