@@ -28,8 +28,10 @@ class SubmitForm(forms.Form):
     tokens = AsciiIntegerField(min_value=0, max_value=2**53, required=False, label="Tokens used (self-reported)")
     dollars = forms.DecimalField(min_value=0, max_digits=12, decimal_places=2, required=False,
                                  label="Dollars spent (self-reported)")
-    label = forms.CharField(max_length=200, required=False, validators=[no_control_characters])
-    notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
+    label = forms.CharField(max_length=200, required=False, validators=[no_control_characters],
+                            help_text="a short name for this run, shown beside the model")
+    notes = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000,
+                            help_text="anything a reader should know (kept with the submission)")
     publish = forms.BooleanField(required=False, help_text="list it on the leaderboard now (code becomes public)")
     # Rendered by the template as its own hidden input (site.js fills it); validated here.
     paths = forms.CharField(required=False, max_length=1_000_000, widget=forms.HiddenInput, validators=[check_paths])
