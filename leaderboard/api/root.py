@@ -10,6 +10,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from leaderboard.api import serializers as s
+
 # A route's converters as the placeholders the listing shows.
 PLACEHOLDERS = {"id": "{id}", "problem": "{id_or_stem}", "slug": "{profile}"}
 
@@ -40,7 +42,7 @@ class ApiRoot(APIView):
 
     permission_classes = [AllowAny]
 
-    @extend_schema(exclude=True)
+    @extend_schema(responses=s.ApiRootSerializer)  # its named fields; the feedback loop's endpoints come beside them
     def get(self, request):
         base = request.build_absolute_uri("/").rstrip("/")
         return Response({name: base + route for name, route in endpoints().items()})

@@ -25,30 +25,6 @@ METADATA = ("model", "protocol", "attempts", "profile", "agent", "agent_version"
             "dollars", "label", "notes", "feedback_for")
 
 
-class ApiRoot(APIView):
-    """The API's entry point: every endpoint's URL (templates with {placeholders} for the ones that take an id)."""
-
-    permission_classes = [AllowAny]
-
-    @extend_schema(responses=s.ApiRootSerializer)
-    def get(self, request):
-
-        def url(name, *args):
-            return request.build_absolute_uri(reverse(name, args=args))
-
-        return Response({
-            "docs": url("api-docs"), "schema": url("api-schema"), "profiles": url("api-profiles"),
-            "problems": url("api-problems"), "problem": url("api-problems") + "{id_or_stem}/",
-            "leaderboard": url("api-leaderboard", "cpu-gloo").replace("cpu-gloo", "{profile}"),
-            "submissions": url("api-submissions"), "submission": url("api-submissions") + "{id}/",
-            "submission_status": url("api-submissions") + "{id}/status/",
-            "submission_publish": url("api-submissions") + "{id}/publish/",
-            "submission_withdraw": url("api-submissions") + "{id}/withdraw/",
-            "submission_rerun": url("api-submissions") + "{id}/rerun/",
-            "me": url("api-me"), "audits": url("api-audits"),
-        })
-
-
 class ProfileList(APIView):
     permission_classes = [AllowAny]
 
