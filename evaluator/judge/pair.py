@@ -14,6 +14,7 @@ from evaluator.judge.replies import _Stop, _call_ms
 from evaluator.judge.schedule import Schedule
 from evaluator.process.group import RankGroup, close_all
 from evaluator.process.protocol import GroupFailure
+from evaluator.rank.shared_device import LIMIT_KIND as SHARED_WORLD_LIMIT
 
 
 class Pair:
@@ -294,6 +295,8 @@ def _dtype_differs(trials: list[dict]) -> str:
 
 
 def _candidate_verdict(kind: str, loading: bool = False) -> str:
+    if kind == SHARED_WORLD_LIMIT:  # the shared-device world's own bound: the candidate's logic is left unjudged
+        return schema.UNVERIFIED
     if kind in (schema.COMPILE_ERROR, schema.RUNTIME_ERROR, schema.INCORRECT, schema.INFRA_ERROR, schema.TIMEOUT):
         return kind
     if kind == "exited":

@@ -11,9 +11,12 @@ rank that sees fewer devices than its world has ranks is in a shared world (:fun
   what torch's own tests use); NVLink multicast stays off (evaluator/process/environment.py sets it for every rank);
 - bounds its device memory to its share of the GPU (:func:`memory_fraction`), so that one rank cannot take the
   memory its peers and the other group need, and a rank that runs out is told so in terms of the shared world
-  (:func:`out_of_memory_message`), an infra_error: the bound is the shared world's, not the candidate's fault;
+  (:func:`out_of_memory_message`): the bound is the shared world's, not a fault of the candidate's logic;
 - likewise a kernel that addresses ``cuda:{rank}`` (one GPU per rank, as on the real hosts) finds no such device
-  here: an infra_error that says so (:func:`another_device_message`), never a verdict on the candidate.
+  here (:func:`another_device_message`).
+Both are failures of kind ``shared_world_limit`` (LIMIT_KIND): the judge turns a candidate's into ``unverified`` (not
+correct, not ranked, not retried; its message says why), never into infra_error, which the candidate could otherwise
+claim at will to buy retries; a reference's is the platform's infra_error as any reference failure is.
 """
 from __future__ import annotations
 
@@ -27,6 +30,8 @@ CONTEXT_RESERVE_BYTES = 1 << 30
 # memory, said so, rather than every rank starting with a useless sliver).
 MIN_FRACTION = 0.01
 OVERLAP_ENV = "TORCH_SYMM_MEM_ALLOW_OVERLAPPING_DEVICES"
+# The failure kind of a rank that hit the shared world's own limits (evaluator/judge/pair.py: unverified).
+LIMIT_KIND = "shared_world_limit"
 
 
 def is_shared(device_count: int, world_size: int) -> bool:

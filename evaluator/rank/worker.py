@@ -87,14 +87,15 @@ def _failure(exc: BaseException, candidate: Optional[str], role: str, loading: b
     (evaluator/rank/messages.py), the full traceback going to this rank's stderr, the owner's log. A reference's is the
     platform's own failure: the traceback as it is. Running out of device memory in a shared-device world is the
     shared world's limit (each rank holds a share of one GPU), and so is a device index other than cuda:0 there:
-    not a verdict on the candidate, an infra_error that says so."""
+    not a verdict on the candidate's logic, a ``shared_world_limit`` failure that says so (the judge makes a
+    candidate's ``unverified``, never infra_error: any candidate could claim it, and a claim must not buy a retry)."""
     traceback.print_exc(file=sys.stderr)
     sys.stderr.flush()
     if SHARED_WORLD is not None and shared_device.is_out_of_memory(exc):
-        return {"kind": "infra_error", "error": shared_device.out_of_memory_message(
+        return {"kind": shared_device.LIMIT_KIND, "error": shared_device.out_of_memory_message(
             SHARED_WORLD["world_size"], SHARED_WORLD.get("memory_bound_bytes"), SHARED_WORLD.get("total_bytes"))}
     if SHARED_WORLD is not None and shared_device.is_another_device(exc):
-        return {"kind": "infra_error", "error": shared_device.another_device_message(SHARED_WORLD["world_size"])}
+        return {"kind": shared_device.LIMIT_KIND, "error": shared_device.another_device_message(SHARED_WORLD["world_size"])}
     if role != "cand":
         return {"kind": "compile_error" if loading else "runtime_error", "error": traceback.format_exc(limit=20)}
     path = candidate if candidate and os.path.isfile(candidate) else None

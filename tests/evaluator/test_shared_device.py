@@ -178,20 +178,38 @@ def test_each_rank_is_bounded_to_its_share_of_the_device():
     assert rank_shared.memory_fraction(8 * gib, 8) == rank_shared.MIN_FRACTION
 
 
-def test_running_out_in_a_shared_world_is_its_infra_error_never_the_candidates(monkeypatch):
+def test_running_out_in_a_shared_world_leaves_the_candidate_unverified_never_infra_error(monkeypatch):
     exc = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     plain = worker._failure(exc, None, "cand")
     assert plain["kind"] == schema.RUNTIME_ERROR  # one GPU per rank: the candidate's own allocation
     monkeypatch.setattr(worker, "SHARED_WORLD", {"world_size": 8, "memory_bound_bytes": 7 * 2 ** 30,
                                                  "total_bytes": 141 * 2 ** 30})
     shared = worker._failure(exc, None, "cand")
-    assert shared["kind"] == schema.INFRA_ERROR
+    assert shared["kind"] == rank_shared.LIMIT_KIND
     assert "shared-device world ran out of device memory" in shared["error"] and "16 rank processes" in shared["error"]
     assert "7.0 GiB of 141.0 GiB" in shared["error"]
     wrapped = RuntimeError("kernel failed")
     wrapped.__cause__ = RuntimeError("CUDA error: out of memory")
-    assert worker._failure(wrapped, None, "cand")["kind"] == schema.INFRA_ERROR
+    assert worker._failure(wrapped, None, "cand")["kind"] == rank_shared.LIMIT_KIND
     assert worker._failure(ValueError("wrong shape"), None, "cand")["kind"] == schema.RUNTIME_ERROR
+
+
+def test_the_judge_makes_a_shared_world_limit_unverified_and_believes_no_infra_claim_from_the_candidate():
+    # The limit is the shared world's, so the candidate's logic is left unjudged (never correct, never retried);
+    # an infra_error claim from a rank that ran candidate code is the candidate's runtime_error (protocol.py).
+    from evaluator.judge import pair
+    from evaluator.process import protocol
+
+    assert pair._candidate_verdict(rank_shared.LIMIT_KIND) == schema.UNVERIFIED
+    assert pair._candidate_verdict(rank_shared.LIMIT_KIND, loading=True) == schema.UNVERIFIED
+    failures = []
+
+    class Rank:
+        rank, initialized = 0, True
+
+    protocol._accept(Rank(), {"ok": False, "kind": schema.INFRA_ERROR, "error": "x"}, False, None, {},
+                     failures.append, [Rank()])
+    assert failures[0].kind == schema.RUNTIME_ERROR
 
 
 def test_a_kernel_written_for_a_gpu_per_rank_is_not_judged_wrong_in_a_shared_world(monkeypatch):
@@ -199,7 +217,7 @@ def test_a_kernel_written_for_a_gpu_per_rank_is_not_judged_wrong_in_a_shared_wor
     assert worker._failure(exc, None, "cand")["kind"] == schema.RUNTIME_ERROR  # a GPU per rank: its own mistake
     monkeypatch.setattr(worker, "SHARED_WORLD", {"world_size": 4})
     failure = worker._failure(exc, None, "cand")
-    assert failure["kind"] == schema.INFRA_ERROR
+    assert failure["kind"] == rank_shared.LIMIT_KIND
     assert "all 4 ranks share one GPU, cuda:0" in failure["error"] and "current_device()" in failure["error"]
 
 
