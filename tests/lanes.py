@@ -60,6 +60,8 @@ PATHS: dict[str, tuple[str, ...]] = {
         "tests/test_client_alone.py::test_a_client_command_imports_nothing_heavy",
         "tests/test_client_alone.py::test_pkb_client_runs_the_client_commands_only",
         "tests/site/test_shared_profile.py::test_a_worker_pinned_to_one_gpu_serves_it_and_not_the_eight_gpu_profile",
+        "tests/site/services/test_unverified.py::test_an_unverified_result_is_final_never_correct_and_never_refunded",
+        "tests/evaluator/test_shared_device_kernels.py",
     ),
     # The site's programs and other servers: a live server, manage.py in a process of its own, the job worker, the
     # brokers, Chromium, a fresh virtual environment's pip.
@@ -89,6 +91,7 @@ PATHS: dict[str, tuple[str, ...]] = {
         "tests/site/security/test_fuzz.py::test_no_api_operation_answers_5xx",
         "tests/site/security/test_fuzz.py::test_page_query_strings_never_answer_5xx",
         "tests/site/security/test_fuzz.py::test_page_forms_never_answer_5xx",
+        "tests/site/test_backup.py",  # a whole database dumped and restored
     ),
 }
 
