@@ -48,8 +48,12 @@ def shared_environment(home: str) -> dict:
 
 def rank_environment(rank: int, world_size: int, port: int, rank_dir: str, trusted: bool,
                      loopback_only: bool = False, user: Optional[str] = None,
-                     build_dir: Optional[str] = None) -> dict:
+                     build_dir: Optional[str] = None, group_tmp: Optional[str] = None) -> dict:
     env = shared_environment(rank_dir)
+    if group_tmp:
+        # One TMPDIR for the whole group: ranks meet there (torch's symmetric memory passes CUDA IPC handles over Unix
+        # sockets it names $TMPDIR/symm_mem-<pid>, so a peer must find the socket under its own TMPDIR).
+        env["TMPDIR"] = group_tmp
     env.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
         WORLD_SIZE=str(world_size), LOCAL_WORLD_SIZE=str(world_size),

@@ -120,14 +120,18 @@ class RankGroup:
         fds = (write_fd,)
         try:
             if box is None:
-                env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=True)
+                group_tmp = os.path.join(self.workdir, "tmp")
+                os.makedirs(group_tmp, exist_ok=True)
+                env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=True,
+                                                   group_tmp=group_tmp)
                 proc = self._forked(worker_args(forkserver.REPLY_FD), env, rank_dir, stdout_path, stderr_path,
                                     write_fd)
                 preexec = environment.die_with_judge
             else:
                 env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=False,
                                                    loopback_only=box.loopback_only, user=box.user_name,
-                                                   build_dir=self.build_dir)
+                                                   build_dir=self.build_dir,
+                                                   group_tmp="/tmp" if box.filesystem else self._box_tmp(box))
                 box.own(rank_dir)
                 proc, preexec = None, box.preexec()
                 argv = box.command(argv, rank_dir, writable=[self.out_dir, self.build_dir],
@@ -141,6 +145,13 @@ class RankGroup:
             os.close(write_fd)
         os.set_blocking(read_fd, False)
         self.ranks.append(Rank(rank, proc, read_fd, stdout_path=stdout_path, stderr_path=stderr_path))
+
+    def _box_tmp(self, box) -> str:
+        """Without a filesystem view (the box's /tmp is the group's own there), a TMPDIR the group's ranks share."""
+        path = os.path.join(self.workdir, "tmp")
+        os.makedirs(path, exist_ok=True)
+        box.own(path)
+        return path
 
     def _forked(self, args, env, rank_dir, stdout_path, stderr_path, reply_fd):
         """A trusted rank forked from this judge's fork server (evaluator/process/forkserver.py), or None: the caller

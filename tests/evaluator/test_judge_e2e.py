@@ -141,3 +141,10 @@ def test_wrong_only_after_the_timed_loop_is_caught_by_the_recheck():
     assert result["message"].startswith("outputs changed after the timed loop"), result["message"]
     assert result["trials"][-1]["after_timing"] and result["timing"] is None
     assert all(t["verdict"] == schema.CORRECT for t in result["trials"][:-1])
+
+
+def test_ranks_of_one_group_share_one_tmpdir():
+    # What torch's symmetric memory needs to pass CUDA IPC handles between a group's ranks (its sockets live in
+    # $TMPDIR), exercised on CPU: each rank leaves a marker in its TMPDIR and must see its peers' after a barrier.
+    result = run("allreduce_meets_peers_in_tmp", 2, trials=1, timing=False)
+    assert result["verdict"] == schema.CORRECT, result["message"]
