@@ -1,5 +1,5 @@
 """``GET /api/v1/``: every endpoint of the API, read from the URL configuration itself (the API's own routes and the
-feedback loop's), so a new endpoint is listed the day it is routed (tests/site/api/test_api_root.py)."""
+feedback loop's), so a new endpoint is listed the day it is routed (tests/site/views/test_site_pages.py)."""
 from __future__ import annotations
 
 import re
