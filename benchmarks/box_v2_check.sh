@@ -5,11 +5,14 @@
 #                                               plus .sbx/test-wheels: pytest, pluggy, iniconfig, pytest-django,
 #                                               pytest-timeout for CPython 3.12)
 #
+# The box tests need no site: pytest-django stays off (the host has no database driver).
 # Runs tests/redteam/test_box_cleanup.py, test_box_limits.py and test_box_layers.py (each branch of cgroups.py that
 # differs between v1 and v2 is read back there), then benchmarks/box_v2_check.py on the last GPU (the device view:
 # that GPU's node alone, by UUID, and no other GPU when the candidate asks). Writes under $OUT: host.txt (kernel,
 # cgroup mounts and controllers, bwrap, GPUs), tests.log, junit.xml, devices.json, and prints the summary.
 set -uo pipefail
+# The deep-tree test calls the site's workspace clean-up, which reads settings: the embedded default (SQLite) does.
+export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-leaderboard.settings}
 cd "$(dirname "$0")/.."
 : "${OUT:=var/box_v2_check}"
 mkdir -p "$OUT"
@@ -50,7 +53,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 say "host: $(head -1 "$OUT/host.txt"), $(grep -c cgroup2 "$OUT/host.txt") cgroup2 mount(s)"
 
 began=$SECONDS
-timeout 180 "$PYTHON" -m pytest -p no:cacheprovider -q -o addopts="" --timeout=150 --durations=30 -rA \
+timeout 180 "$PYTHON" -m pytest -p no:django -p no:cacheprovider -q -o addopts="" --timeout=150 --durations=30 -rA \
   --junitxml="$OUT/junit.xml" tests/redteam/test_box_cleanup.py tests/redteam/test_box_limits.py \
   tests/redteam/test_box_layers.py >"$OUT/tests.log" 2>&1
 rc=$?
