@@ -115,7 +115,7 @@ def _light_at(problem, profile) -> dict:
     if not isinstance(light, dict):
         return {"holds": False, "reason": f"the problem has no estimate at W = {profile.world_size}"}
     if light.get("at_defaults_only") and profile.world_size != 8:
-        return {"holds": False, "reason": "the problem has no speed-of-light formula: the catalogue's estimate holds "
+        return {"holds": False, "reason": "the problem has no speed-of-light formula, and the catalogue's estimate holds "
                                           f"at M = N = 1024, W = 8 only, not at this profile's W = "
                                           f"{profile.world_size}", **light}
     return {"holds": True, **light}

@@ -57,7 +57,8 @@ def test_flagged_result_end_to_end_never_ranks():
 def test_never_rank_guard_applies_to_any_flag():
     result = {"flags": [schema.FLAG_UNRANKED_DEVICE], "timing": {"faster": True, "ranked": True}}
     evaluation._never_rank_flagged(result)
-    assert result["timing"] == {"faster": False, "ranked": False}
+    assert result["timing"] == {"faster": False, "ranked": False,
+                                "faster_at": {"1.0": False, "1.5": False, "2.0": False}}
 
 
 def test_the_judges_spin_does_not_widen_the_allowance():
