@@ -35,9 +35,16 @@ def text(feedback: dict[str, Any]) -> str:
     """The feedback as the terminal shows it (``pkb feedback``)."""
     lines = [f"verdict: {str(feedback.get('verdict')).upper()}  {first_line(feedback.get('message', ''))}"]
     shape = feedback.get("shape") or {}
-    lines.append(f"problem {feedback.get('problem')}  W={feedback.get('world_size')} {feedback.get('device')}  "
-                 f"M={shape.get('M')} N={shape.get('N')} {shape.get('dtype')}  public seeds "
-                 f"{', '.join(str(s) for s in feedback.get('seeds') or [])}")
+    # A run that ended before judging (refused, failed to start) lacks some of these: what is unknown is left out,
+    # never printed as "None".
+    where = [f"problem {feedback['problem']}" if feedback.get("problem") is not None else "",
+             f"W={feedback['world_size']}" if feedback.get("world_size") is not None else "",
+             str(feedback.get("device") or ""),
+             " ".join(f"{k}={shape[k]}" for k in ("M", "N") if shape.get(k) is not None),
+             str(shape.get("dtype") or ""),
+             f"public seeds {', '.join(str(s) for s in feedback['seeds'])}" if feedback.get("seeds") else ""]
+    if any(where):
+        lines.append("  ".join(part for part in where if part))
     miss = feedback.get("mismatch")
     if miss:
         lines.append(f"mismatch in trial {miss.get('trial')} (seed {miss.get('seed')}): "
@@ -78,7 +85,9 @@ def text(feedback: dict[str, Any]) -> str:
         lines.append(f"flags: {', '.join(feedback['flags'])}")
     meter = feedback.get("metering") or {}
     # W x wall in the profile's unit: GPU-seconds where the ranks hold GPUs, rank-seconds on a CPU profile.
-    if feedback.get("device") == "cuda":
+    if meter.get("wall_s") is None:
+        lines.append("metered: nothing (the run did not reach the judge)")
+    elif feedback.get("device") == "cuda":
         lines.append(f"metered: wall {meter.get('wall_s')} s, GPU-seconds {meter.get('gpu_seconds')}")
     else:
         wall, world = meter.get("wall_s"), feedback.get("world_size")

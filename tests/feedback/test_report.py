@@ -76,3 +76,19 @@ def test_the_site_states_the_ceilings_with_the_contracts_text():
 
     assert report.CEILINGS_TEXT == "H200: NVLink 450 GB/s per direction, HBM 4.3 TB/s, 790 TFLOP/s dense bf16"
     assert report.text is feedback_text.text and report.crosscheck_line is feedback_text.crosscheck_line
+
+
+def test_a_feedback_that_ended_before_judging_prints_no_python_none():
+    # A run refused or lost before the judge answered has no problem, W, shape or metering: the text leaves them out.
+    from evaluator import feedback_text
+
+    text = feedback_text.text({"verdict": "infra_error", "message": "the worker could not start the judge",
+                               "speed_of_light": {"reason": "no timing"}})
+    assert "None" not in text, text
+    assert text.splitlines()[0].startswith("verdict: INFRA_ERROR")
+    assert "metered: nothing" in text
+    full = feedback_text.text({"verdict": "correct", "problem": "1_allreduce", "world_size": 2, "device": "cpu",
+                               "shape": {"M": 64, "N": 32, "dtype": "bfloat16"}, "seeds": [7],
+                               "metering": {"wall_s": 1.5}, "speed_of_light": {"reason": "cpu"}})
+    assert "problem 1_allreduce  W=2  cpu  M=64 N=32  bfloat16  public seeds 7" in full
+    assert "rank-seconds 3.0" in full
