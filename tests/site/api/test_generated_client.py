@@ -4,6 +4,7 @@ against a live server: reads, a multipart upload with a token, the submission's 
 publishing, the leaderboard row, and the 401 of a write without a token. The generator's own errors (an operation
 or model it had to skip) fail the test, and so does a response that the generated models cannot parse or that
 carries a field the schema does not declare."""
+
 from __future__ import annotations
 
 import importlib
@@ -31,9 +32,14 @@ def generated(live_server, tmp_path):
     with urllib.request.urlopen(f"{live_server.url}/api/v1/schema/?format=json", timeout=30) as response:
         (tmp_path / "schema.json").write_bytes(response.read())
     # post_hooks=[]: the generator's default hooks run ruff over the output (formatting only), not needed to import it.
-    config = Config.from_sources(ConfigFile(project_name_override=PACKAGE, package_name_override=PACKAGE,
-                                            post_hooks=[]),
-                                 MetaType.NONE, tmp_path / "schema.json", "utf-8", False, tmp_path / PACKAGE)
+    config = Config.from_sources(
+        ConfigFile(project_name_override=PACKAGE, package_name_override=PACKAGE, post_hooks=[]),
+        MetaType.NONE,
+        tmp_path / "schema.json",
+        "utf-8",
+        False,
+        tmp_path / PACKAGE,
+    )
     problems = generate(config=config)
     assert not problems, "\n".join(f"{p.level}: {p.header}: {p.detail}" for p in problems)
     sys.path.insert(0, str(tmp_path))
@@ -89,16 +95,25 @@ def test_a_client_generated_from_the_schema_works_against_a_live_server(generate
     assert problems.status_code == 200 and all(isinstance(p, models.Problem) for p in problems.parsed)
     assert not undeclared(problems.parsed)
     assert {p.stem for p in problems.parsed if p.id == 1} == {"1_allreduce"}
-    board = parsed(api("leaderboard.leaderboard_retrieve").sync_detailed("cpu-gloo", client=anonymous), 200,
-                   models.LeaderboardResponse)
+    board = parsed(
+        api("leaderboard.leaderboard_retrieve").sync_detailed("cpu-gloo", client=anonymous),
+        200,
+        models.LeaderboardResponse,
+    )
     assert board.profile == "cpu-gloo" and board.ranked_profile is False
     assert all(section.entries == [] for section in board.sections)
 
     def upload():
-        return models.UploadRequest(files=[File(payload=io.BytesIO(GOOD_1), file_name="1_allreduce_torch.py")],
-                                    paths=json.dumps(["1_allreduce_torch.py"]), model="generated-model",
-                                    protocol="one_shot", attempts=1, profile="cpu-gloo", agent="harness",
-                                    agent_version="1.0")
+        return models.UploadRequest(
+            files=[File(payload=io.BytesIO(GOOD_1), file_name="1_allreduce_torch.py")],
+            paths=json.dumps(["1_allreduce_torch.py"]),
+            model="generated-model",
+            protocol="one_shot",
+            attempts=1,
+            profile="cpu-gloo",
+            agent="harness",
+            agent_version="1.0",
+        )
 
     create = api("submissions.submissions_create")
     refused = parsed(create.sync_detailed(client=anonymous, body=upload()), 401, models.Error)
@@ -120,19 +135,30 @@ def test_a_client_generated_from_the_schema_works_against_a_live_server(generate
     assert score.status == "correct" and score.correct is True and score.speedup_lo == pytest.approx(1.1)
 
     patch = api("submissions.submissions_partial_update")
-    corrected = parsed(patch.sync_detailed(str(created.id), client=client,
-                                           body=models.PatchedMetadataPatchRequest(model="fixed-model", label="v2")),
-                       200, models.MetadataPatchResponse)
+    corrected = parsed(
+        patch.sync_detailed(
+            str(created.id), client=client, body=models.PatchedMetadataPatchRequest(model="fixed-model", label="v2")
+        ),
+        200,
+        models.MetadataPatchResponse,
+    )
     assert sorted(corrected.changed) == ["label", "model_name"] and corrected.submission.model_name == "fixed-model"
     assert [sorted(change.changes.additional_properties) for change in corrected.history] == [["label", "model_name"]]
-    no_token = patch.sync_detailed(str(created.id), client=anonymous,
-                                   body=models.PatchedMetadataPatchRequest(model="stolen"))
+    no_token = patch.sync_detailed(
+        str(created.id), client=anonymous, body=models.PatchedMetadataPatchRequest(model="stolen")
+    )
     assert no_token.status_code == 401 and Submission.objects.get(pk=created.id).model_name == "fixed-model"
 
-    published = parsed(api("submissions.submissions_publish_create").sync_detailed(str(created.id), client=client),
-                       200, models.Submission)
+    published = parsed(
+        api("submissions.submissions_publish_create").sync_detailed(str(created.id), client=client),
+        200,
+        models.Submission,
+    )
     assert published.visibility == models.VisibilityEnum.PUBLIC
-    board = parsed(api("leaderboard.leaderboard_retrieve").sync_detailed("cpu-gloo", client=anonymous), 200,
-                   models.LeaderboardResponse)
+    board = parsed(
+        api("leaderboard.leaderboard_retrieve").sync_detailed("cpu-gloo", client=anonymous),
+        200,
+        models.LeaderboardResponse,
+    )
     [entry] = [entry for section in board.sections for entry in section.entries]
     assert entry.submission.id == created.id and entry.submission.model_name == "fixed-model" and entry.correct == 1
