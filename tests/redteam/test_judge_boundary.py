@@ -335,3 +335,71 @@ def test_a_platform_failure_claimed_for_a_sibling_rank_is_not_believed():
     forged = json.dumps({"ok": False, "kind": "infra_error", "error": "the platform failed"}).encode() + b"\n"
     failure = _collect_with_one_rank_up({1: forged})
     assert failure.kind == "runtime_error", (failure.kind, failure.message)
+
+
+# --- layers the mutation pass found unpinned (benchmarks/mutation_pass.py) -----------------------------------------
+
+def test_a_reply_too_deep_for_the_parser_is_a_protocol_failure_even_past_the_depth_scan(monkeypatch):
+    """The decoder's own errors are caught whatever the depth scan lets through (its bound lifted here): json.loads
+    raises RecursionError on a line nested 100,000 deep, and that is the rank's protocol failure, never a crash."""
+    from evaluator.process import protocol
+    monkeypatch.setattr(protocol, "MAX_JSON_DEPTH", 10**9)
+    reply = protocol.parse(b"[" * 100_000 + b"]" * 100_000)
+    assert reply["kind"] == "protocol" and "RecursionError" in reply["error"], reply
+
+
+def test_one_read_takes_a_bounded_slice_of_an_endless_writer(monkeypatch):
+    """A writer that never pauses: one read() takes at most READ_SLICE_BYTES and returns, so the caller checks its
+    deadline while data flows (a pipe whose writer outpaces the judge would otherwise hold it in one call)."""
+    from evaluator.process import protocol
+    taken = []
+
+    def endless(fd, n):
+        taken.append(n)
+        if sum(taken) > 4 * protocol.READ_SLICE_BYTES:
+            raise AssertionError("read() never came back to look at its deadline")
+        return b"x" * n
+    rank = protocol.Rank(0, None, -1)
+    monkeypatch.setattr(protocol.os, "read", endless)
+    replies = protocol.read(rank)
+    monkeypatch.undo()
+    assert sum(taken) <= protocol.READ_SLICE_BYTES + 65536
+    assert [r["kind"] for r in replies] == ["protocol"] and rank.overflowed
+
+
+def test_stored_records_declaring_more_than_the_output_allows_are_refused(tmp_path):
+    """check_records alone (the file-size check before it set aside): uncompressed records whose declared sizes add up
+    past the bound are refused from the zip's directory, unread (a directory may list the same bytes many times)."""
+    import zipfile
+
+    from evaluator.rank import outputs
+    path = tmp_path / "records.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        for i in range(4):
+            archive.writestr(f"archive/data/{i}", b"\0" * 4096)
+    with open(path, "rb") as f:
+        with pytest.raises(ValueError, match="declare"):
+            outputs.check_records(f, 3 * 4096)
+        outputs.check_records(f, 4 * 4096)  # within the bound: accepted, the file left at its start
+        assert f.tell() == 0
+
+
+def test_a_timing_pair_the_platform_failed_is_run_once_more_before_it_is_dropped(monkeypatch):
+    """Pair 2's first run is the platform's failure; its second run, the candidate wrong: the verdict (a pair is
+    dropped only when it cannot be judged twice, so a candidate cannot shed a pair it loses by failing its first
+    run)."""
+    import problems
+    from evaluator.judge.config import Config
+    runs = []
+
+    def fake(prob, candidate, cfg, seeds, base, pool=None):
+        runs.append(cfg.world_size)
+        wrong = dict(CORRECT_DOC, verdict=schema.INCORRECT, message="trial 0: output differs")
+        return dict(base, **(INFRA_DOC if len(runs) == 1 else wrong))
+    monkeypatch.setattr(evaluation, "_run_once", fake)
+    cfg = Config(world_size=2, device="cpu", M=64, N=32, trials=1, timing=True, pairs=2, seed=5)
+    result = {"verdict": schema.CORRECT, "message": "", "trials": [], "flags": [],
+              "timing": {"estimate_ms": 1.0, "reference_estimate_ms": 1.0}}
+    evaluation._more_pairs(problems.get(1), "reference", cfg, {}, result, None, 2)
+    assert runs == [2, 2] and result["verdict"] == schema.INCORRECT, result
+    assert result["message"].startswith("in timing pair 2 of 2")

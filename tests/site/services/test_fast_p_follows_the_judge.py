@@ -54,3 +54,13 @@ def test_fast_p_never_exceeds_fast_1_0_whatever_the_evidence():
         at = verdict.decide(timing, ["timing_crosscheck"] if flagged else [], "cuda")["faster_at"]
         assert at["1.0"] == timing["faster"] and at["1.0"] >= at["1.5"] >= at["2.0"], (lo, flagged, host)
         assert schema.faster_at(timing) == at
+
+
+def test_a_score_that_does_not_count_as_correct_is_faster_at_no_bar(owner, submit, finish, gpu):
+    # The site's own guard, whatever the document says: a flagged result on a ranked profile does not count as correct,
+    # so it is faster at no bar even where its document (not concluded by the judge here) claims every bar.
+    document = judge_document(speedup=2.6, lo=2.3, hi=2.9, flags=[schema.FLAG_UNSANDBOXED])
+    document["timing"]["faster_at"] = {"1.0": True, "1.5": True, "2.0": True}
+    entry, score = entry_after(owner, submit, finish, document)
+    assert not score.correct and not (score.faster or score.faster_1_5 or score.faster_2_0)
+    assert (entry.fast_1_0, entry.fast_1_5, entry.fast_2_0) == (0, 0, 0)
