@@ -287,8 +287,10 @@ def run_tests(copy: Path, tests: tuple[str, ...]) -> tuple[int, float, str]:
 
 
 def summary_line(output: str) -> str:
+    """pytest's last line, after the first failure's line of its short summary (which test failed) if there is one."""
     lines = [line for line in output.strip().splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
+    failed = next((line for line in lines if line.startswith(("FAILED ", "ERROR "))), "")
+    return ((failed.split(" - ", 1)[-1][:160] + " | ") if failed else "") + (lines[-1][:80] if lines else "")
 
 
 def apply_and_test(copy: Path, mutation: Mutation) -> dict:
