@@ -263,7 +263,7 @@ def environment(copy: Path) -> dict:
 
 def imports_from_copy(copy: Path) -> None:
     """The copy's packages are the ones imported, in the test process (cwd) and in a child started elsewhere
-    (PYTHONPATH); else a mutation would be tested against /work/main's code and look like a survivor or a kill."""
+    (PYTHONPATH); else a mutation would be tested against the source tree's code and look like a survivor or a kill."""
     probe = ("import evaluator.process.protocol as p, leaderboard.settings as s, problems.tolerance as t;"
              "print(p.__file__, s.__file__, t.__file__)")
     for cwd in (copy, Path("/")):
