@@ -5,7 +5,7 @@ from django.urls import include, path, register_converter
 from leaderboard.api import feedback as feedback_api
 from leaderboard.catalogue import converters
 from leaderboard.pages import feedback as feedback_views
-from leaderboard.pages import accounts_views, metadata_views
+from leaderboard.pages import accounts_views, metadata_views, problem_views, records_views
 from leaderboard.ops import views as ops_views
 from leaderboard.pages import views
 
@@ -42,13 +42,13 @@ urlpatterns = [
     path("leaderboard/<slug:slug>/", views.leaderboard, name="leaderboard"),
     path("getting-started/", views.getting_started, name="getting-started"),
     path("exploits/", views.exploits_page, name="exploits"),
-    path("audits/", views.audits_page, name="audits"),
-    path("submissions/<id:pk>/audit", views.audit_record, name="submission-audit"),
-    path("transcripts/<id:pk>/", views.transcript_page, name="transcript"),
-    path("transcripts/<id:pk>/raw.jsonl", views.transcript_raw, name="transcript-raw"),
-    path("problems/", views.problems_index, name="problems"),
-    path("problems/<problem:key>/", views.problem_detail, name="problem"),
-    path("problems/<problem:key>/reference.py", views.problem_reference, name="problem-reference"),
+    path("audits/", records_views.audits_page, name="audits"),
+    path("submissions/<id:pk>/audit", records_views.audit_record, name="submission-audit"),
+    path("transcripts/<id:pk>/", records_views.transcript_page, name="transcript"),
+    path("transcripts/<id:pk>/raw.jsonl", records_views.transcript_raw, name="transcript-raw"),
+    path("problems/", problem_views.problems_index, name="problems"),
+    path("problems/<problem:key>/", problem_views.problem_detail, name="problem"),
+    path("problems/<problem:key>/reference.py", problem_views.problem_reference, name="problem-reference"),
     path("submissions/<id:pk>/", views.submission_detail, name="submission"),
     path("submissions/<id:pk>/status.json", views.submission_status, name="submission-status"),
     path("submissions/<id:pk>/publish", views.submission_publish, name="submission-publish"),

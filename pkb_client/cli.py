@@ -29,9 +29,9 @@ def run(command: str, argv: list[str]) -> int:
         from pkb_client import feedback
 
         return feedback.main(argv)
-    from pkb_client import manage, submit
+    from pkb_client import manage, submit, visibility
 
-    return {"submit": submit.main, "publish": submit.publish_main, "withdraw": submit.withdraw_main,
+    return {"submit": submit.main, "publish": visibility.publish_main, "withdraw": visibility.withdraw_main,
             "status": manage.status_main, "wait": manage.wait_main, "list": manage.list_main,
             "delete": manage.delete_main}[command](argv)
 

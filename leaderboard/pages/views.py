@@ -8,7 +8,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
@@ -17,11 +16,9 @@ from leaderboard.accounts import selectors as accounts_selectors
 from leaderboard.accounts import services as accounts_services
 from leaderboard.accounts import throttle
 from leaderboard.catalogue import selectors as catalogue_selectors
-from leaderboard.feedback import selectors as feedback_selectors
 from leaderboard.jobs import logs
-from leaderboard.pages import tables
 from leaderboard.pages.forms import SignupForm, SubmitForm, TokenForm
-from leaderboard.scoring import export, plots
+from leaderboard.scoring import export
 from leaderboard.scoring import selectors as scoring_selectors
 from leaderboard.submissions import selectors as submissions_selectors
 from leaderboard.submissions import services as submissions_services
@@ -54,86 +51,6 @@ def leaderboard(request, slug):
 
 
 # --- problems ----------------------------------------------------------------------------------------------------------
-
-def problems_index(request):
-    profile = catalogue_selectors.profile_get(request.GET.get("profile"))
-    protocol = scoring_selectors.Filters.from_query(request.GET).protocol
-    problems = scoring_selectors.problems_index(profile, protocol)
-    fmt = export.wanted(request)
-    if fmt:
-        columns, rows = export.problems_table(problems)
-        return export.table_response(fmt, f"problems-{profile.slug}", columns, rows)
-    heat = scoring_selectors.heatmap(profile, protocol)
-    table = tables.problem_table(problems, request.GET)  # search, category, sort (leaderboard/pages/tables.py)
-    return render(request, "leaderboard/problems.html", {
-        "profile": profile, "profiles": catalogue_selectors.profiles(), "problems": table.rows, "table": table,
-        "protocol": protocol,
-        "protocols": scoring_selectors.PROTOCOL_LABELS.items(), "heatmap_rows": len(heat["rows"]),
-        "heatmap": plots.heatmap_figure(heat, problems, profile.ranked), "heatmap_legend": plots.LEGEND,
-    })
-
-
-def problem_detail(request, key):
-    problem = catalogue_selectors.problem_get(key)
-    if key != problem.stem:
-        return redirect(reverse("problem", args=[problem.stem]) + (f"?{request.GET.urlencode()}" if request.GET else ""))
-    profile = catalogue_selectors.profile_get(request.GET.get("profile"))
-    filters = scoring_selectors.Filters.from_query(request.GET)
-    data = scoring_selectors.problem_scores(problem, profile, filters.protocol, filters.page)
-    fmt = export.wanted(request)
-    if fmt:
-        columns, rows = export.problem_scores_table(data["points"])
-        return export.table_response(fmt, f"problem-{problem.stem}-{profile.slug}", columns, rows)
-    return render(request, "leaderboard/problem.html", {
-        "problem": problem, "profile": profile, "profiles": catalogue_selectors.profiles(), "data": data,
-        "protocol": filters.protocol, "protocols": scoring_selectors.PROTOCOL_LABELS.items(),
-        "strip": plots.strip_figure(data["points"]), "peak": plots.peak_figure(data["points"]),
-        "light": _light_at(problem, profile), "judged_at": _judged_at(catalogue_selectors.profiles()),
-        "peak_notes": sorted({row["peak_note"] for row in data["rows"] if row["peak_note"]})[:3],
-    })
-
-
-def _judged_at(profiles) -> list[dict]:
-    """What each profile judges a candidate at: the judge's default shape and dtype (evaluator/contract.py), the
-    reduced CPU shapes where the runner asks for them (jobs/runner.reduced_for), W, and the hidden checks of a
-    rankable run (jobs/runner.hidden_checks)."""
-    from dataclasses import fields
-
-    from evaluator.schema import JudgeRequest
-    from leaderboard.jobs import runner
-
-    defaults = {f.name: f.default for f in fields(JudgeRequest) if f.name in ("M", "N", "dtype")}
-    return [dict(defaults, profile=p, reduced=runner.reduced_for(p),
-                 hidden=bool(settings.PKB_HIDDEN_CHECKS and (p.ranked or p.shared_device))) for p in profiles]
-
-
-def _light_at(problem, profile) -> dict:
-    """The speed-of-light estimate at the profile's W, and whether it holds there: the catalogue's estimates hold
-    at M = N = 1024, W = 8 only, so under a W = 2 profile there is none (never W = 8's number shown as if it
-    applied)."""
-    light = problem.light.get(str(profile.world_size)) if isinstance(problem.light, dict) else None
-    if not isinstance(light, dict):
-        return {"holds": False, "reason": f"the problem has no estimate at W = {profile.world_size}"}
-    if light.get("at_defaults_only") and profile.world_size != 8:
-        return {"holds": False, "reason": "the problem has no speed-of-light formula, and the catalogue's estimate holds "
-                                          f"at M = N = 1024, W = 8 only, not at this profile's W = "
-                                          f"{profile.world_size}", **light}
-    return {"holds": True, **light}
-
-
-def problem_reference(request, key):
-    """The problem's reference as a starting candidate: a PKB-named file (``<stem>_torch.py``) that ``pkb eval``
-    and the upload take as it is (it reads as correct, at a speedup near 1)."""
-    problem = catalogue_selectors.problem_get(key)
-    if not problem.reference_source:
-        raise Http404("this problem is not implemented yet")
-    name = f"{problem.stem}_torch.py"
-    header = (f"# Starting candidate for problem {problem.id} ({problem.stem}): its reference, as pkb-arena judges it.\n"
-              f"# Keep the file name {name}; check it with: pkb eval {problem.id} {name} --world-size 2 --device cpu\n")
-    response = HttpResponse(header + problem.reference_source, content_type="text/x-python; charset=utf-8")
-    response["Content-Disposition"] = content_disposition_header(True, name)
-    return response
-
 
 # --- submissions ------------------------------------------------------------------------------------------------------
 
@@ -421,59 +338,7 @@ def healthz(request):
     return HttpResponse("ok", content_type="text/plain")
 
 
-# --- transcripts, audits, the guides -------------------------------------------------------------------------------
-
-def transcript_page(request, pk):
-    """An agent transcript step by step: each message, tool call and result collapsible, the metered feedback runs a
-    step refers to shown in place. Owner-only until the submission is published, like code."""
-    transcript = submissions_selectors.transcript_for_viewer(pk, request.user)
-    steps = feedback_selectors.transcript_steps(transcript, request.user)
-    return render(request, "leaderboard/transcript.html", {
-        "transcript": transcript, "submission": transcript.submission, "steps": steps,
-        "calls": sum(len(s["calls"]) for s in steps), "metered": sum(len(s["metered"]) for s in steps),
-    })
-
-
-def transcript_raw(request, pk):
-    transcript = submissions_selectors.transcript_for_viewer(pk, request.user)
-    response = HttpResponse(transcript.content, content_type="application/x-ndjson; charset=utf-8")
-    response["Content-Disposition"] = content_disposition_header(True, transcript.filename.split("/")[-1])
-    return response
-
-
-def audits_page(request):
-    """Every staff audit of a listed submission (staff see all), newest first; ?submission= narrows to one."""
-    submission_id = scoring_selectors.query_clean(request.GET).get("submission")
-    audits = scoring_selectors.audits_visible(request.user, submission_id)
-    fmt = export.wanted(request)
-    if fmt:
-        columns, rows = export.audits_table(audits)
-        return export.table_response(fmt, "audits", columns, rows)
-    return render(request, "leaderboard/audits.html", {"audits": audits, "submission_id": submission_id})
-
-
-@require_POST
-@login_required
-def audit_record(request, pk):
-    """Staff record an audit of a submission (or of one of its problems) from its page."""
-    if not request.user.is_staff:
-        raise PermissionDenied("only staff record audits")
-    from leaderboard.pages.forms import AuditForm
-    from leaderboard.scoring import services as scoring_services
-
-    submission = submissions_selectors.submission_get(pk, request.user)
-    form = AuditForm(request.POST, attempted=scoring_services.attempted_problems(submission))
-    if not form.is_valid():
-        messages.error(request, "Audit not recorded: " + "; ".join(
-            f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
-        return redirect(submission)
-    problem = form.cleaned_data["problem"]
-    scoring_services.audit_record(submission, problem, form.cleaned_data["verdict"], form.cleaned_data["note"],
-                                  request.user)
-    messages.success(request, f"Audit recorded: {form.cleaned_data['verdict'].replace('_', ' ')}"
-                              f"{f' on problem {problem}' if problem else ' on the whole submission'}.")
-    return redirect(submission)
-
+# --- the guides (transcripts and audits: records_views.py) -------------------------------------------------------------------------------
 
 def exploits_page(request):
     from leaderboard.pages import exploits

@@ -13,7 +13,7 @@ from leaderboard.accounts import services as accounts_services
 from leaderboard.submissions.models import Submission
 from pkb_client import cli as client_cli
 from pkb_client import feedback as client_feedback
-from pkb_client import manage, submit
+from pkb_client import manage, submit, visibility
 from tests.site.conftest import GOOD_1, WRONG_1
 from tests.site.test_client import Judge, pkb, pkb_layout
 
@@ -113,8 +113,8 @@ def parses(hint: str) -> None:
     """Parse ``pkb COMMAND ...`` with the parser that would read it (placeholders given sample values)."""
     words = [PLACEHOLDERS.get(word, word) for word in shlex.split(hint)[1:]]
     command, rest = words[0], words[1:]
-    client = {"submit": submit.build_parser, "publish": lambda: submit.build_visibility_parser("publish"),
-              "withdraw": lambda: submit.build_visibility_parser("withdraw"), "status": manage.build_status_parser,
+    client = {"submit": submit.build_parser, "publish": lambda: visibility.build_visibility_parser("publish"),
+              "withdraw": lambda: visibility.build_visibility_parser("withdraw"), "status": manage.build_status_parser,
               "wait": manage.build_wait_parser, "list": manage.build_list_parser,
               "delete": manage.build_delete_parser}
     if command in client:

@@ -4,7 +4,7 @@ from django import template
 
 from evaluator import schema
 from leaderboard.feedback import plots as feedback_plots
-from leaderboard.scoring import selectors as scoring_selectors
+from leaderboard.scoring import pareto
 
 register = template.Library()
 
@@ -162,8 +162,8 @@ def parallelism(value: str) -> str:
 def feedback_pareto(profile, filters=None) -> dict:
     """The leaderboard's Pareto plot (leaderboard/scoring/selectors.py pareto; 2 queries at most), drawn by the
     feedback app's plot and template."""
-    data = scoring_selectors.pareto(profile, filters)
-    frontier = scoring_selectors.frontier(data["points"])
+    data = pareto.pareto(profile, filters)
+    frontier = pareto.frontier(data["points"])
     # A cost axis needs a cost: with no point above zero (only one-shot and best-of-k runs, or agentic ones whose
     # sessions cost nothing yet) every point sat at x = 0, several on one spot at (0, 0) under two legend entries
     # (issue 35, defect 8); the page says why instead.

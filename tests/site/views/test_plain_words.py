@@ -7,8 +7,7 @@ import pytest
 
 from leaderboard.catalogue.models import HardwareProfile
 from leaderboard.jobs.models import EvaluationJob, Result
-from leaderboard.scoring import plots
-from leaderboard.scoring import selectors as scoring_selectors
+from leaderboard.scoring import pareto, plots
 from leaderboard.submissions import services as submissions_services
 from leaderboard.submissions.models import Transcript
 from tests.site.conftest import GOOD_1
@@ -83,10 +82,10 @@ def test_whiskers_sit_on_lanes_of_their_own_and_hover_shows_the_interval():
 
 def test_pareto_plots_correct_on_an_unranked_profile(owner, cpu, judged):
     gpu = HardwareProfile.objects.get(slug="gpu-h200x8")
-    data = scoring_selectors.pareto(cpu)
+    data = pareto.pareto(cpu)
     assert not cpu.ranked and data["y_axis"].startswith("Correct")
     assert [p["y"] for p in data["points"]] == [p["correct"] for p in data["points"]]
-    assert scoring_selectors.pareto(gpu)["y_axis"] == "Faster (of 87)"
+    assert pareto.pareto(gpu)["y_axis"] == "Faster (of 87)"
 
 
 def test_api_root_lists_every_endpoint(client):
