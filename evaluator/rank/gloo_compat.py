@@ -27,31 +27,9 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
 
+from evaluator.rank.work_handles import Done
+
 _INSTALLED = "_pkb_gloo_compat"
-
-
-class _Done:
-    """The Work handle of a call that this adapter completed synchronously (``async_op=True`` asked for a handle)."""
-
-    def wait(self, timeout=None) -> bool:  # noqa: ARG002 - Work's signature
-        return True
-
-    def is_completed(self) -> bool:
-        return True
-
-    def is_success(self) -> bool:
-        return True
-
-    def exception(self):
-        return None
-
-    def synchronize(self) -> None:
-        return None
-
-    def get_future(self):
-        future = torch.futures.Future()
-        future.set_result(None)
-        return future
 
 
 def _on_gloo(group) -> bool:
@@ -112,7 +90,7 @@ def all_to_all(original, output_tensor_list, input_tensor_list, group=None, asyn
             and len({t.dtype for t in list(output_tensor_list) + list(input_tensor_list)}) == 1
             and len(output_tensor_list) == len(input_tensor_list) == _world(group)):
         _exchange(list(output_tensor_list), list(input_tensor_list), group)
-        return _Done() if async_op else None
+        return Done() if async_op else None
     return original(output_tensor_list, input_tensor_list, group=group, async_op=async_op)
 
 
@@ -120,7 +98,7 @@ def all_gather(original, tensor_list, tensor, group=None, async_op=False):
     if (_on_gloo(group) and isinstance(tensor, torch.Tensor) and _uneven(list(tensor_list) + [tensor])
             and all(t.dtype == tensor.dtype for t in tensor_list) and len(tensor_list) == _world(group)):
         _exchange(list(tensor_list), [tensor] * len(tensor_list), group)
-        return _Done() if async_op else None
+        return Done() if async_op else None
     return original(tensor_list, tensor, group=group, async_op=async_op)
 
 

@@ -22,6 +22,8 @@ import torch
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
 
+from evaluator.rank.work_handles import Done
+
 # Each form: the parameters it reads or writes that hold tensors (a tensor or a list of them), and those it writes.
 STAGED = {
     "all_reduce": (("tensor",), ("tensor",)),
@@ -45,30 +47,6 @@ STAGED = {
 ASYNC_FORMS = ("isend", "irecv")
 CALLS: collections.Counter = collections.Counter()  # staged calls by form (what the tests check ran staged)
 _STATE = {"installed": False, "stage_host": False}
-
-
-class _Done:
-    """The handle of a collective staged to completion (``async_op=True`` asked for one)."""
-
-    def wait(self, timeout=None) -> bool:  # noqa: ARG002 - Work's signature
-        return True
-
-    def is_completed(self) -> bool:
-        return True
-
-    def is_success(self) -> bool:
-        return True
-
-    def exception(self):
-        return None
-
-    def synchronize(self) -> None:
-        return None
-
-    def get_future(self):
-        future = torch.futures.Future()
-        future.set_result(None)
-        return future
 
 
 class _Pending:
@@ -178,7 +156,7 @@ def _staged(name: str, original):
         if _writes(name, bound):
             for dst, host in back:
                 dst.copy_(host)
-        return _Done() if wanted_async else outcome
+        return Done() if wanted_async else outcome
 
     return call
 
