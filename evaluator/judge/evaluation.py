@@ -26,7 +26,7 @@ from evaluator import schema
 from evaluator.judge import policy, shared_device
 from evaluator.judge.config import BadRequest, Config
 from evaluator.judge.pair import Pair
-from evaluator.process import sandbox, warm
+from evaluator.process import removal, sandbox, warm
 from evaluator.process.group import RankGroup, close_all
 from evaluator.process.protocol import CandidateFault
 from evaluator.timing import pairs, verdict
@@ -329,8 +329,8 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
                 result["environment"] = dict(result["environment"] or {}, sandbox=notes)
         if ref is not None and result.get("verdict") == schema.INFRA_ERROR:
             result["logs"] += ref.logs()
-        if workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+        if workdir:  # the candidate's tree, whatever its shape (an unsandboxed run has no scratch mount)
+            removal.remove_tree(workdir)
     failed_command = result.pop("_reference_failed", None)
     if failed_command is not None and result.get("verdict") == schema.INFRA_ERROR:
         _blame(prob, cfg, failed_command, result)

@@ -26,14 +26,13 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
-import shutil
 import socket
 import time
 from typing import Optional
 
 import problems
 from evaluator import schema
-from evaluator.process import builds, sandbox, warm
+from evaluator.process import builds, removal, sandbox, warm
 from evaluator.process.group import RankGroup, close_all
 from evaluator.process.protocol import GroupFailure
 
@@ -79,7 +78,7 @@ def prebuild(problem, candidate: str, target_device: str = "cuda", timeout_s: fl
         close_all([group])
         built = group.build_report() if group is not None else {}
         logs = group.logs() if group is not None else []  # read before the directory goes
-        shutil.rmtree(workdir, ignore_errors=True)
+        removal.remove_tree(workdir)  # the candidate's build tree, whatever its shape
     report.update(build=built, world_size=world_size, seconds=round(time.monotonic() - began, 3))
     if built.get("failed"):
         message = failure.message if failure is not None else "a compile call failed"

@@ -21,10 +21,10 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
-import shutil
 import tempfile
 from typing import Optional
 
+from evaluator.process import removal
 from evaluator.process import sandbox as sandboxing
 from evaluator.process.group import RankGroup, close_all
 from evaluator.process.protocol import DEFERRED
@@ -127,11 +127,11 @@ class WarmPool:
                              isolate=self.sandbox, **common)
         except BaseException:
             close_all([cand, ref])
-            shutil.rmtree(workdir, ignore_errors=True)
+            removal.remove_tree(workdir)
             raise
         return Spare(workdir, ref, cand)
 
 
 def _discard(spare: Spare, timeout: float = 10.0) -> None:
     close_all([spare.cand, spare.ref], timeout)
-    shutil.rmtree(spare.workdir, ignore_errors=True)
+    removal.remove_tree(spare.workdir)  # a spare's candidate ranks may have run candidate code
