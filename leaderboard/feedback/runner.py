@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from django.conf import settings
 
 from evaluator.schema import VERDICTS, JudgeRequest
 from leaderboard.feedback import conf, seeds, services
-from leaderboard.jobs import host_gate, judge_process, judge_service
+from leaderboard.jobs import host_gate, judge_process, judge_service, workspace
 
 log = logging.getLogger("leaderboard.feedback")
 TAIL = 8000
@@ -42,7 +41,7 @@ def run_feedback(run_id: int, worker: str = judge_process.WORKER_ID) -> str:
         stored = services.run_infra_error(run.pk, worker, payload)
         return "infra_error" if stored is not None else "lease_lost"
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        workspace.remove(workdir)  # whatever the candidate left there (the runner's own rule)
 
 
 def judge_request(run, candidate_path: Path, out_path: Path, profile_dir: Path) -> JudgeRequest:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -41,7 +40,7 @@ from dramatiq.middleware import Middleware  # noqa: E402
 
 from evaluator.schema import COMPILE_ERROR, PrebuildRequest  # noqa: E402
 from leaderboard.jobs import actors  # noqa: E402,F401  (the jobs' part of a worker: the reaper, recovery at boot)
-from leaderboard.jobs import build_routing, judge_process  # noqa: E402
+from leaderboard.jobs import build_routing, judge_process, workspace  # noqa: E402
 from leaderboard.jobs import services as jobs_services  # noqa: E402
 from leaderboard.jobs.broker import BUILD_ACTOR_NAME  # noqa: E402
 from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections  # noqa: E402
@@ -85,7 +84,7 @@ def run_build(job_id: int, worker: str = WORKER_ID) -> str:
         passed = jobs_services.job_build_passed_on(job.pk, worker, report["status"], report)
         return report["status"] if passed else "lease_lost"
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        workspace.remove(workdir)  # whatever the candidate's build left there (the runner's own rule)
 
 
 def prebuild_request(job, candidate_path: Path, out_path: Path) -> PrebuildRequest:
