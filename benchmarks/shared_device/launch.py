@@ -2,6 +2,7 @@
 
     python benchmarks/shared_device/launch.py facts   --worlds 2 4 8 --out DIR
     python benchmarks/shared_device/launch.py kernels --worlds 2 4 8 --out DIR FILE...
+    python benchmarks/shared_device/launch.py references --worlds 8 --out DIR [--problems 1-87]
 
 Every rank is a spawned process on cuda:0 with a per-process memory fraction of the device (0.9 / W), one gloo
 process group (CUDA tensors go through gloo), and symmetric memory allowed to overlap devices
@@ -16,6 +17,11 @@ with the CPU profile's compat forms), two trials each, and records per file: W, 
 Results are appended as JSON lines to DIR/facts.jsonl or DIR/kernels.jsonl as they come, so a call that runs out of
 time still returns what it did. A file that makes no progress for --stall seconds is recorded as a hang and the
 world goes on with the next file (its ranks are killed and started again).
+
+``references`` runs each problem's reference twice in one world: on CUDA inputs with the shared world's staging, and
+on host copies of the same inputs (CPU gloo, the CPU profile's compat forms), at the reduced sizes of the CPU
+profile. Each side's error is recorded apart, so a failure of gloo itself (on host tensors too) is told from one of
+the staging (CUDA tensors only); where both ran, the outputs are compared as the judge compares them.
 """
 from __future__ import annotations
 
@@ -262,6 +268,75 @@ def kernels_rank(rank: int, world: int, port: int, out: str, files: list, progre
     dist.destroy_process_group()
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    head = text.split("\nException raised from")[0].split("\nframe #0")[0]
+    return f"{type(exc).__name__}: {head[:400]}"
+
+
+def references_rank(rank: int, world: int, port: int, out: str, ids: list, progress: str) -> None:
+    torch, dist = _init(rank, world, port)
+    import problems
+    from evaluator.rank import gloo_compat
+    from evaluator.rank.outputs import compare_rank
+    from problems.base import InputContext
+
+    gloo_compat.install(stage=True)
+    for pid in ids:
+        if rank == 0:
+            pathlib.Path(progress).write_text(str(pid))
+        problem = problems.get(pid)
+        record = {"what": "reference", "problem": pid, "W": world}
+        began = time.perf_counter()
+        mine = {"host": None, "staged": None, "ok": None}
+        expected = actual = None
+        try:
+            ctx = InputContext(rank=rank, world_size=world, device="cuda:0", seed_base=77, problem_id=pid,
+                               reduced=True)
+            inputs = problem.make_inputs(ctx)
+            host = [x.cpu().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        except Exception as exc:
+            mine["host"] = mine["staged"] = f"inputs: {_first_line(exc)}"
+            inputs = host = None
+        if host is not None:
+            dist.barrier()
+            try:
+                expected = problem.solution(*host)
+            except Exception as exc:
+                mine["host"] = _first_line(exc)
+            dist.barrier()
+            try:
+                actual = problem.solution(*inputs)
+                torch.cuda.synchronize()
+            except Exception as exc:
+                mine["staged"] = _first_line(exc)
+                traceback.print_exc()
+        if mine["host"] is None and mine["staged"] is None:
+            try:
+                moved = actual.cpu() if isinstance(actual, torch.Tensor) else actual
+                if isinstance(moved, (list, tuple)):
+                    moved = type(moved)(m.cpu() if isinstance(m, torch.Tensor) else m for m in moved)
+                verdict = compare_rank(problem, expected, moved, rank, world)
+                mine["ok"] = bool(verdict["ok"])
+                if not mine["ok"]:
+                    mine["staged"] = f"differs: {str(verdict.get('message') or verdict)[:300]}"
+            except Exception as exc:
+                mine["staged"] = f"compare: {_first_line(exc)}"
+        records = [None] * world
+        dist.all_gather_object(records, mine)
+        if rank == 0:
+            record["wall_s"] = round(time.perf_counter() - began, 2)
+            record["host_errors"] = sorted({r["host"] for r in records if r["host"]})[:2]
+            record["staged_errors"] = sorted({r["staged"] for r in records if r["staged"]})[:2]
+            record["verdict"] = ("same" if all(r["ok"] for r in records) else
+                                 "host_error" if record["host_errors"] else "staged_differs_or_fails")
+            _emit(pathlib.Path(out) / "references.jsonl", record)
+        torch.cuda.empty_cache()
+    if rank == 0:
+        pathlib.Path(progress).write_text("")
+    dist.destroy_process_group()
+
+
 def _spawn(target, world: int, args: tuple, stall_s: float, progress: str | None = None) -> str:
     """Start W rank processes; wait until they end, or until no progress for ``stall_s``. Returns 'done' or 'stalled'."""
     import torch.multiprocessing as mp
@@ -287,9 +362,18 @@ def _spawn(target, world: int, args: tuple, stall_s: float, progress: str | None
             return "stalled"
 
 
+def _ids(spec: str) -> list:
+    ids = []
+    for part in spec.split(","):
+        low, _, high = part.partition("-")
+        ids += list(range(int(low), int(high or low) + 1))
+    return ids
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["facts", "kernels"])
+    parser.add_argument("mode", choices=["facts", "kernels", "references"])
+    parser.add_argument("--problems", default="1-87", help="references: ids, e.g. 1-87 or 10,33")
     parser.add_argument("files", nargs="*")
     parser.add_argument("--worlds", type=int, nargs="+", default=[2, 4, 8])
     parser.add_argument("--out", default=os.environ.get("OUT", "/tmp/shared_device"))
@@ -304,8 +388,21 @@ def main() -> None:
             _emit(out / "facts.jsonl", {"what": "symmetric_memory_world", "W": world, "status": status,
                                         "wall_s": round(time.perf_counter() - began, 1)})
             continue
-        files = [str(pathlib.Path(f).resolve()) for f in args.files]
         progress = str(out / f"progress_{world}")
+        if args.mode == "references":
+            ids = _ids(args.problems)
+            while ids:
+                status = _spawn(references_rank, world, (str(out), ids, progress), args.stall, progress)
+                if status == "done":
+                    break
+                current = pathlib.Path(progress).read_text() if os.path.exists(progress) else ""
+                if not current.isdigit() or int(current) not in ids:
+                    break
+                _emit(out / "references.jsonl", {"what": "reference", "problem": int(current), "W": world,
+                                                 "verdict": "hang" if status == "stalled" else "crash"})
+                ids = ids[ids.index(int(current)) + 1:]
+            continue
+        files = [str(pathlib.Path(f).resolve()) for f in args.files]
         while files:
             status = _spawn(kernels_rank, world, (str(out), files, progress), args.stall, progress)
             if status == "done":

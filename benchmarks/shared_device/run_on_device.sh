@@ -7,7 +7,10 @@
 # host: the GPU, cgroup mounts, bubblewrap (carried in .sbx as scripts/fetch_wheels.sh leaves it);
 # facts / kernels: benchmarks/shared_device/launch.py at W in $WORLDS (default 2 8 4);
 # build: the CUDA files' extensions at once, for the launcher;
-# judge: `pkb eval --shared-device --require-sandbox` of every kernel and wrong twin at each W in $WORLDS, $PAR at once;
+# references: launch.py references at W in $REF_WORLDS (default 8): each reference staged on the GPU against the same
+#   reference on host copies, one world for all problems (finds the staging's faults without the judge);
+# judge: `pkb eval --shared-device --require-sandbox` of every kernel and wrong twin, $PAR files at once, each file at
+#   every W of $WORLDS in turn (its build, cached by the judge, then serves the other world sizes);
 # selfcheck: `pkb selfcheck --shared-device` of all references at W in $SC_WORLDS (default 8), in three parts at once.
 # Everything lands in $WORK as it comes (logs, JSON lines); after each step the JSON lines, host.log and a tarball of
 # the whole of $WORK are copied to $OUT (a device call returns at most 8 files). NVLink multicast stays off throughout.
@@ -61,7 +64,7 @@ print(f"W={W} {f}: {line['verdict']} ({wall} s) {line['message'][:100]}")
 PYEOF
 }
 export -f judge_one
-export WORK DEADLINE PY
+export WORK DEADLINE PY WORLDS
 
 for step in "$@"; do
   echo "=== $step ($(left) s left)"
@@ -81,9 +84,13 @@ for step in "$@"; do
     kernels)
       timeout "$(left)" "$PY" $DIR/launch.py kernels --worlds $WORLDS --stall 120 --out "$WORK" $KERNELS $WRONG \
         2>&1 | tee "$WORK/kernels.log" | grep -v '^\s' ;;
-    judge)  # $PAR evals at once; each file at each W of $WORLDS, in the box
-      for W in $WORLDS; do for f in $KERNELS $WRONG; do echo "$W $f"; done; done |
-        xargs -P "${PAR:-3}" -n 2 bash -c 'judge_one "$@"' _ 2>&1 | tee -a "$WORK/judge.log" ;;
+    references)
+      timeout "$(left)" "$PY" $DIR/launch.py references --worlds ${REF_WORLDS:-8} --problems "${REF_PROBLEMS:-1-87}" \
+        --stall 120 --out "$WORK" 2>&1 | tee "$WORK/references.log" | grep '^{' ;;
+    judge)  # $PAR files at once; each file at every W of $WORLDS in turn, in the box
+      for f in $KERNELS $WRONG; do echo "$f"; done |
+        xargs -P "${PAR:-3}" -n 1 bash -c 'for W in $WORLDS; do judge_one "$W" "$1"; done' _ 2>&1 |
+        tee -a "$WORK/judge.log" ;;
     build)  # the standalone launcher's CUDA builds, all at once (the launcher then loads them)
       for f in $DIR/*_cuda.py $DIR/wrong/*_cuda.py; do
         PYTHONPATH=evaluator/pkb_utils${PYTHONPATH:+:$PYTHONPATH} "$PY" -c "import runpy; runpy.run_path('$f')" \

@@ -6,13 +6,16 @@ tests/evaluator/test_gloo_compat.py runs every form below on both sizes, with an
 - ``all_gather_into_tensor`` into any output of W x the input's elements but not the flat (W*M, ...) shape, e.g. the
   stacked (W, M, N) output of problem 2, or (W,) from 0-d inputs: gloo says "invalid tensor size";
 - ``reduce_scatter_tensor`` from a stacked (W, M, N) input: gloo fails its shape check;
-- list ``all_gather`` and list ``all_to_all`` with chunks of different shapes (gloo wants one shape for all);
+- list ``all_gather`` with chunks of different shapes (gloo wants one shape for all);
+- list ``all_to_all`` of any shapes: gloo wants one shape for all in torch 2.13 and has no ``alltoall`` at all in
+  torch 2.11 (the GPU hosts' torch: "Backend gloo does not support alltoall");
 - ``reduce``: gloo uses the non-destination ranks' tensors as scratch (they change); NCCL leaves them as they were.
 
 Each of these is rewritten into a form gloo runs with NCCL's result: the same bytes, flattened to 1-D for the
 tensor collectives, one ``all_to_all_single`` with split sizes for the uneven list forms, a clone on non-destination
-ranks for ``reduce``. Everything else (even shapes, the flat forms, every call on another backend) goes to torch
-unchanged, so torch's own errors still name real mistakes (a wrong element count stays an error here as on NCCL).
+ranks for ``reduce``; every list ``all_to_all`` goes through ``all_to_all_single``, even shapes too, since one
+torch version has no other form on gloo. Everything else (even shapes, the flat forms, every call on another
+backend) goes to torch unchanged, so torch's own errors still name real mistakes (a wrong element count stays an error here as on NCCL).
 
 Only the CPU profile's rank processes install this (evaluator/rank/worker.py, after the gloo process group exists);
 NCCL ranks never do. A candidate may undo the patch in its own process; it then gets gloo's refusals, nothing more.
@@ -86,8 +89,7 @@ def _exchange(outputs: list, inputs: list, group) -> None:
 
 
 def all_to_all(original, output_tensor_list, input_tensor_list, group=None, async_op=False):
-    if (_on_gloo(group) and _uneven(list(output_tensor_list) + list(input_tensor_list))
-            and len({t.dtype for t in list(output_tensor_list) + list(input_tensor_list)}) == 1
+    if (_on_gloo(group) and len({t.dtype for t in list(output_tensor_list) + list(input_tensor_list)}) == 1
             and len(output_tensor_list) == len(input_tensor_list) == _world(group)):
         _exchange(list(output_tensor_list), list(input_tensor_list), group)
         return Done() if async_op else None

@@ -391,3 +391,27 @@ def test_install_is_idempotent_and_patches_both_modules(monkeypatch):
     assert gloo_compat.install() == first and dist.all_gather_into_tensor is wrapped
     assert distributed_c10d.all_gather_into_tensor is wrapped
     assert set(first) == set(gloo_compat.ADAPTED)
+
+
+def test_an_even_list_all_to_all_on_gloo_never_reaches_gloos_own_alltoall(monkeypatch):
+    """torch 2.11 (the GPU hosts' torch) has no list ``alltoall`` on gloo at all ("Backend gloo does not support
+    alltoall"): even shapes go through one ``all_to_all_single`` too, with element splits."""
+    from torch.distributed import distributed_c10d
+
+    W, me = 2, 0
+    monkeypatch.setattr(gloo_compat, "_on_gloo", lambda group: True)
+    monkeypatch.setattr(gloo_compat, "_world", lambda group: W)
+    seen = []
+
+    def single(recv, send, output_split_sizes, input_split_sizes, group=None):  # rank 0 of two: keeps its own chunk
+        seen.append((list(output_split_sizes), list(input_split_sizes)))
+        recv.copy_(send)
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("Backend gloo does not support alltoall")
+
+    monkeypatch.setattr(distributed_c10d, "all_to_all_single", single)
+    out = [torch.empty(2, N, dtype=BF16) for _ in range(W)]
+    assert gloo_compat.all_to_all(refused, out, [_full(10 * me + s, 2, N) for s in range(W)]) is None
+    assert seen == [([2 * N, 2 * N], [2 * N, 2 * N])]
+    assert all(torch.equal(o, _full(10 * me + s, 2, N)) for s, o in enumerate(out))
