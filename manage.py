@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """Django's command-line utility for pkb-arena's site."""
+
 import os
 import sys
 

@@ -13,6 +13,7 @@ interval, or every pair's speedup and interval) and applies today's ``timing_rul
 ``pairs.interval`` to them, so a change of constant shows at once what it does to every recorded A/A run. Nothing here
 times anything.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,9 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from benchmarks.calibration_record import documents  # noqa: E402
-from evaluator.timing import calibration, pairs, verdict  # noqa: E402
-from evaluator.timing import rules as timing_rules  # noqa: E402
+from benchmarks.calibration_record import documents
+from evaluator.timing import calibration, pairs, verdict
+from evaluator.timing import rules as timing_rules
 
 
 def _reference_spun_short(row: dict) -> bool:
@@ -39,26 +40,43 @@ def rejudge(row: dict, device: str = "cuda") -> dict:
     each = row.get("pairs")
     if each and len(each) > 1:
         mean, low, high, _, _ = pairs.interval(each, device, calibration.HOST_BOUND_NOISE_FLOOR)
-        return {"pairs": len(each), "speedup": math.exp(mean), "low": low, "high": high,
-                "host_bound": any(p.get("host_bound") for p in each), "withheld": _reference_spun_short(row)}
+        return {
+            "pairs": len(each),
+            "speedup": math.exp(mean),
+            "low": low,
+            "high": high,
+            "host_bound": any(p.get("host_bound") for p in each),
+            "withheld": _reference_spun_short(row),
+        }
     raw = row.get("bootstrap_ci")
     if not raw or row.get("speedup") is None:
         return None
     low, high = pairs.widen(raw[0], raw[1], timing_rules.noise_floor(device, bool(row.get("host_bound"))))
-    return {"pairs": 1, "speedup": row["speedup"], "low": low, "high": high, "host_bound": bool(row.get("host_bound")),
-            "withheld": _reference_spun_short(row)}
+    return {
+        "pairs": 1,
+        "speedup": row["speedup"],
+        "low": low,
+        "high": high,
+        "host_bound": bool(row.get("host_bound")),
+        "withheld": _reference_spun_short(row),
+    }
 
 
 def summarise(rows: list[dict]) -> dict:
     judged = [r for r in (rejudge(row) for row in rows) if r]
     gpu = [r for r in judged if not r["host_bound"]]
-    return {"runs": len(judged), "gpu_paced": len(gpu), "host_bound": len(judged) - len(gpu),
-            "false_faster": sum(verdict.is_faster(r["low"], False, r["withheld"]) for r in judged),
-            "faster_withheld": sum(r["low"] > 1.0 and r["withheld"] for r in judged),
-            "missing_1": sum(not r["low"] <= 1.0 <= r["high"] for r in judged),
-            "gpu_paced_offset_max": round(max((abs(math.log(r["speedup"])) for r in gpu), default=0.0), 4),
-            "median_half_width": round(statistics.median(math.log(r["high"] / r["low"]) / 2 for r in judged), 4)
-            if judged else None}
+    return {
+        "runs": len(judged),
+        "gpu_paced": len(gpu),
+        "host_bound": len(judged) - len(gpu),
+        "false_faster": sum(verdict.is_faster(r["low"], False, r["withheld"]) for r in judged),
+        "faster_withheld": sum(r["low"] > 1.0 and r["withheld"] for r in judged),
+        "missing_1": sum(not r["low"] <= 1.0 <= r["high"] for r in judged),
+        "gpu_paced_offset_max": round(max((abs(math.log(r["speedup"])) for r in gpu), default=0.0), 4),
+        "median_half_width": round(statistics.median(math.log(r["high"] / r["low"]) / 2 for r in judged), 4)
+        if judged
+        else None,
+    }
 
 
 def rejudge_probe(run: dict) -> dict:
@@ -78,17 +96,20 @@ def rejudge_probe(run: dict) -> dict:
     # "Faster" as the judge decides it (verdict.is_faster), the reference's spun-short blocks aside as they always were
     # here: a sensitivity run asks whether the interval found the difference.
     detected = again["high"] < 1.0 if slower else verdict.is_faster(again["low"], flagged, False)
-    return {"rejudged": True, "detected": detected,
-            "flagged": flagged, "set_aside": len(ran) - len(combined)}
+    return {"rejudged": True, "detected": detected, "flagged": flagged, "set_aside": len(ran) - len(combined)}
 
 
 def summarise_probes(runs: list[dict]) -> dict:
     out = {}
     for case in sorted({r["case"] for r in runs}):
         judged = [j for j in (rejudge_probe(r) for r in runs if r["case"] == case) if j["rejudged"]]
-        out[case] = {"runs": sum(r["case"] == case for r in runs), "rejudged": len(judged),
-                     "detected": sum(j["detected"] for j in judged), "flagged": sum(j["flagged"] for j in judged),
-                     "pairs_set_aside": sum(j["set_aside"] for j in judged)}
+        out[case] = {
+            "runs": sum(r["case"] == case for r in runs),
+            "rejudged": len(judged),
+            "detected": sum(j["detected"] for j in judged),
+            "flagged": sum(j["flagged"] for j in judged),
+            "pairs_set_aside": sum(j["set_aside"] for j in judged),
+        }
     return out
 
 
@@ -101,7 +122,7 @@ def lower_bound(detected: int, runs: int, confidence: float = 0.95) -> float:
     alpha = 1.0 - confidence
 
     def at_least(p: float) -> float:  # P(X >= detected) for X ~ Binomial(runs, p): rises with p
-        return sum(math.comb(runs, k) * p ** k * (1 - p) ** (runs - k) for k in range(detected, runs + 1))
+        return sum(math.comb(runs, k) * p**k * (1 - p) ** (runs - k) for k in range(detected, runs + 1))
 
     low, high = 0.0, 1.0
     for _ in range(60):
@@ -126,6 +147,7 @@ def pool_probes(summaries: list[dict]) -> dict:
 def aa_spread(rows: list[dict]) -> dict:
     """The stored A/A speedups' spread: median and 5th-95th percentiles (nearest rank), and the range of the
     GPU-paced and host-bound runs apart."""
+
     def pct(values: list[float], q: float) -> float:
         return values[round(q * (len(values) - 1))]
 
@@ -138,14 +160,20 @@ def aa_spread(rows: list[dict]) -> dict:
     host = [r["speedup"] for r in timed if r.get("host_bound")]
     if not every:
         return {}
-    return {"median": round(statistics.median(every), 4), "p5_p95": [round(pct(every, 0.05), 4),
-            round(pct(every, 0.95), 4)], "gpu_paced_range": span(gpu), "host_bound_range": span(host)}
+    return {
+        "median": round(statistics.median(every), 4),
+        "p5_p95": [round(pct(every, 0.05), 4), round(pct(every, 0.95), 4)],
+        "gpu_paced_range": span(gpu),
+        "host_bound_range": span(host),
+    }
 
 
 def main(paths: list[str]) -> int:
-    print(f"rules: one pair widened by {calibration.PROCESS_NOISE_FLOOR['cuda']:.2%} (host-bound "
-          f"{calibration.HOST_BOUND_NOISE_FLOOR:.0%}); "
-          f"pairs: offset SD {pairs.PAIR_OFFSET_SD['cuda']}, z {pairs.PAIR_Z}")
+    print(
+        f"rules: one pair widened by {calibration.PROCESS_NOISE_FLOOR['cuda']:.2%} (host-bound "
+        f"{calibration.HOST_BOUND_NOISE_FLOOR:.0%}); "
+        f"pairs: offset SD {pairs.PAIR_OFFSET_SD['cuda']}, z {pairs.PAIR_Z}"
+    )
     probes = []
     for path, doc in documents(paths):
         if "rows" in doc:

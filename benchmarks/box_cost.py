@@ -10,6 +10,7 @@ For each mode, interleaved (box, signals, box, signals, ...) so that a drift of 
 
     python benchmarks/box_cost.py [-W 2] [--device cpu] [--jobs 6] [--setups 10] [--candidate PATH] [--json OUT]
 """
+
 import argparse
 import json
 import pathlib
@@ -20,8 +21,8 @@ from unittest import mock
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from evaluator import judge  # noqa: E402
-from evaluator.process import cgroups, sandbox  # noqa: E402
+from evaluator import judge
+from evaluator.process import cgroups, sandbox
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "tests/redteam/candidates/honest_allreduce.py"
@@ -32,8 +33,11 @@ def _no_cgroup(*args, **kwargs):
 
 
 def _mode(name: str):
-    return mock.patch.object(cgroups, "BoxCgroup", _no_cgroup) if name == "signals" else mock.patch.object(
-        cgroups, "BoxCgroup", cgroups.BoxCgroup)
+    return (
+        mock.patch.object(cgroups, "BoxCgroup", _no_cgroup)
+        if name == "signals"
+        else mock.patch.object(cgroups, "BoxCgroup", cgroups.BoxCgroup)
+    )
 
 
 def _setup_s(world_size: int) -> float:
@@ -46,14 +50,28 @@ def _setup_s(world_size: int) -> float:
 def _job(args) -> dict:
     shape = dict(M=args.M, N=args.N) if args.device == "cpu" else {}
     began = time.monotonic()
-    result = judge.evaluate(args.problem, args.candidate, args.world_size, args.device, trials=2, timing=True,
-                            timing_budget_ms=args.budget_ms, **shape)
+    result = judge.evaluate(
+        args.problem,
+        args.candidate,
+        args.world_size,
+        args.device,
+        trials=2,
+        timing=True,
+        timing_budget_ms=args.budget_ms,
+        **shape,
+    )
     wall = time.monotonic() - began
     notes = (result.get("environment") or {}).get("sandbox") or {}
     timing = result.get("timing") or {}
-    return {"verdict": result["verdict"], "wall_s": wall, "pauses": notes.get("pauses") or {},
-            "reference_ms": timing.get("reference_ms"), "candidate_ms": timing.get("candidate_ms"),
-            "speedup": timing.get("speedup"), "complete": notes.get("complete")}
+    return {
+        "verdict": result["verdict"],
+        "wall_s": wall,
+        "pauses": notes.get("pauses") or {},
+        "reference_ms": timing.get("reference_ms"),
+        "candidate_ms": timing.get("candidate_ms"),
+        "speedup": timing.get("speedup"),
+        "complete": notes.get("complete"),
+    }
 
 
 def main() -> None:
@@ -81,10 +99,14 @@ def main() -> None:
             with _mode(m):
                 jobs[m].append(_job(args))
     med = statistics.median
-    print(f"W={args.world_size} {args.device}, problem {args.problem}, {args.jobs} jobs and {args.setups} set-ups a "
-          "mode, interleaved")
-    print(f"{'mode':<8} {'set-up ms':>9} {'job wall s':>10} {'pause ms (median/max)':>22} "
-          f"{'ref ms':>8} {'cand ms':>8} {'A/A speedup':>11} verdicts")
+    print(
+        f"W={args.world_size} {args.device}, problem {args.problem}, {args.jobs} jobs and {args.setups} set-ups a "
+        "mode, interleaved"
+    )
+    print(
+        f"{'mode':<8} {'set-up ms':>9} {'job wall s':>10} {'pause ms (median/max)':>22} "
+        f"{'ref ms':>8} {'cand ms':>8} {'A/A speedup':>11} verdicts"
+    )
     for m in modes:
         rows = jobs[m]
         pause_med = med([r["pauses"].get("median_ms", float("nan")) for r in rows])
@@ -93,9 +115,11 @@ def main() -> None:
         cand = [r["candidate_ms"] for r in rows if r["candidate_ms"]]
         speed = [r["speedup"] for r in rows if r["speedup"]]
         verdicts = ",".join(sorted({r["verdict"] for r in rows}))
-        print(f"{m:<8} {med(setups[m]) * 1e3:>9.1f} {med([r['wall_s'] for r in rows]):>10.2f} "
-              f"{pause_med:>10.3f} / {pause_max:<9.3f} {med(ref) if ref else float('nan'):>8.4f} "
-              f"{med(cand) if cand else float('nan'):>8.4f} {med(speed) if speed else float('nan'):>11.3f} {verdicts}")
+        print(
+            f"{m:<8} {med(setups[m]) * 1e3:>9.1f} {med([r['wall_s'] for r in rows]):>10.2f} "
+            f"{pause_med:>10.3f} / {pause_max:<9.3f} {med(ref) if ref else float('nan'):>8.4f} "
+            f"{med(cand) if cand else float('nan'):>8.4f} {med(speed) if speed else float('nan'):>11.3f} {verdicts}"
+        )
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"setups_s": setups, "jobs": jobs}, indent=1))
 

@@ -5,6 +5,7 @@ candidate's own CUDA_VISIBLE_DEVICES must reach no other GPU. Prints one JSON do
 
     python benchmarks/box_v2_check.py INDEX
 """
+
 import json
 import os
 import subprocess
@@ -28,8 +29,9 @@ print(json.dumps(found), flush=True)
 
 
 def smi_uuids() -> list[str]:
-    out = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"], capture_output=True, text=True, check=True
+    ).stdout
     return [line.split(",")[1].strip() for line in out.strip().splitlines()]
 
 
@@ -41,8 +43,10 @@ def main() -> int:
 
     report = {"index": index, "selected": devices.for_this_judge(), "uuids": smi_uuids(), "runs": {}}
     expected_uuid = report["uuids"][int(index)]
-    for name, candidate_env in (("as given", {}), ("candidate asks for every GPU",
-                                                   {"PKB_TRY_DEVICES": ",".join(map(str, range(8)))})):
+    for name, candidate_env in (
+        ("as given", {}),
+        ("candidate asks for every GPU", {"PKB_TRY_DEVICES": ",".join(map(str, range(8)))}),
+    ):
         with live_box() as (box, start):
             proc = start(INSIDE, python_args=(), **candidate_env)
             out, err = proc.communicate(timeout=240)

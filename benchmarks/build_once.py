@@ -5,6 +5,7 @@ build cache. Before evaluator/process/builds.py every rank compiled in a directo
 
     python benchmarks/build_once.py [-W 2] [--device cpu] [--candidate PATH] [--problem 1]
 """
+
 import argparse
 import os
 import pathlib
@@ -14,7 +15,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from evaluator import judge  # noqa: E402
+from evaluator import judge
 
 DEFAULT = pathlib.Path(__file__).resolve().parents[1] / "tests/evaluator/compat/candidates/lazy_cpp_extension.py"
 
@@ -31,12 +32,30 @@ def main() -> None:
     rows = []
     for label in ("cold cache", "warm cache"):
         began = time.monotonic()
-        result = judge.evaluate(args.problem, args.candidate, args.world_size, args.device, trials=2, seed=1,
-                                timing=False, timeout_s=600, **shape)
+        result = judge.evaluate(
+            args.problem,
+            args.candidate,
+            args.world_size,
+            args.device,
+            trials=2,
+            seed=1,
+            timing=False,
+            timeout_s=600,
+            **shape,
+        )
         wall = time.monotonic() - began
         build = result.get("build") or {}
-        rows.append((label, result["verdict"], wall, build.get("compile_s"), build.get("compiled"),
-                     build.get("loaded_built"), build.get("from_cache")))
+        rows.append(
+            (
+                label,
+                result["verdict"],
+                wall,
+                build.get("compile_s"),
+                build.get("compiled"),
+                build.get("loaded_built"),
+                build.get("from_cache"),
+            )
+        )
     print(f"{'judgement':<11} {'verdict':<9} {'wall s':>7} {'compile s':>9} {'compiled':>8} {'loaded':>6} cache")
     for label, verdict, wall, seconds, compiled, loaded, cached in rows:
         print(f"{label:<11} {verdict:<9} {wall:>7.1f} {seconds or 0:>9.1f} {compiled!s:>8} {loaded!s:>6} {cached}")

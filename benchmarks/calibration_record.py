@@ -13,12 +13,13 @@ An argument names a record and, after a colon, a glob of the raw file names in i
 
 or a raw JSON document's path (a file ``judge_gpu.py --out`` just wrote).
 """
+
 from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 
 def documents(args: list[str]) -> Iterator[tuple[str, dict]]:

@@ -6,6 +6,7 @@ tensor (what the check did before slicing), side by side in one run:
 The candidate's output differs from the reference's by a little everywhere (the common case for a correct candidate:
 bit-equal outputs take a fast path before this check). 150M elements is problem 77's output at W = 1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,9 +17,9 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from problems import tolerance as compare  # noqa: E402
+from problems import tolerance as compare
 
 
 def timed(expected, actual, chunk: int, repeats: int) -> float:
@@ -45,8 +46,10 @@ def main() -> int:
     whole = timed(expected, actual, args.elements, args.repeats)
     sliced = timed(expected, actual, sliced_chunk, args.repeats)
     compare.CHUNK = sliced_chunk
-    print(f"{args.elements} {args.dtype} elements, {torch.get_num_threads()} threads: whole tensor {whole:.2f} s, "
-          f"slices of {sliced_chunk} {sliced:.2f} s -> {whole / sliced:.1f}x")
+    print(
+        f"{args.elements} {args.dtype} elements, {torch.get_num_threads()} threads: whole tensor {whole:.2f} s, "
+        f"slices of {sliced_chunk} {sliced:.2f} s -> {whole / sliced:.1f}x"
+    )
     return 0
 
 

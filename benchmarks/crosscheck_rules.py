@@ -14,13 +14,14 @@ were. Prints, per
 file, how many honest cross-checks (A/A rows and every pair of them, sensitivity pairs, set-aside pairs) were suspect
 then and would be now, and how many judged results a one-pair run would flag (every try suspect).
 """
+
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.calibration_record import documents  # noqa: E402
-from evaluator.timing import rules as timing_rules  # noqa: E402
+from benchmarks.calibration_record import documents
+from evaluator.timing import rules as timing_rules
 
 
 def rejudge(check: dict, spins_us=None) -> dict:
@@ -29,8 +30,9 @@ def rejudge(check: dict, spins_us=None) -> dict:
     spins = check.get("blocks_spin_ms") or ([s / 1e3 for s in spins_us] if spins_us else None)
     noise = timing_rules.crosscheck_noise_ms(walls[skip:], spins[skip:] if spins else None)
     allowance = max(check["allowance_ms"], noise)
-    return dict(check, noise_ms=round(noise, 4), allowance_ms=round(allowance, 4),
-                suspect=check["unexplained_ms"] > allowance)
+    return dict(
+        check, noise_ms=round(noise, 4), allowance_ms=round(allowance, 4), suspect=check["unexplained_ms"] > allowance
+    )
 
 
 def results_of(doc: dict):

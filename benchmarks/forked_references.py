@@ -9,6 +9,7 @@ Anything after the known options goes to ``pkb eval`` as it is (--trials, --M, -
 forked / fresh of the medians: below 1.0 for the wall time is the point of the server; the reference's timed median
 should not move (a forked reference must time like a fresh one).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,20 @@ MODES = {"fresh": "0", "forked": "1"}
 
 def run_once(mode: str, args, extra: list, out: str) -> dict:
     env = dict(os.environ, PKB_REFERENCE_FORKS=MODES[mode])
-    command = [sys.executable, "-m", "evaluator", "eval", str(args.problem), args.candidate, "-W", str(args.W),
-               "--device", args.device, "--json", out] + extra
+    command = [
+        sys.executable,
+        "-m",
+        "evaluator",
+        "eval",
+        str(args.problem),
+        args.candidate,
+        "-W",
+        str(args.W),
+        "--device",
+        args.device,
+        "--json",
+        out,
+    ] + extra
     began = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - began
@@ -38,9 +51,14 @@ def run_once(mode: str, args, extra: list, out: str) -> dict:
     except (OSError, ValueError):
         result = {"verdict": f"no result (rc {done.returncode}): {done.stderr[-300:]}"}
     timing = result.get("timing") or {}
-    return {"mode": mode, "wall_s": round(wall, 2), "start_s": (result.get("phases_s") or {}).get("start"),
-            "verdict": result.get("verdict"),
-            "reference_ms": timing.get("reference_ms"), "candidate_ms": timing.get("candidate_ms")}
+    return {
+        "mode": mode,
+        "wall_s": round(wall, 2),
+        "start_s": (result.get("phases_s") or {}).get("start"),
+        "verdict": result.get("verdict"),
+        "reference_ms": timing.get("reference_ms"),
+        "candidate_ms": timing.get("candidate_ms"),
+    }
 
 
 def median(rows: list, key: str):
@@ -64,17 +82,28 @@ def main() -> int:
             for mode in order:
                 row = run_once(mode, args, extra, os.path.join(tmp, f"{i}-{mode}.json"))
                 rows.append(dict(row, round=i))
-                print(f"round {i} {mode:6s} wall {row['wall_s']:7.2f} s  start {row['start_s']} s  {row['verdict']}  "
-                      f"reference {row['reference_ms']} ms  candidate {row['candidate_ms']} ms", flush=True)
-    summary = {"problem": args.problem, "candidate": args.candidate, "W": args.W, "device": args.device,
-               "rounds": args.rounds, "eval_args": extra, "rows": rows}
+                print(
+                    f"round {i} {mode:6s} wall {row['wall_s']:7.2f} s  start {row['start_s']} s  {row['verdict']}  "
+                    f"reference {row['reference_ms']} ms  candidate {row['candidate_ms']} ms",
+                    flush=True,
+                )
+    summary = {
+        "problem": args.problem,
+        "candidate": args.candidate,
+        "W": args.W,
+        "device": args.device,
+        "rounds": args.rounds,
+        "eval_args": extra,
+        "rows": rows,
+    }
     for key in ("wall_s", "start_s", "reference_ms", "candidate_ms"):
         fresh = median([r for r in rows if r["mode"] == "fresh"], key)
         forked = median([r for r in rows if r["mode"] == "forked"], key)
         ratio = forked / fresh if fresh and forked is not None else None
         summary[key] = {"fresh": fresh, "forked": forked, "forked_over_fresh": ratio}
-        print(f"median {key}: fresh {fresh}, forked {forked}, forked/fresh "
-              f"{'n/a' if ratio is None else f'{ratio:.3f}'}")
+        print(
+            f"median {key}: fresh {fresh}, forked {forked}, forked/fresh {'n/a' if ratio is None else f'{ratio:.3f}'}"
+        )
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(summary, f, indent=1)

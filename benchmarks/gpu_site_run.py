@@ -24,6 +24,7 @@ finished_at); per file ``gpu_held_s`` is the Result's gpu_seconds (judge wall x 
 ``stage_s`` / ``stage_compile_s`` from the job's build report (CPU cores, no GPU held). benchmarks/throughput.py
 reads this file.
 """
+
 from __future__ import annotations
 
 import ast
@@ -54,8 +55,14 @@ OUT = Path(setting("OUT", str(RUN_DIR / "out")))
 PORT = int(setting("PORT", "8765"))
 PYTHON = setting("PYTHON", sys.executable)
 SUBMISSION_DIR = Path(setting("SUBMISSION_DIR", str(REPO / "benchmarks" / "gpu_submission")))
-NOBUILD_FILES = [p for p in setting("NOBUILD_FILES", "attempt_1/1_allreduce_cuda.py attempt_1/19_blocked_fp8_quantize_cuda.py "
-                                                      "attempt_6/1_allreduce_cuda.py").split() if p]
+NOBUILD_FILES = [
+    p
+    for p in setting(
+        "NOBUILD_FILES",
+        "attempt_1/1_allreduce_cuda.py attempt_1/19_blocked_fp8_quantize_cuda.py attempt_6/1_allreduce_cuda.py",
+    ).split()
+    if p
+]
 PASSES = [p for p in setting("PASSES", "stage,nobuild").split(",") if p]
 GPUS = setting("GPUS", "" if DRY else "0")
 STAGE_MODE = setting("STAGE_MODE", "all" if DRY else "cuda")  # PKB_BUILD_STAGE of the first pass
@@ -79,6 +86,7 @@ MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1
 
 
 # --- progress and state ---------------------------------------------------------------------------------------------
+
 
 def log(message: str) -> None:
     line = f"[{time.strftime('%H:%M:%S')} +{time.monotonic() - STARTED:6.1f}s] {message}"
@@ -123,6 +131,7 @@ def time_left() -> float:
 
 # --- the site's environment and commands ----------------------------------------------------------------------------
 
+
 def site_env(pass_name: str) -> dict:
     """The environment of manage.py and the server for one pass: its own HOME and build cache (the nobuild pass
     starts with nothing built), the build stage on or off, the worker's GPUs, multicast off."""
@@ -131,15 +140,25 @@ def site_env(pass_name: str) -> dict:
     home.mkdir(parents=True, exist_ok=True)
     (RUN_DIR / "data").mkdir(parents=True, exist_ok=True)
     env.update(MULTICAST_OFF)
-    env.update({
-        # The run's own SQLite file (the default, sqlite:///var/..., is the checkout's own database).
-        "DATABASE_URL": f"sqlite:///{RUN_DIR / 'data' / 'pkb-arena.sqlite3'}", "BROKER_URL": "stub://",
-        "PKB_DATA_DIR": str(RUN_DIR / "data"), "PKB_DEFAULT_PROFILE": PROFILE, "PKB_SANDBOX": SANDBOX,
-        "PKB_BUILD_STAGE": STAGE_MODE if pass_name == "stage" else "off",
-        "PKB_BUILD_CACHE": str(RUN_DIR / f"build-cache-{pass_name}"), "HOME": str(home),
-        "PKB_WARM_SPARES": WARM_SPARES, "PKB_GPUS": GPUS, "PKB_GPU_LOCK_DIR": str(RUN_DIR / "gpu-locks"),
-        "PKB_WORK_DIR": str(RUN_DIR / f"work-{pass_name}"), "PYTHONUNBUFFERED": "1", "DJANGO_DEBUG": "0",
-    })
+    env.update(
+        {
+            # The run's own SQLite file (the default, sqlite:///var/..., is the checkout's own database).
+            "DATABASE_URL": f"sqlite:///{RUN_DIR / 'data' / 'pkb-arena.sqlite3'}",
+            "BROKER_URL": "stub://",
+            "PKB_DATA_DIR": str(RUN_DIR / "data"),
+            "PKB_DEFAULT_PROFILE": PROFILE,
+            "PKB_SANDBOX": SANDBOX,
+            "PKB_BUILD_STAGE": STAGE_MODE if pass_name == "stage" else "off",
+            "PKB_BUILD_CACHE": str(RUN_DIR / f"build-cache-{pass_name}"),
+            "HOME": str(home),
+            "PKB_WARM_SPARES": WARM_SPARES,
+            "PKB_GPUS": GPUS,
+            "PKB_GPU_LOCK_DIR": str(RUN_DIR / "gpu-locks"),
+            "PKB_WORK_DIR": str(RUN_DIR / f"work-{pass_name}"),
+            "PYTHONUNBUFFERED": "1",
+            "DJANGO_DEBUG": "0",
+        }
+    )
     if BUILD_WORKERS:
         env["PKB_BUILD_WORKERS"] = BUILD_WORKERS
     if BUILD_ARCH:
@@ -150,12 +169,15 @@ def site_env(pass_name: str) -> dict:
 
 def manage(args: list[str], pass_name: str = "stage", timeout: float = 300) -> str:
     began = time.monotonic()
-    done = subprocess.run([PYTHON, "manage.py", *args], cwd=REPO, env=site_env(pass_name), capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run(
+        [PYTHON, "manage.py", *args], cwd=REPO, env=site_env(pass_name), capture_output=True, text=True, timeout=timeout
+    )
     # The setup's JSON line holds the run's API tokens: never in the log.
     output = "\n".join(x for x in (done.stdout + done.stderr).strip().splitlines() if not x.startswith("SETUP "))
-    log(f"manage.py {' '.join(args[:2])}: rc={done.returncode} in {time.monotonic() - began:.1f}s"
-        + (f": {output.splitlines()[-1][:300]}" if output else ""))
+    log(
+        f"manage.py {' '.join(args[:2])}: rc={done.returncode} in {time.monotonic() - began:.1f}s"
+        + (f": {output.splitlines()[-1][:300]}" if output else "")
+    )
     if done.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed ({done.returncode}): {output[-3000:]}")
     return done.stdout
@@ -193,14 +215,17 @@ def step_setup(state: dict) -> None:
     manage(["load_problems"], timeout=300)
     out = manage(["shell", "-c", SETUP_SHELL % {"profile": PROFILE}], timeout=120)
     line = next(x for x in out.splitlines() if x.startswith("SETUP "))
-    setup = json.loads(line[len("SETUP "):])
+    setup = json.loads(line[len("SETUP ") :])
     state["tokens"] = setup["tokens"]
     state["profile"] = setup["profile"]
-    log(f"profile {PROFILE}: W={setup['profile'].get('world_size')} device={setup['profile'].get('device')} "
-        f"ranked={setup['profile'].get('ranked')} trials={setup['profile'].get('trials')} accepting=True")
+    log(
+        f"profile {PROFILE}: W={setup['profile'].get('world_size')} device={setup['profile'].get('device')} "
+        f"ranked={setup['profile'].get('ranked')} trials={setup['profile'].get('trials')} accepting=True"
+    )
 
 
 # --- the server -----------------------------------------------------------------------------------------------------
+
 
 def server_start(state: dict, pass_name: str) -> None:
     """The pass's server; where the worker refused for want of the sandbox, once more without it (SANDBOX_FALLBACK)."""
@@ -213,8 +238,10 @@ def server_start(state: dict, pass_name: str) -> None:
         if SANDBOX == "off" or SANDBOX_FALLBACK != "off" or "sandbox" not in str(exc).lower():
             raise
         failed(state, f"serve:{pass_name}", exc)
-        log("THE SANDBOX IS NOT AVAILABLE ON THIS HOST: starting the server with PKB_SANDBOX=off (every result "
-            "flagged unsandboxed, never ranked; SANDBOX_FALLBACK= stops here instead)")
+        log(
+            "THE SANDBOX IS NOT AVAILABLE ON THIS HOST: starting the server with PKB_SANDBOX=off (every result "
+            "flagged unsandboxed, never ranked; SANDBOX_FALLBACK= stops here instead)"
+        )
         SANDBOX = "off"
         state["sandbox_fallback"] = True
         _server_start(state, pass_name)
@@ -226,14 +253,28 @@ def _server_start(state: dict, pass_name: str) -> None:
     env = site_env(pass_name)
     command = [PYTHON, "manage.py", "runserver_with_worker", f"127.0.0.1:{PORT}", "--noreload"]
     with open(logfile, "ab") as f:
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
-    state.setdefault("servers", {})[pass_name] = {"pid": process.pid, "log": str(logfile),
-                                                  "build_stage": env["PKB_BUILD_STAGE"], "gpus": GPUS,
-                                                  "home": env["HOME"], "build_cache": env["PKB_BUILD_CACHE"]}
+        process = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=env,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    state.setdefault("servers", {})[pass_name] = {
+        "pid": process.pid,
+        "log": str(logfile),
+        "build_stage": env["PKB_BUILD_STAGE"],
+        "gpus": GPUS,
+        "home": env["HOME"],
+        "build_cache": env["PKB_BUILD_CACHE"],
+    }
     save_state(state)
-    log(f"server ({pass_name}): pid {process.pid}, PKB_BUILD_STAGE={env['PKB_BUILD_STAGE']}, PKB_GPUS={GPUS or '-'}, "
-        f"build cache {env['PKB_BUILD_CACHE']}, log {logfile}")
+    log(
+        f"server ({pass_name}): pid {process.pid}, PKB_BUILD_STAGE={env['PKB_BUILD_STAGE']}, PKB_GPUS={GPUS or '-'}, "
+        f"build cache {env['PKB_BUILD_CACHE']}, log {logfile}"
+    )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -334,29 +375,59 @@ def step_submit(state: dict, pass_name: str) -> None:
     folder = pass_dir(pass_name)
     attempts = max([1] + [int(p.parent.name.split("_")[1]) for p in folder.glob("attempt_*/*.py")])
     token = state["tokens"]["gpu-run" if pass_name == "stage" else "gpu-run-nobuild"]
-    command = [PYTHON, "-m", "pkb_client.cli", "submit", str(folder), "--json", "--publish", "--url", BASE,
-               "--token", token, "--profile", PROFILE, "--protocol", "best_of_k", "--attempts", str(attempts),
-               "--backend", "mixed", "--model", f"gpu_site_run {pass_name} ({'build stage ' + STAGE_MODE if pass_name == 'stage' else 'no build stage'})"]
+    command = [
+        PYTHON,
+        "-m",
+        "pkb_client.cli",
+        "submit",
+        str(folder),
+        "--json",
+        "--publish",
+        "--url",
+        BASE,
+        "--token",
+        token,
+        "--profile",
+        PROFILE,
+        "--protocol",
+        "best_of_k",
+        "--attempts",
+        str(attempts),
+        "--backend",
+        "mixed",
+        "--model",
+        f"gpu_site_run {pass_name} ({'build stage ' + STAGE_MODE if pass_name == 'stage' else 'no build stage'})",
+    ]
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.py"))
     log(f"submit ({pass_name}): {len(files)} files from {folder}")
     began_wall = time.time()
     began = time.monotonic()
-    done = subprocess.run(command, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        command, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300
+    )
     upload_s = time.monotonic() - began
     try:
         body = json.loads(done.stdout)
     except ValueError:
-        raise RuntimeError(f"pkb submit printed no JSON (rc {done.returncode}): {done.stdout[-1500:]} "
-                           f"{done.stderr[-1500:]}")
+        raise RuntimeError(
+            f"pkb submit printed no JSON (rc {done.returncode}): {done.stdout[-1500:]} {done.stderr[-1500:]}"
+        )
     if not body.get("accepted"):
         raise RuntimeError(f"upload refused: {json.dumps(body)[:3000]}")
     sub = body["submission"]
-    state["passes"][pass_name] = {"submission": sub["id"], "url": sub.get("url"), "jobs": sub.get("jobs"),
-                                  "files": files, "submitted_at": began_wall, "upload_s": round(upload_s, 3),
-                                  "finished": False}
-    log(f"submit ({pass_name}): accepted as #{sub['id']} with {sub.get('jobs')} job(s) in {upload_s:.1f}s "
-        f"(HTTP POST of the zipped folder)")
+    state["passes"][pass_name] = {
+        "submission": sub["id"],
+        "url": sub.get("url"),
+        "jobs": sub.get("jobs"),
+        "files": files,
+        "submitted_at": began_wall,
+        "upload_s": round(upload_s, 3),
+        "finished": False,
+    }
+    log(
+        f"submit ({pass_name}): accepted as #{sub['id']} with {sub.get('jobs')} job(s) in {upload_s:.1f}s "
+        f"(HTTP POST of the zipped folder)"
+    )
 
 
 def step_wait(state: dict, pass_name: str) -> None:
@@ -384,15 +455,19 @@ def step_wait(state: dict, pass_name: str) -> None:
         body = json.loads(raw)
         counts = body["jobs"]
         if counts != last_counts:
-            log(f"  {pass_name}: queued {counts['queued']}, running {counts['running']}, done {counts['done']}, "
-                f"failed {counts['failed']}  ({time.time() - info['submitted_at']:.0f} s since the upload)")
+            log(
+                f"  {pass_name}: queued {counts['queued']}, running {counts['running']}, done {counts['done']}, "
+                f"failed {counts['failed']}  ({time.time() - info['submitted_at']:.0f} s since the upload)"
+            )
             last_counts = counts
         for file in body.get("files") or []:
             if file["status"] in ("done", "failed") and file["job"] not in seen:
                 seen.add(file["job"])
                 speed = f" speedup {file['speedup']:.3f}" if file.get("speedup") is not None else ""
-                log(f"    {file.get('verdict') or file['status']:<15} {file['file']}{speed}"
-                    f"{' (faster)' if file.get('faster') else ''}")
+                log(
+                    f"    {file.get('verdict') or file['status']:<15} {file['file']}{speed}"
+                    f"{' (faster)' if file.get('faster') else ''}"
+                )
         if body["finished"]:
             info.update(finished=True, finished_seen_at=time.time(), seen=sorted(seen), entry=body.get("entry"))
             log(f"pass {pass_name} finished: {counts}; entry {body.get('entry')}")
@@ -402,11 +477,18 @@ def step_wait(state: dict, pass_name: str) -> None:
 
 # --- reading back: the database, the pages and the exports ---------------------------------------------------------
 
+
 def step_dump(state: dict, pass_name: str) -> None:
     """The jobs and results of the pass's submission, read from the database by a Django process (``_dump``)."""
     info = state["passes"][pass_name]
-    done = subprocess.run([PYTHON, str(Path(__file__).resolve()), "_dump", str(info["submission"])], cwd=REPO,
-                          env=site_env(pass_name), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [PYTHON, str(Path(__file__).resolve()), "_dump", str(info["submission"])],
+        cwd=REPO,
+        env=site_env(pass_name),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"dump failed: {done.stderr[-2000:]}")
     dump = json.loads(done.stdout)
@@ -433,21 +515,50 @@ def dump_submission(submission_id: int) -> dict:
     for job in EvaluationJob.objects.filter(submission=submission).select_related("candidate").order_by("id"):
         results = list(job.results.order_by("id"))
         final = next((r for r in reversed(results) if r.is_final), None)
-        jobs.append({
-            "job": job.pk, "file": job.candidate.filename, "problem": job.candidate.problem_id,
-            "attempt": job.candidate.attempt, "backend": getattr(job.candidate, "backend", ""),
-            "status": job.status, "attempts": job.attempts,
-            "build_status": getattr(job, "build_status", None), "build_report": getattr(job, "build_report", None),
-            "enqueued_at": job.enqueued_at, "started_at": job.started_at, "finished_at": job.finished_at,
-            "results": [{"id": r.pk, "verdict": r.verdict, "gpu_seconds": r.gpu_seconds, "wall_s": r.wall_s,
-                         "created_at": r.created_at} for r in results],
-            "final": None if final is None else {
-                "id": final.pk, "verdict": final.verdict, "message": final.message[:600], "flags": final.flags,
-                "speedup": final.speedup, "speedup_lo": final.speedup_lo, "speedup_hi": final.speedup_hi,
-                "faster": final.faster, "reference_ms": final.reference_ms, "candidate_ms": final.candidate_ms,
-                "wall_s": final.wall_s, "gpu_seconds": final.gpu_seconds, "created_at": final.created_at,
-                "document": final.document},
-        })
+        jobs.append(
+            {
+                "job": job.pk,
+                "file": job.candidate.filename,
+                "problem": job.candidate.problem_id,
+                "attempt": job.candidate.attempt,
+                "backend": getattr(job.candidate, "backend", ""),
+                "status": job.status,
+                "attempts": job.attempts,
+                "build_status": getattr(job, "build_status", None),
+                "build_report": getattr(job, "build_report", None),
+                "enqueued_at": job.enqueued_at,
+                "started_at": job.started_at,
+                "finished_at": job.finished_at,
+                "results": [
+                    {
+                        "id": r.pk,
+                        "verdict": r.verdict,
+                        "gpu_seconds": r.gpu_seconds,
+                        "wall_s": r.wall_s,
+                        "created_at": r.created_at,
+                    }
+                    for r in results
+                ],
+                "final": None
+                if final is None
+                else {
+                    "id": final.pk,
+                    "verdict": final.verdict,
+                    "message": final.message[:600],
+                    "flags": final.flags,
+                    "speedup": final.speedup,
+                    "speedup_lo": final.speedup_lo,
+                    "speedup_hi": final.speedup_hi,
+                    "faster": final.faster,
+                    "reference_ms": final.reference_ms,
+                    "candidate_ms": final.candidate_ms,
+                    "wall_s": final.wall_s,
+                    "gpu_seconds": final.gpu_seconds,
+                    "created_at": final.created_at,
+                    "document": final.document,
+                },
+            }
+        )
     return {"submission": submission.pk, "created_at": submission.created_at, "jobs": jobs}
 
 
@@ -462,18 +573,31 @@ def row_of(job: dict) -> dict:
     stage = job.get("build_report") or {}
     phases = doc.get("phases_s") or {}
     return {
-        "file": job["file"], "problem": job["problem"], "attempt": job["attempt"], "job": job["job"],
-        "status": job["status"], "verdict": final.get("verdict"), "message": (final.get("message") or "")[:300],
-        "flags": final.get("flags") or [], "build_status": job.get("build_status"),
-        "stage_s": stage.get("seconds"), "stage_compile_s": (stage.get("build") or {}).get("compile_s"),
-        "gpu_held_s": final.get("gpu_seconds"), "wall_s": final.get("wall_s"),
-        "gpu_job": gpu_job, "compile_in_job_s": build.get("compile_s", 0.0) if gpu_job else None,
+        "file": job["file"],
+        "problem": job["problem"],
+        "attempt": job["attempt"],
+        "job": job["job"],
+        "status": job["status"],
+        "verdict": final.get("verdict"),
+        "message": (final.get("message") or "")[:300],
+        "flags": final.get("flags") or [],
+        "build_status": job.get("build_status"),
+        "stage_s": stage.get("seconds"),
+        "stage_compile_s": (stage.get("build") or {}).get("compile_s"),
+        "gpu_held_s": final.get("gpu_seconds"),
+        "wall_s": final.get("wall_s"),
+        "gpu_job": gpu_job,
+        "compile_in_job_s": build.get("compile_s", 0.0) if gpu_job else None,
         "compiled_in_job": build.get("compiled"),
-        "from_cache": build.get("from_cache"), "phases_s": phases,
-        "speedup": final.get("speedup"), "faster": final.get("faster"),
-        "reference_ms": final.get("reference_ms"), "candidate_ms": final.get("candidate_ms"),
+        "from_cache": build.get("from_cache"),
+        "phases_s": phases,
+        "speedup": final.get("speedup"),
+        "faster": final.get("faster"),
+        "reference_ms": final.get("reference_ms"),
+        "candidate_ms": final.get("candidate_ms"),
         "infra_retries": sum(1 for r in job.get("results") or [] if r["verdict"] == "infra_error"),
-        "enqueued_at": job.get("enqueued_at"), "started_at": job.get("started_at"),
+        "enqueued_at": job.get("enqueued_at"),
+        "started_at": job.get("started_at"),
         "finished_at": job.get("finished_at"),
     }
 
@@ -487,27 +611,38 @@ def totals(rows: list[dict], dump: dict) -> dict:
     held = sum(r["gpu_held_s"] or 0.0 for r in rows)
     compiling = sum(r["compile_in_job_s"] or 0.0 for r in rows)
     # In the same unit as GPU-held (device-seconds: the judge's wall x W): each job's compiling x its W.
-    compiling_held = sum((r["compile_in_job_s"] or 0.0) * (r["gpu_held_s"] or 0.0) / r["wall_s"]
-                         for r in rows if r.get("wall_s"))
+    compiling_held = sum(
+        (r["compile_in_job_s"] or 0.0) * (r["gpu_held_s"] or 0.0) / r["wall_s"] for r in rows if r.get("wall_s")
+    )
     finished = [stamp(r["finished_at"]) for r in rows if r["finished_at"]]
     created = stamp(dump.get("created_at"))
     verdicts: dict = {}
     for r in rows:
         verdicts[r["verdict"] or r["status"]] = verdicts.get(r["verdict"] or r["status"], 0) + 1
-    return {"files": len(rows), "verdicts": verdicts, "gpu_held_s": round(held, 2),
-            "compile_in_job_s": round(compiling, 2),
-            "compile_share_of_gpu_held": round(compiling_held / held, 4) if held else None,
-            "stage_s_sum": round(sum(r["stage_s"] or 0.0 for r in rows), 2),
-            "wall_s_created_to_last_finish": round(max(finished) - created, 2) if finished and created else None}
+    return {
+        "files": len(rows),
+        "verdicts": verdicts,
+        "gpu_held_s": round(held, 2),
+        "compile_in_job_s": round(compiling, 2),
+        "compile_share_of_gpu_held": round(compiling_held / held, 4) if held else None,
+        "stage_s_sum": round(sum(r["stage_s"] or 0.0 for r in rows), 2),
+        "wall_s_created_to_last_finish": round(max(finished) - created, 2) if finished and created else None,
+    }
 
 
 PAGES = [  # (name, path, who): what a visitor and an operator read back; {sid}, {slug} filled in
-    ("leaderboard", "/leaderboard/{slug}/", ""), ("leaderboard_csv", "/leaderboard/{slug}/?format=csv", ""),
-    ("leaderboard_json", "/leaderboard/{slug}/?format=json", ""), ("problems", "/problems/", ""),
-    ("problems.json", "/problems/?format=json", ""), ("submission", "/submissions/{sid}/", ""),
-    ("submission.csv", "/submissions/{sid}/?format=csv", ""), ("submission.json", "/submissions/{sid}/?format=json", ""),
-    ("api-leaderboard", "/api/v1/leaderboard/{slug}/", ""), ("api-submission", "/api/v1/submissions/{sid}/", "token"),
-    ("api-status", "/api/v1/submissions/{sid}/status/", "token"), ("home", "/", ""),
+    ("leaderboard", "/leaderboard/{slug}/", ""),
+    ("leaderboard_csv", "/leaderboard/{slug}/?format=csv", ""),
+    ("leaderboard_json", "/leaderboard/{slug}/?format=json", ""),
+    ("problems", "/problems/", ""),
+    ("problems.json", "/problems/?format=json", ""),
+    ("submission", "/submissions/{sid}/", ""),
+    ("submission.csv", "/submissions/{sid}/?format=csv", ""),
+    ("submission.json", "/submissions/{sid}/?format=json", ""),
+    ("api-leaderboard", "/api/v1/leaderboard/{slug}/", ""),
+    ("api-submission", "/api/v1/submissions/{sid}/", "token"),
+    ("api-status", "/api/v1/submissions/{sid}/status/", "token"),
+    ("home", "/", ""),
 ]
 
 
@@ -519,10 +654,17 @@ def step_pages(state: dict, pass_name: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     fetched = []
     problems = sorted({row["problem"] for row in info.get("rows") or []})
-    pages = list(PAGES) + [(f"problem-{p}", f"/problems/{p}/", "") for p in problems] \
-        + [(f"problem-{p}.json", f"/problems/{p}/?format=json", "") for p in problems] \
-        + [(f"result-{row['job']}.json", f"/results/{r}.json", "") for row in info.get("rows") or []
-           for r in [_final_result_id(info, row["job"])] if r]
+    pages = (
+        list(PAGES)
+        + [(f"problem-{p}", f"/problems/{p}/", "") for p in problems]
+        + [(f"problem-{p}.json", f"/problems/{p}/?format=json", "") for p in problems]
+        + [
+            (f"result-{row['job']}.json", f"/results/{r}.json", "")
+            for row in info.get("rows") or []
+            for r in [_final_result_id(info, row["job"])]
+            if r
+        ]
+    )
     for name, path, who in pages:
         path = path.format(sid=sid, slug=PROFILE)
         began = time.monotonic()
@@ -530,12 +672,22 @@ def step_pages(state: dict, pass_name: str) -> None:
         seconds = time.monotonic() - began
         (folder / name.replace("/", "_")).write_bytes(body)
         mentions = str(sid).encode() in body if name.startswith(("leaderboard", "submission", "api-")) else None
-        fetched.append({"name": name, "path": path, "status": status, "bytes": len(body), "seconds": round(seconds, 3),
-                        "mentions_submission": mentions})
+        fetched.append(
+            {
+                "name": name,
+                "path": path,
+                "status": status,
+                "bytes": len(body),
+                "seconds": round(seconds, 3),
+                "mentions_submission": mentions,
+            }
+        )
     info["pages"] = fetched
     bad = [p for p in fetched if p["status"] != 200]
-    log(f"pages ({pass_name}): {len(fetched)} fetched, {len(bad)} not 200"
-        + (": " + ", ".join(f"{p['name']}={p['status']}" for p in bad[:10]) if bad else ""))
+    log(
+        f"pages ({pass_name}): {len(fetched)} fetched, {len(bad)} not 200"
+        + (": " + ", ".join(f"{p['name']}={p['status']}" for p in bad[:10]) if bad else "")
+    )
 
 
 def _final_result_id(info: dict, job_id: int):
@@ -551,25 +703,48 @@ def _final_result_id(info: dict, job_id: int):
 
 # --- the summary ----------------------------------------------------------------------------------------------------
 
+
 def summary(state: dict) -> dict:
     passes = state.get("passes") or {}
     side = []
     stage_rows = {r["file"]: r for r in (passes.get("stage") or {}).get("rows") or []}
     for row in (passes.get("nobuild") or {}).get("rows") or []:
         with_stage = stage_rows.get(row["file"]) or {}
-        side.append({"file": row["file"],
-                     "with_stage": {k: with_stage.get(k) for k in ("verdict", "build_status", "stage_s", "gpu_held_s",
-                                                                    "compile_in_job_s")},
-                     "without_stage": {k: row.get(k) for k in ("verdict", "gpu_held_s", "compile_in_job_s")}})
-    out = {"schema": "gpu_site_run/1", "dry": DRY, "profile": PROFILE, "profile_fields": state.get("profile"),
-           "settings": {"gpus": GPUS, "stage_mode": STAGE_MODE, "warm_spares": WARM_SPARES,
-                        "sandbox": "off (fallback: the host could not give the whole sandbox)"
-                        if state.get("sandbox_fallback") else SANDBOX,
-                        "build_workers": int(BUILD_WORKERS or max(1, (os.cpu_count() or 1) // 4)),
-                        "build_arch": BUILD_ARCH, "cpus": os.cpu_count(),
-                        "nobuild_files": NOBUILD_FILES, "passes": PASSES, "submission_dir": str(SUBMISSION_DIR)},
-           "host": state.get("host"), "steps_done": state.get("done"), "errors": state.get("errors"),
-           "passes": {}, "side_by_side": side}
+        side.append(
+            {
+                "file": row["file"],
+                "with_stage": {
+                    k: with_stage.get(k)
+                    for k in ("verdict", "build_status", "stage_s", "gpu_held_s", "compile_in_job_s")
+                },
+                "without_stage": {k: row.get(k) for k in ("verdict", "gpu_held_s", "compile_in_job_s")},
+            }
+        )
+    out = {
+        "schema": "gpu_site_run/1",
+        "dry": DRY,
+        "profile": PROFILE,
+        "profile_fields": state.get("profile"),
+        "settings": {
+            "gpus": GPUS,
+            "stage_mode": STAGE_MODE,
+            "warm_spares": WARM_SPARES,
+            "sandbox": "off (fallback: the host could not give the whole sandbox)"
+            if state.get("sandbox_fallback")
+            else SANDBOX,
+            "build_workers": int(BUILD_WORKERS or max(1, (os.cpu_count() or 1) // 4)),
+            "build_arch": BUILD_ARCH,
+            "cpus": os.cpu_count(),
+            "nobuild_files": NOBUILD_FILES,
+            "passes": PASSES,
+            "submission_dir": str(SUBMISSION_DIR),
+        },
+        "host": state.get("host"),
+        "steps_done": state.get("done"),
+        "errors": state.get("errors"),
+        "passes": {},
+        "side_by_side": side,
+    }
     for name, info in passes.items():
         entry = {k: v for k, v in info.items() if k not in ("seen", "dump")}
         if info.get("submitted_at") and info.get("finished_seen_at"):
@@ -600,14 +775,23 @@ def write_tarball() -> None:
 def step_host(state: dict) -> None:
     """What the run ran on (nvidia-smi, versions, the sandbox's support), for the summary."""
     record = {"python": sys.version.split()[0], "executable": PYTHON}
-    commands = {"nvidia_smi": ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-                "versions": [PYTHON, "-c", "import torch, sys; print(torch.__version__, torch.version.cuda, "
-                                           "torch.cuda.device_count()); import importlib.util as u; "
-                                           "print('triton', __import__('triton').__version__ if u.find_spec('triton') "
-                                           "else None); import django; print('django', django.__version__)"],
-                "sandbox": [PYTHON, "-c", "import json; from evaluator.process import sandbox; "
-                                          "print(json.dumps(sandbox.host_support()))"],
-                "cpus": ["nproc"]}
+    commands = {
+        "nvidia_smi": ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+        "versions": [
+            PYTHON,
+            "-c",
+            "import torch, sys; print(torch.__version__, torch.version.cuda, "
+            "torch.cuda.device_count()); import importlib.util as u; "
+            "print('triton', __import__('triton').__version__ if u.find_spec('triton') "
+            "else None); import django; print('django', django.__version__)",
+        ],
+        "sandbox": [
+            PYTHON,
+            "-c",
+            "import json; from evaluator.process import sandbox; print(json.dumps(sandbox.host_support()))",
+        ],
+        "cpus": ["nproc"],
+    }
     for name, command in commands.items():
         try:
             done = subprocess.run(command, cwd=REPO, env=site_env("stage"), capture_output=True, text=True, timeout=120)
@@ -617,21 +801,26 @@ def step_host(state: dict) -> None:
     state["host"] = record
     (RUN_DIR / "host.json").write_text(json.dumps(record, indent=1))
     for name in ("nvidia_smi", "versions", "cpus"):
-        log(f"host {name}: {record[name].splitlines()[0] if record[name] else '-'}"
-            + (f" (+{len(record[name].splitlines()) - 1} lines)" if record[name].count("\n") else ""))
+        log(
+            f"host {name}: {record[name].splitlines()[0] if record[name] else '-'}"
+            + (f" (+{len(record[name].splitlines()) - 1} lines)" if record[name].count("\n") else "")
+        )
 
 
 # --- the plan --------------------------------------------------------------------------------------------------------
 
+
 def plan() -> list[tuple[str, callable]]:
     steps = [("host", step_host), ("setup", step_setup)]
     for name in PASSES:
-        steps += [(f"serve:{name}", lambda s, n=name: server_start(s, n)),
-                  (f"submit:{name}", lambda s, n=name: step_submit(s, n)),
-                  (f"wait:{name}", lambda s, n=name: step_wait(s, n)),
-                  (f"dump:{name}", lambda s, n=name: step_dump(s, n)),
-                  (f"pages:{name}", lambda s, n=name: step_pages(s, n)),
-                  (f"stop:{name}", lambda s, n=name: server_stop(s, n))]
+        steps += [
+            (f"serve:{name}", lambda s, n=name: server_start(s, n)),
+            (f"submit:{name}", lambda s, n=name: step_submit(s, n)),
+            (f"wait:{name}", lambda s, n=name: step_wait(s, n)),
+            (f"dump:{name}", lambda s, n=name: step_dump(s, n)),
+            (f"pages:{name}", lambda s, n=name: step_pages(s, n)),
+            (f"stop:{name}", lambda s, n=name: server_stop(s, n)),
+        ]
     return steps
 
 
@@ -650,8 +839,10 @@ def run(state: dict) -> int:
         try:
             step(state)
         except OutOfTime:
-            log(f"out of this call's time in {name} (server still running in its own session): run "
-                f"'bash benchmarks/gpu_site_run.sh resume' within the machine's warm window")
+            log(
+                f"out of this call's time in {name} (server still running in its own session): run "
+                f"'bash benchmarks/gpu_site_run.sh resume' within the machine's warm window"
+            )
             write_summary(state)
             return 3
         except Exception as exc:  # noqa: BLE001 - every failure logged, what came before kept
@@ -685,17 +876,21 @@ def main(argv: list[str]) -> int:
         log(f"{RUN_DIR} holds an earlier run (steps {state['done']}): 'resume' carries it on; FRESH=1 starts over")
         return 2
     if command == "resume" and not state.get("done"):
-        log(f"nothing to resume in {RUN_DIR} (a fresh machine: the last one was given back); run 'all' again, with "
-            f"PASSES=nobuild for the second pass alone (throughput.py takes both summaries)")
+        log(
+            f"nothing to resume in {RUN_DIR} (a fresh machine: the last one was given back); run 'all' again, with "
+            f"PASSES=nobuild for the second pass alone (throughput.py takes both summaries)"
+        )
         return 2
     if command == "stop":
-        for name in list((state.get("servers") or {})):
+        for name in list(state.get("servers") or {}):
             server_stop(state, name)
         return 0
     rc = 0
     if command in ("all", "resume"):
-        log(f"gpu_site_run {command}: profile {PROFILE}, passes {PASSES}, dry={DRY}, run dir {RUN_DIR}, "
-            f"deadline {DEADLINE_S:.0f} s")
+        log(
+            f"gpu_site_run {command}: profile {PROFILE}, passes {PASSES}, dry={DRY}, run dir {RUN_DIR}, "
+            f"deadline {DEADLINE_S:.0f} s"
+        )
         save_state(state)
         rc = run(state)
     write_summary(state)
@@ -705,14 +900,17 @@ def main(argv: list[str]) -> int:
         log(f"tarball failed: {exc}")
     s = summary(state)
     for name, info in s["passes"].items():
-        log(f"summary {name}: submission #{info.get('submission')}, finished {info.get('finished')}, "
-            f"polled wall {info.get('wall_s_polled')} s, totals {json.dumps(info.get('totals'))}")
+        log(
+            f"summary {name}: submission #{info.get('submission')}, finished {info.get('finished')}, "
+            f"polled wall {info.get('wall_s_polled')} s, totals {json.dumps(info.get('totals'))}"
+        )
     for row in s["side_by_side"]:
         log(f"side by side {row['file']}: with stage {row['with_stage']} | without {row['without_stage']}")
     return rc
 
 
 # --- the check that runs here, before any device time ---------------------------------------------------------------
+
 
 def check_submission(folder: Path) -> int:
     """Every file parses, defines ``solution`` with its problem's parameters (names, in order, as the reference's),
@@ -745,10 +943,13 @@ def check_submission(folder: Path) -> int:
         bad += not ok
         print(f"{'ok ' if ok else 'BAD'} {rel}: solution{tuple(got or ())} vs reference{tuple(want)}")
     try:
-        parsed = layout.parse(members, stems, Limits(max_files=1000, max_file_bytes=512 * 1024,
-                                                      max_total_bytes=16 * 2**20))
-        print(f"upload parser: {len(parsed.files)} files, backends {sorted(parsed.backends)}, attempts "
-              f"{sorted({f.attempt for f in parsed.files})}, metadata {sorted(parsed.metadata)}, ignored {parsed.ignored}")
+        parsed = layout.parse(
+            members, stems, Limits(max_files=1000, max_file_bytes=512 * 1024, max_total_bytes=16 * 2**20)
+        )
+        print(
+            f"upload parser: {len(parsed.files)} files, backends {sorted(parsed.backends)}, attempts "
+            f"{sorted({f.attempt for f in parsed.files})}, metadata {sorted(parsed.metadata)}, ignored {parsed.ignored}"
+        )
     except UploadRejected as exc:
         bad += 1
         print(f"BAD upload parser refused it: {exc}")

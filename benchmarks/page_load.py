@@ -10,6 +10,7 @@ bytes the browser received (transfer sizes: compressed where the server compress
 load-event time (median of the cold runs, and the warm one). On loopback bytes cost almost nothing; --mbps N has
 Chromium emulate an N Mbit/s link with 20 ms latency (DevTools network conditions), closer to a lab's browser.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,13 +26,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-SEED = ("from django.contrib.auth import get_user_model; from leaderboard.accounts.services import submitter_for; "
-        "from leaderboard.catalogue.models import HardwareProfile as H; from leaderboard.scoring.models import "
-        "LeaderboardEntry as E; from leaderboard.submissions.models import Submission as S; "
-        "p = H.objects.get(slug='cpu-gloo'); u = get_user_model().objects.create(username='bench'); "
-        "s = S.objects.create(submitter=submitter_for(u), profile=p, model_name='bench', backend='torch', "
-        "protocol='one_shot', visibility='public'); "
-        "E.objects.create(submission=s, profile=p, protocol='one_shot', backend='torch', attempts_k=1, listed=True)")
+SEED = (
+    "from django.contrib.auth import get_user_model; from leaderboard.accounts.services import submitter_for; "
+    "from leaderboard.catalogue.models import HardwareProfile as H; from leaderboard.scoring.models import "
+    "LeaderboardEntry as E; from leaderboard.submissions.models import Submission as S; "
+    "p = H.objects.get(slug='cpu-gloo'); u = get_user_model().objects.create(username='bench'); "
+    "s = S.objects.create(submitter=submitter_for(u), profile=p, model_name='bench', backend='torch', "
+    "protocol='one_shot', visibility='public'); "
+    "E.objects.create(submission=s, profile=p, protocol='one_shot', backend='torch', attempts_k=1, listed=True)"
+)
 
 
 def free_port() -> int:
@@ -42,15 +45,27 @@ def free_port() -> int:
 
 def start(tree: Path, tmp: Path):
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-    env.update(DATABASE_URL=f"sqlite:///{tmp}/site.sqlite3", PKB_DATA_DIR=str(tmp), DJANGO_SECRET_KEY="bench",
-               DJANGO_SETTINGS_MODULE="leaderboard.settings", PYTHONPATH=str(tree))
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp}/site.sqlite3",
+        PKB_DATA_DIR=str(tmp),
+        DJANGO_SECRET_KEY="bench",
+        DJANGO_SETTINGS_MODULE="leaderboard.settings",
+        PYTHONPATH=str(tree),
+    )
     for args in (["migrate", "--noinput"], ["load_problems"], ["shell", "-c", SEED]):
-        subprocess.run([sys.executable, "manage.py", *args], cwd=tree, env=env, check=True, capture_output=True,
-                       timeout=600)
+        subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=tree, env=env, check=True, capture_output=True, timeout=600
+        )
     port = free_port()
     log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "manage.py", "runserver_with_worker", f"127.0.0.1:{port}"], cwd=tree,
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver_with_worker", f"127.0.0.1:{port}"],
+        cwd=tree,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -78,9 +93,10 @@ def _throttle(context, page, mbps: float) -> None:
     if mbps:
         cdp = context.new_cdp_session(page)
         cdp.send("Network.enable")
-        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 20,
-                                                       "downloadThroughput": mbps * 125_000,
-                                                       "uploadThroughput": mbps * 125_000})
+        cdp.send(
+            "Network.emulateNetworkConditions",
+            {"offline": False, "latency": 20, "downloadThroughput": mbps * 125_000, "uploadThroughput": mbps * 125_000},
+        )
 
 
 def measure(url: str, runs: int, mbps: float = 0.0) -> dict:
@@ -106,9 +122,14 @@ def measure(url: str, runs: int, mbps: float = 0.0) -> dict:
                 warm = page.evaluate(MEASURE)
             context.close()
         browser.close()
-    return {"cold_ms": statistics.median(r["load_ms"] for r in cold), "bytes": cold[-1]["bytes"],
-            "decoded": cold[-1]["decoded"], "largest": cold[-1]["largest"], "warm_ms": warm["load_ms"],
-            "warm_bytes": warm["bytes"]}
+    return {
+        "cold_ms": statistics.median(r["load_ms"] for r in cold),
+        "bytes": cold[-1]["bytes"],
+        "decoded": cold[-1]["decoded"],
+        "largest": cold[-1]["largest"],
+        "warm_ms": warm["load_ms"],
+        "warm_bytes": warm["bytes"],
+    }
 
 
 def main() -> None:
@@ -121,8 +142,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         worktree = tmp / "before-tree"
-        subprocess.run(["git", "worktree", "add", "--detach", str(worktree), args.before], cwd=ROOT, check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(worktree), args.before],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         try:
             for name, tree in (("before", worktree), ("after", ROOT)):
                 data = tmp / name
@@ -137,15 +162,21 @@ def main() -> None:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
     link = f"{args.mbps:g} Mbit/s + 20 ms emulated" if args.mbps else "loopback"
     print(f"home page, {args.runs} cold loads each (median), then one warm reload; before = {args.before}; {link}")
-    print(f"{'':8} {'received':>12} {'decoded':>12} {'largest file (sent / decoded)':>44} {'cold load':>10} "
-          f"{'warm load':>10} {'warm recv':>10}")
+    print(
+        f"{'':8} {'received':>12} {'decoded':>12} {'largest file (sent / decoded)':>44} {'cold load':>10} "
+        f"{'warm load':>10} {'warm recv':>10}"
+    )
     for name, r in results.items():
         largest = f"{r['largest'][0]} {r['largest'][1]:,} / {r['largest'][2]:,}" if r["largest"] else "-"
-        print(f"{name:8} {r['bytes']:>12,} {r['decoded']:>12,} {largest:>44} {r['cold_ms']:>8.0f}ms "
-              f"{r['warm_ms']:>8.0f}ms {r['warm_bytes']:>10,}")
+        print(
+            f"{name:8} {r['bytes']:>12,} {r['decoded']:>12,} {largest:>44} {r['cold_ms']:>8.0f}ms "
+            f"{r['warm_ms']:>8.0f}ms {r['warm_bytes']:>10,}"
+        )
     b, a = results["before"], results["after"]
-    print(f"ratio after/before: bytes received {a['bytes'] / b['bytes']:.3f}, cold load {a['cold_ms'] / b['cold_ms']:.2f}, "
-          f"warm load {a['warm_ms'] / b['warm_ms']:.2f}")
+    print(
+        f"ratio after/before: bytes received {a['bytes'] / b['bytes']:.3f}, cold load {a['cold_ms'] / b['cold_ms']:.2f}, "
+        f"warm load {a['warm_ms'] / b['warm_ms']:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -8,14 +8,15 @@ Every stored probe keeps each block's wall per call, its excess, its share and i
 be tried on old runs without a GPU. Prints, per file, how many honest probes (A/A rows, sensitivity pairs, set-aside
 pairs included) the rule would call suspect, which ones, and the pooled verdict of each multi-pair run.
 """
+
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.calibration_record import documents  # noqa: E402
-from evaluator.timing import calibration, pairs  # noqa: E402
-from evaluator.timing import rules as timing_rules  # noqa: E402
+from benchmarks.calibration_record import documents
+from evaluator.timing import calibration, pairs
+from evaluator.timing import rules as timing_rules
 
 
 def rejudge(probe: dict) -> dict:
@@ -27,8 +28,13 @@ def rejudge(probe: dict) -> dict:
         share = calibration.PROBE_SHARE * max(0.0, probe["candidate_wall_per_call_ms"] - harness)
     noise = timing_rules.probe_noise_ms(ref_walls, probe["calls"], "cuda")
     allowance = max(noise, share)
-    return dict(probe, noise_ms=round(noise, 4), share_ms=round(share, 4), allowance_ms=round(allowance, 4),
-                suspect=probe["excess_ms"] > allowance)
+    return dict(
+        probe,
+        noise_ms=round(noise, 4),
+        share_ms=round(share, 4),
+        allowance_ms=round(allowance, 4),
+        suspect=probe["excess_ms"] > allowance,
+    )
 
 
 def probes_of(doc: dict):
@@ -48,8 +54,11 @@ def main(paths: list[str]) -> None:
         runs = [(name, [rejudge(p) for p in probes]) for name, probes in probes_of(doc)]
         suspect = [(name, p["excess_ms"], p["allowance_ms"]) for name, probes in runs for p in probes if p["suspect"]]
         count = sum(len(probes) for _, probes in runs)
-        pooled = [(name, pairs.probe_pooled([{"crosscheck": {"probe": p}} for p in probes], "cuda"))
-                  for name, probes in runs if len(probes) > 1]
+        pooled = [
+            (name, pairs.probe_pooled([{"crosscheck": {"probe": p}} for p in probes], "cuda"))
+            for name, probes in runs
+            if len(probes) > 1
+        ]
         total, suspect_total = total + count, suspect_total + len(suspect)
         print(f"{path}: {len(suspect)} of {count} probes suspect {suspect}")
         for name, verdict in pooled:

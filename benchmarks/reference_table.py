@@ -6,6 +6,7 @@ A later file's row for a problem replaces an earlier one's unless the later one 
 Prints a two-column Markdown table (id, problem, reference ms, A/A speedup and interval: **F** marks a false
 "faster", *m* an interval that misses 1.0), then the totals the RESULTS text quotes.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,9 +45,11 @@ def main(paths: list[str]) -> int:
         right = cell(rows[ids[k + half]]) if k + half < len(ids) else "| | | | |"
         print(cell(rows[ids[k]]) + right[1:])
     overhead = [r["overhead_s"] for r in rows.values()]
-    print(f"\n{len(rows)} problems, {sum(r['verdict'] == 'correct' for r in rows.values())} correct; total wall "
-          f"{sum(r['wall_s'] for r in rows.values()):.0f} s; overhead median {statistics.median(overhead):.2f} s, "
-          f"max {max(overhead):.2f} s; A/A false faster {sorted(i for i, r in rows.items() if r['faster'])}")
+    print(
+        f"\n{len(rows)} problems, {sum(r['verdict'] == 'correct' for r in rows.values())} correct; total wall "
+        f"{sum(r['wall_s'] for r in rows.values()):.0f} s; overhead median {statistics.median(overhead):.2f} s, "
+        f"max {max(overhead):.2f} s; A/A false faster {sorted(i for i, r in rows.items() if r['faster'])}"
+    )
     return 0
 
 

@@ -8,6 +8,7 @@ the 87 problems: 261,000 candidates, jobs, results and quota charges, 87,000 pro
 entries. Then requests each page in-process through Django's test client (no network, DEBUG off) and prints p50/p95
 of the server time and the number of SQL queries per page. Target: p95 < 100 ms.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,8 +80,10 @@ def seed(n_submissions: int, k: int) -> None:
 
     call_command("migrate", verbosity=0)
     with connection.cursor() as cursor:  # start from empty tables
-        cursor.execute("TRUNCATE leaderboard_submission, leaderboard_submitter, leaderboard_problem, "
-                       "leaderboard_hardwareprofile, auth_user CASCADE")
+        cursor.execute(
+            "TRUNCATE leaderboard_submission, leaderboard_submitter, leaderboard_problem, "
+            "leaderboard_hardwareprofile, auth_user CASCADE"
+        )
     catalogue_services.profiles_ensure_defaults()
     HardwareProfile.objects.filter(slug="gpu-h200x8").update(accepting=True)
     catalogue_services.problems_load(problems.catalogue(), dict(problems.registry()))
@@ -89,49 +92,110 @@ def seed(n_submissions: int, k: int) -> None:
     rng = random.Random(1234)
     users = [get_user_model().objects.create_user(username=f"bench{i}") for i in range(50)]
     submitters = [accounts_services.submitter_for(u) for u in users]
-    document = {"schema": 1, "verdict": "correct", "message": "benchmark row", "flags": [],
-                "environment": {"host": "h200-01", "gpus": ["NVIDIA H200"] * 8, "driver": "570.86",
-                                "torch": "2.11.0", "nccl": "2.26", "backend": "nccl"}, "logs": []}
+    document = {
+        "schema": 1,
+        "verdict": "correct",
+        "message": "benchmark row",
+        "flags": [],
+        "environment": {
+            "host": "h200-01",
+            "gpus": ["NVIDIA H200"] * 8,
+            "driver": "570.86",
+            "torch": "2.11.0",
+            "nccl": "2.26",
+            "backend": "nccl",
+        },
+        "logs": [],
+    }
     code = "import torch\n\ndef solution(*inputs):\n    return inputs[0]\n"
     started = time.monotonic()
     now = timezone.now()
     for start in range(0, n_submissions, BATCH):
         with transaction.atomic():
-            subs = Submission.objects.bulk_create([
-                Submission(submitter=rng.choice(submitters), profile=profile, model_name=f"model-{i:04d}",
-                           agent=rng.choice(["harness-a", "harness-b", "harness-c"]), agent_version="1.0",
-                           backend=rng.choice(["cuda", "triton"]),
-                           protocol="best_of_k" if i % 10 < 7 else "agentic_feedback", attempts_k=k,
-                           selection_rule="best_measured" if i % 10 < 7 else "last", visibility="public",
-                           reported_tokens=rng.randint(10**5, 10**7), published_at=now)
-                for i in range(start, min(start + BATCH, n_submissions))])
+            subs = Submission.objects.bulk_create(
+                [
+                    Submission(
+                        submitter=rng.choice(submitters),
+                        profile=profile,
+                        model_name=f"model-{i:04d}",
+                        agent=rng.choice(["harness-a", "harness-b", "harness-c"]),
+                        agent_version="1.0",
+                        backend=rng.choice(["cuda", "triton"]),
+                        protocol="best_of_k" if i % 10 < 7 else "agentic_feedback",
+                        attempts_k=k,
+                        selection_rule="best_measured" if i % 10 < 7 else "last",
+                        visibility="public",
+                        reported_tokens=rng.randint(10**5, 10**7),
+                        published_at=now,
+                    )
+                    for i in range(start, min(start + BATCH, n_submissions))
+                ]
+            )
             skill = {s.pk: rng.random() for s in subs}
-            candidates = Candidate.objects.bulk_create([
-                Candidate(submission=s, problem_id=pid, attempt=a, filename=f"attempt_{a}/{pid}_x_cuda.py",
-                          backend=s.backend, code=code, sha256="0" * 64, size=len(code))
-                for s in subs for pid in problem_ids for a in range(1, k + 1)], batch_size=5000)
+            candidates = Candidate.objects.bulk_create(
+                [
+                    Candidate(
+                        submission=s,
+                        problem_id=pid,
+                        attempt=a,
+                        filename=f"attempt_{a}/{pid}_x_cuda.py",
+                        backend=s.backend,
+                        code=code,
+                        sha256="0" * 64,
+                        size=len(code),
+                    )
+                    for s in subs
+                    for pid in problem_ids
+                    for a in range(1, k + 1)
+                ],
+                batch_size=5000,
+            )
             by_id = {s.pk: s for s in subs}
-            jobs = EvaluationJob.objects.bulk_create([
-                EvaluationJob(candidate=c, profile=profile, submission_id=c.submission_id,
-                              submitter_id=by_id[c.submission_id].submitter_id, status="done", attempts=1,
-                              finished_at=now)
-                for c in candidates], batch_size=5000)
-            QuotaCharge.objects.bulk_create([QuotaCharge(submitter_id=j.submitter_id, job=j, run=1) for j in jobs],
-                                            batch_size=5000)
+            jobs = EvaluationJob.objects.bulk_create(
+                [
+                    EvaluationJob(
+                        candidate=c,
+                        profile=profile,
+                        submission_id=c.submission_id,
+                        submitter_id=by_id[c.submission_id].submitter_id,
+                        status="done",
+                        attempts=1,
+                        finished_at=now,
+                    )
+                    for c in candidates
+                ],
+                batch_size=5000,
+            )
+            QuotaCharge.objects.bulk_create(
+                [QuotaCharge(submitter_id=j.submitter_id, job=j, run=1) for j in jobs], batch_size=5000
+            )
             results = []
             for job in jobs:
                 correct = rng.random() < 0.25 + 0.6 * skill[job.submission_id]
                 speedup = rng.lognormvariate(0.0, 0.5) if correct else None
-                results.append(Result(job=job, run=1, verdict="correct" if correct else rng.choice(
-                    ["incorrect", "runtime_error", "compile_error", "timeout"]), speedup=speedup,
-                    speedup_lo=speedup * 0.93 if speedup else None, speedup_hi=speedup * 1.07 if speedup else None,
-                    faster=bool(speedup and speedup * 0.93 > 1.0), wall_s=30.0,
-                    gpu_seconds=240.0, document=document, flags=["timing_crosscheck"] if rng.random() < 0.002 else []))
+                results.append(
+                    Result(
+                        job=job,
+                        run=1,
+                        verdict="correct"
+                        if correct
+                        else rng.choice(["incorrect", "runtime_error", "compile_error", "timeout"]),
+                        speedup=speedup,
+                        speedup_lo=speedup * 0.93 if speedup else None,
+                        speedup_hi=speedup * 1.07 if speedup else None,
+                        faster=bool(speedup and speedup * 0.93 > 1.0),
+                        wall_s=30.0,
+                        gpu_seconds=240.0,
+                        document=document,
+                        flags=["timing_crosscheck"] if rng.random() < 0.002 else [],
+                    )
+                )
             Result.objects.bulk_create(results, batch_size=5000)
             attempts: dict = {}
             for c, j, r in zip(candidates, jobs, results):
                 attempts.setdefault((c.submission_id, c.problem_id), []).append(
-                    {"attempt": c.attempt, "job": j, "result": r})
+                    {"attempt": c.attempt, "job": j, "result": r}
+                )
             scores = []
             for (sid, pid), rows in attempts.items():
                 score = ProblemScore(submission=by_id[sid], problem_id=pid)
@@ -175,8 +239,9 @@ def measure(requests: int) -> list[tuple[str, list[float], int]]:
         for _ in range(3):
             assert client.get(url).status_code == 200, url
         queries = []
-        with connection.execute_wrapper(lambda execute, sql, params, many, context: (
-                queries.append(sql), execute(sql, params, many, context))[1]):
+        with connection.execute_wrapper(
+            lambda execute, sql, params, many, context: (queries.append(sql), execute(sql, params, many, context))[1]
+        ):
             client.get(url)
         times, cpu = [], []
         for _ in range(requests):
@@ -213,8 +278,10 @@ def main() -> int:
         profile = HardwareProfile.objects.get(slug="gpu-h200x8")
         for protocol in ("best_of_k", "agentic_feedback"):
             scoring_services.problem_stats_refresh(range(1, 88), profile.pk, protocol)
-    print(f"data: {Submission.objects.count()} submissions, {Candidate.objects.count()} candidates "
-          f"(= jobs = results), PostgreSQL {args.database_url.rsplit('/', 1)[-1]}")
+    print(
+        f"data: {Submission.objects.count()} submissions, {Candidate.objects.count()} candidates "
+        f"(= jobs = results), PostgreSQL {args.database_url.rsplit('/', 1)[-1]}"
+    )
     rows = measure(args.requests)
     load = os.getloadavg()[0]
     print(f"{'page':<40} {'p50 ms':>8} {'p95 ms':>8} {'queries':>8} {'cpu p50':>8}")
@@ -223,9 +290,11 @@ def main() -> int:
         p95 = percentile(times, 95)
         worst = max(worst, p95)
         print(f"{name:<40} {statistics.median(times):8.1f} {p95:8.1f} {queries:8d} {cpu:8.1f}")
-    print(f"worst p95: {worst:.1f} ms (target < 100 ms): {'OK' if worst < 100 else 'OVER'}; load average "
-          f"{load:.1f} on {os.cpu_count()} cores (wall times include waiting for a busy CPU; 'cpu' is this "
-          f"process's CPU time per request, without PostgreSQL's)")
+    print(
+        f"worst p95: {worst:.1f} ms (target < 100 ms): {'OK' if worst < 100 else 'OVER'}; load average "
+        f"{load:.1f} on {os.cpu_count()} cores (wall times include waiting for a busy CPU; 'cpu' is this "
+        f"process's CPU time per request, without PostgreSQL's)"
+    )
     return 0
 
 

@@ -38,6 +38,7 @@ as the site's build routing), each file takes the medians of its class (compiled
 layout whose k differs from the measured profile's W has no measurement of its jobs: their times are the measured
 ones times ``--job-scale k=F`` (default 1.0: as long as at the measured W), and the table says so.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,10 +50,9 @@ import statistics
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from evaluator.contract import has_compile_call  # noqa: E402 - the build routing's own scan (torch-free)
+from evaluator.contract import has_compile_call
 
 PHASES = ("stage", "build", "reference", "candidate", "timing", "other")
 
@@ -60,6 +60,7 @@ PHASES = ("stage", "build", "reference", "candidate", "timing", "other")
 @dataclasses.dataclass
 class FileTimes:
     """One file's measured (or projected) phases, in seconds."""
+
     name: str
     compiled: bool  # makes a compile call: the build stage takes it
     stage: float = 0.0  # build stage, CPU cores
@@ -70,9 +71,9 @@ class FileTimes:
     other: float = 0.0
     dispatch: float = 0.0  # the worker's time on the job outside the judge's wall (judge start-up, storing)
     gpu_job: bool = True  # False: a compile_error the stage found; no GPU job
-    verdict: Optional[str] = None
+    verdict: str | None = None
     stage_compile: float = 0.0  # what compiling cost inside the stage (the job compiles as much without it)
-    without_stage: Optional["FileTimes"] = None  # the same file judged with the stage off, where that was measured
+    without_stage: FileTimes | None = None  # the same file judged with the stage off, where that was measured
 
     @property
     def job(self) -> float:
@@ -97,11 +98,12 @@ class Outcome:
     jobs: int
 
     @property
-    def compile_share(self) -> Optional[float]:
+    def compile_share(self) -> float | None:
         return self.build_in_job_s / self.gpu_held_s if self.gpu_held_s else None
 
 
 # --- reading measurements ------------------------------------------------------------------------------------------
+
 
 def judge_parts(document: dict) -> dict:
     """reference / candidate / timing seconds from a result document's ``phases_s.judge_parts``."""
@@ -118,14 +120,20 @@ def judge_parts(document: dict) -> dict:
     return out
 
 
-def _stamp(value) -> Optional[float]:
+def _stamp(value) -> float | None:
     if not value:
         return None
     return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
 
 
-def from_document(name: str, document: dict, occupied: Optional[float] = None, stage: Optional[dict] = None,
-                  build_status: Optional[str] = None, code: Optional[str] = None) -> FileTimes:
+def from_document(
+    name: str,
+    document: dict,
+    occupied: float | None = None,
+    stage: dict | None = None,
+    build_status: str | None = None,
+    code: str | None = None,
+) -> FileTimes:
     """A file's phases from its result document, the job's occupancy (finished - started) and its build report."""
     build = float((document.get("build") or {}).get("compile_s") or 0.0)
     parts = judge_parts(document)
@@ -134,8 +142,12 @@ def from_document(name: str, document: dict, occupied: Optional[float] = None, s
     stage_compile = float((stage.get("build") or {}).get("compile_s") or 0.0)
     compiled = bool(stage) or build > 0 or (code is not None and has_compile_call(code))
     # No GPU job: the build stage found a compile_error (its document is the stage's, with no wall time).
-    has_job = (bool(document) and bool(document.get("phases_s") or wall) and build_status != "compile_error"
-               and not document.get("build_stage"))
+    has_job = (
+        bool(document)
+        and bool(document.get("phases_s") or wall)
+        and build_status != "compile_error"
+        and not document.get("build_stage")
+    )
     if not has_job:
         parts, build = {}, 0.0
     # A build inside the job happens in one of the parts (a lazy build in the candidate's first trial) or in the start
@@ -145,9 +157,18 @@ def from_document(name: str, document: dict, occupied: Optional[float] = None, s
         parts["candidate"] = max(0.0, parts["candidate"] - overlap)
     other = max(0.0, wall - build - sum(parts.values())) if has_job else 0.0
     dispatch = max(0.0, occupied - wall) if has_job and occupied is not None else 0.0
-    return FileTimes(name=name, compiled=compiled, stage=float(stage.get("seconds") or 0.0), build=build,
-                     other=other, dispatch=dispatch, gpu_job=has_job, verdict=document.get("verdict"),
-                     stage_compile=stage_compile, **parts)
+    return FileTimes(
+        name=name,
+        compiled=compiled,
+        stage=float(stage.get("seconds") or 0.0),
+        build=build,
+        other=other,
+        dispatch=dispatch,
+        gpu_job=has_job,
+        verdict=document.get("verdict"),
+        stage_compile=stage_compile,
+        **parts,
+    )
 
 
 def load_summary(path: Path) -> tuple[list[FileTimes], list[FileTimes], dict]:
@@ -155,8 +176,12 @@ def load_summary(path: Path) -> tuple[list[FileTimes], list[FileTimes], dict]:
     nobuild pass's, and the run's facts (measured wall, W, the gap between jobs, the build slots)."""
     summary = json.loads(path.read_text())
     passes = summary.get("passes") or {}
-    facts = {"profile": summary.get("profile"), "world_size": (summary.get("profile_fields") or {}).get("world_size"),
-             "build_slots": (summary.get("settings") or {}).get("build_workers"), "measured": {}}
+    facts = {
+        "profile": summary.get("profile"),
+        "world_size": (summary.get("profile_fields") or {}).get("world_size"),
+        "build_slots": (summary.get("settings") or {}).get("build_workers"),
+        "measured": {},
+    }
     found: dict[str, list[FileTimes]] = {"stage": [], "nobuild": []}
     for name in found:
         info = passes.get(name)
@@ -167,15 +192,21 @@ def load_summary(path: Path) -> tuple[list[FileTimes], list[FileTimes], dict]:
         for row in rows:
             started, finished = _stamp(row.get("started_at")), _stamp(row.get("finished_at"))
             occupied = finished - started if started and finished else None
-            stage = {"seconds": row.get("stage_s"), "build": {"compile_s": row.get("stage_compile_s")}} \
-                if row.get("stage_s") is not None else None
+            stage = (
+                {"seconds": row.get("stage_s"), "build": {"compile_s": row.get("stage_compile_s")}}
+                if row.get("stage_s") is not None
+                else None
+            )
             doc = documents.get(row["job"]) or _document_of_row(row)
             found[name].append(from_document(row["file"], doc, occupied, stage, row.get("build_status")))
         totals = info.get("totals") or {}
-        facts["measured"][name] = {"files": len(rows), "wall_s": totals.get("wall_s_created_to_last_finish"),
-                                   "gpu_held_s": totals.get("gpu_held_s"),
-                                   "compile_share": totals.get("compile_share_of_gpu_held"),
-                                   "gap_s": _median_gap(rows)}
+        facts["measured"][name] = {
+            "files": len(rows),
+            "wall_s": totals.get("wall_s_created_to_last_finish"),
+            "gpu_held_s": totals.get("gpu_held_s"),
+            "compile_share": totals.get("compile_share_of_gpu_held"),
+            "gap_s": _median_gap(rows),
+        }
     return found["stage"], found["nobuild"], facts
 
 
@@ -202,15 +233,22 @@ def _document_of_row(row: dict) -> dict:
     """Without the dump: the summary row's own copies of the phases and the build report."""
     if row.get("verdict") is None and row.get("gpu_held_s") is None:
         return {}
-    return {"verdict": row.get("verdict"), "wall_s": row.get("wall_s"), "phases_s": row.get("phases_s") or {},
-            "build": {"compile_s": row.get("compile_in_job_s") or 0.0}}
+    return {
+        "verdict": row.get("verdict"),
+        "wall_s": row.get("wall_s"),
+        "phases_s": row.get("phases_s") or {},
+        "build": {"compile_s": row.get("compile_in_job_s") or 0.0},
+    }
 
 
 def _median_gap(rows: list[dict]) -> float:
     """The median time between one job's end and the next one's start on the (single) measured worker, counting only
     jobs that were waiting: the claim and the message's way, not an idle worker."""
-    spans = sorted((_stamp(r.get("started_at")), _stamp(r.get("finished_at"))) for r in rows
-                   if r.get("started_at") and r.get("finished_at"))
+    spans = sorted(
+        (_stamp(r.get("started_at")), _stamp(r.get("finished_at")))
+        for r in rows
+        if r.get("started_at") and r.get("finished_at")
+    )
     gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:]) if 0 <= b[0] - a[1] < 5.0]
     return round(statistics.median(gaps), 3) if gaps else 0.0
 
@@ -233,6 +271,7 @@ def load_documents(folder: Path) -> list[FileTimes]:
 
 # --- projecting other file sets ------------------------------------------------------------------------------------
 
+
 def class_medians(files: list[FileTimes]) -> dict[bool, FileTimes]:
     """Per class (compiled or not): a file whose every phase is the measured median (of files with a GPU job)."""
     out = {}
@@ -245,8 +284,10 @@ def class_medians(files: list[FileTimes]) -> dict[bool, FileTimes]:
         offs = [f.without_stage for f in group if f.without_stage is not None and f.without_stage.gpu_job]
         if offs:  # the class's jobs as measured with the stage off
             out[compiled].without_stage = FileTimes(
-                name=f"median-{'compiled' if compiled else 'plain'}-without-stage", compiled=compiled,
-                **{p: statistics.median(getattr(o, p) for o in offs) for p in PHASES + ("dispatch",)})
+                name=f"median-{'compiled' if compiled else 'plain'}-without-stage",
+                compiled=compiled,
+                **{p: statistics.median(getattr(o, p) for o in offs) for p in PHASES + ("dispatch",)},
+            )
     return out
 
 
@@ -277,6 +318,7 @@ def project_kernels(files: list[FileTimes], folder: Path) -> list[FileTimes]:
 
 # --- the schedule ----------------------------------------------------------------------------------------------------
 
+
 def parse_layout(text: str, default_slots: int) -> Layout:
     match = re.fullmatch(r"(\d+)xW(\d+)(?:@(\d+))?", text)
     if not match:
@@ -287,8 +329,9 @@ def parse_layout(text: str, default_slots: int) -> Layout:
     return Layout(text, workers, k, int(match.group(3)) if match.group(3) else default_slots)
 
 
-def simulate(files: list[FileTimes], layout: Layout, stage_on: bool, gap_s: float = 0.0,
-             job_scale: float = 1.0) -> Outcome:
+def simulate(
+    files: list[FileTimes], layout: Layout, stage_on: bool, gap_s: float = 0.0, job_scale: float = 1.0
+) -> Outcome:
     """The submission's wall time on ``layout`` (see the module docstring for the model)."""
     ready: list[tuple[float, int]] = []
     slots = [0.0] * max(1, layout.slots)
@@ -337,8 +380,10 @@ def without_stage(f: FileTimes) -> tuple[float, float, float]:
 
 # --- the table -------------------------------------------------------------------------------------------------------
 
-def table(files: list[FileTimes], layouts: list[Layout], facts: dict, gap_s: float, scales: dict,
-          source: str) -> list[dict]:
+
+def table(
+    files: list[FileTimes], layouts: list[Layout], facts: dict, gap_s: float, scales: dict, source: str
+) -> list[dict]:
     rows = []
     measured_w = facts.get("world_size")
     measured = facts.get("measured") or {}
@@ -348,40 +393,65 @@ def table(files: list[FileTimes], layouts: list[Layout], facts: dict, gap_s: flo
         on = simulate(files, layout, True, gap_s, scale if not jobs_measured else 1.0)
         off = simulate(files, layout, False, gap_s, scale if not jobs_measured else 1.0)
         own = source == "measured files" and layout.workers == 1 and jobs_measured
-        rows.append({
-            "layout": layout.name, "workers": layout.workers, "gpus_per_job": layout.gpus_per_job,
-            "build_slots": layout.slots, "files": len(files), "jobs": on.jobs,
-            "stage_on": {"wall_s": round(on.wall_s, 1), "gpu_held_s": round(on.gpu_held_s, 1),
-                         "compile_share": _round(on.compile_share), "stage_cpu_s": round(on.stage_cpu_s, 1)},
-            "stage_off": {"wall_s": round(off.wall_s, 1), "gpu_held_s": round(off.gpu_held_s, 1),
-                          "compile_share": _round(off.compile_share)},
-            "measured": {"stage_on": measured.get("stage")} if own else None,
-            "basis": ("projected (schedule of measured per-file phases)" if own or source == "measured files"
-                      else f"projected ({source})")
-                     + ("" if jobs_measured else f"; jobs at W={layout.gpus_per_job} not measured: x{scale} the "
-                                                 f"W={measured_w} times"),
-        })
+        rows.append(
+            {
+                "layout": layout.name,
+                "workers": layout.workers,
+                "gpus_per_job": layout.gpus_per_job,
+                "build_slots": layout.slots,
+                "files": len(files),
+                "jobs": on.jobs,
+                "stage_on": {
+                    "wall_s": round(on.wall_s, 1),
+                    "gpu_held_s": round(on.gpu_held_s, 1),
+                    "compile_share": _round(on.compile_share),
+                    "stage_cpu_s": round(on.stage_cpu_s, 1),
+                },
+                "stage_off": {
+                    "wall_s": round(off.wall_s, 1),
+                    "gpu_held_s": round(off.gpu_held_s, 1),
+                    "compile_share": _round(off.compile_share),
+                },
+                "measured": {"stage_on": measured.get("stage")} if own else None,
+                "basis": (
+                    "projected (schedule of measured per-file phases)"
+                    if own or source == "measured files"
+                    else f"projected ({source})"
+                )
+                + (
+                    ""
+                    if jobs_measured
+                    else f"; jobs at W={layout.gpus_per_job} not measured: x{scale} the W={measured_w} times"
+                ),
+            }
+        )
     return rows
 
 
-def _round(value: Optional[float]) -> Optional[float]:
+def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
 def render(rows: list[dict]) -> str:
-    head = (f"{'layout':<10} {'files':>5} {'on: wall s':>11} {'GPU-held s':>11} {'compile':>8} | "
-            f"{'off: wall s':>11} {'GPU-held s':>11} {'compile':>8} | basis")
+    head = (
+        f"{'layout':<10} {'files':>5} {'on: wall s':>11} {'GPU-held s':>11} {'compile':>8} | "
+        f"{'off: wall s':>11} {'GPU-held s':>11} {'compile':>8} | basis"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         on, off = r["stage_on"], r["stage_off"]
         name = f"{r['workers']}xW{r['gpus_per_job']}@{r['build_slots']}"
-        lines.append(f"{name:<10} {r['files']:>5} {on['wall_s']:>11.1f} "
-                     f"{on['gpu_held_s']:>11.1f} {_pct(on['compile_share']):>8} | {off['wall_s']:>11.1f} "
-                     f"{off['gpu_held_s']:>11.1f} {_pct(off['compile_share']):>8} | {r['basis']}")
+        lines.append(
+            f"{name:<10} {r['files']:>5} {on['wall_s']:>11.1f} "
+            f"{on['gpu_held_s']:>11.1f} {_pct(on['compile_share']):>8} | {off['wall_s']:>11.1f} "
+            f"{off['gpu_held_s']:>11.1f} {_pct(off['compile_share']):>8} | {r['basis']}"
+        )
         if r.get("measured") and r["measured"].get("stage_on"):
             m = r["measured"]["stage_on"]
-            lines.append(f"{'':<10} {m.get('files') or 0:>5} {_num(m.get('wall_s')):>11} {_num(m.get('gpu_held_s')):>11} "
-                         f"{_pct(m.get('compile_share')):>8} |   (measured: the run itself, stage on)")
+            lines.append(
+                f"{'':<10} {m.get('files') or 0:>5} {_num(m.get('wall_s')):>11} {_num(m.get('gpu_held_s')):>11} "
+                f"{_pct(m.get('compile_share')):>8} |   (measured: the run itself, stage on)"
+            )
     return "\n".join(lines)
 
 
@@ -397,23 +467,32 @@ def phase_medians(files: list[FileTimes]) -> str:
     lines = []
     for compiled, f in class_medians(files).items():
         count = sum(1 for x in files if x.compiled == compiled and x.gpu_job)
-        lines.append(f"median of {count} {'compiled' if compiled else 'plain'} files (measured): "
-                     + ", ".join(f"{p} {getattr(f, p):.1f}s" for p in PHASES) + f", job {f.job:.1f}s")
+        lines.append(
+            f"median of {count} {'compiled' if compiled else 'plain'} files (measured): "
+            + ", ".join(f"{p} {getattr(f, p):.1f}s" for p in PHASES)
+            + f", job {f.job:.1f}s"
+        )
     return "\n".join(lines)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("measured", nargs="+", type=Path,
-                        help="gpu_site_run summary.json files, or folders of pkb eval --json documents")
+    parser.add_argument(
+        "measured",
+        nargs="+",
+        type=Path,
+        help="gpu_site_run summary.json files, or folders of pkb eval --json documents",
+    )
     parser.add_argument("--kernels", type=Path, help="project this directory of kernels instead of the measured files")
     parser.add_argument("--files", type=int, help="project this many files (the measured share compiled)")
     parser.add_argument("--layout", action="append", default=[], help="NxWk[@S]: N workers of k GPUs, S build slots")
-    parser.add_argument("--build-slots", type=int,
-                        help="build slots of a layout without @S (default: the run's build workers, else 8)")
+    parser.add_argument(
+        "--build-slots", type=int, help="build slots of a layout without @S (default: the run's build workers, else 8)"
+    )
     parser.add_argument("--gap", type=float, help="seconds between jobs on a worker (default: the measured median)")
-    parser.add_argument("--job-scale", action="append", default=[],
-                        help="k=F: jobs at W=k take F times the measured W's (default 1.0)")
+    parser.add_argument(
+        "--job-scale", action="append", default=[], help="k=F: jobs at W=k take F times the measured W's (default 1.0)"
+    )
     parser.add_argument("--json", type=Path, help="write the table as JSON too")
     args = parser.parse_args(argv)
 
@@ -447,8 +526,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     slots = args.build_slots or facts.get("build_slots") or 8
     layouts = [parse_layout(x, slots) for x in (args.layout or ["1xW1"])]
     rows = table(files, layouts, facts, gap or 0.0, scales, source)
-    print(f"gap between jobs on a worker: {gap or 0.0:.2f}s; files: {len(files)} "
-          f"({sum(f.compiled for f in files)} with a compile call)")
+    print(
+        f"gap between jobs on a worker: {gap or 0.0:.2f}s; files: {len(files)} "
+        f"({sum(f.compiled for f in files)} with a compile call)"
+    )
     print(render(rows))
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "facts": facts}, indent=1, default=str))

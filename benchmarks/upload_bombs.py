@@ -15,6 +15,7 @@ reads the bomb from disk, then calls what the web view calls before any database
 then uploads.parse), and prints the wall time of that call and the process's peak RSS (ru_maxrss) before and after.
 Target from the issue: refused in under 1 s with the process under 200 MB peak.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,9 @@ def build(cache: Path, bzip2_megabytes: int) -> dict[str, Path]:
         "deflate-12.zip": lambda: bombs.deflate_bomb(members=12, megabytes=1024),
         f"bzip2-{bzip2_megabytes}.zip": lambda: bombs.bzip2_bomb(megabytes=bzip2_megabytes),
         "bomb.tar.gz": lambda: bombs.tar_gz_bomb(megabytes=1024),
-        "honest.zip": lambda: zip_bytes({f"attempt_{a}/{p}_x_cuda.py": GOOD_1 for a in (1, 2, 3) for p in range(1, 88)}),
+        "honest.zip": lambda: zip_bytes(
+            {f"attempt_{a}/{p}_x_cuda.py": GOOD_1 for a in (1, 2, 3) for p in range(1, 88)}
+        ),
     }
     paths = {}
     for name, make in makers.items():
@@ -73,8 +76,17 @@ def child(path: Path) -> None:
         outcome = f"refused: {exc.errors[-1].rule} ({len(exc.errors)} error(s))"
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"seconds": seconds, "peak_mb": peak / 1024, "before_mb": before / 1024, "outcome": outcome,
-                      "bytes": len(data)}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "peak_mb": peak / 1024,
+                "before_mb": before / 1024,
+                "outcome": outcome,
+                "bytes": len(data),
+            }
+        )
+    )
 
 
 def main() -> int:
@@ -87,26 +99,41 @@ def main() -> int:
         child(args.child)
         return 0
     paths = build(args.cache, args.bzip2_megabytes)
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="leaderboard.settings", PKB_DATA_DIR=str(args.cache / "site"),
-               DATABASE_URL=f"sqlite:///{args.cache}/site/db.sqlite3", DJANGO_SECRET_KEY="bench")
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="leaderboard.settings",
+        PKB_DATA_DIR=str(args.cache / "site"),
+        DATABASE_URL=f"sqlite:///{args.cache}/site/db.sqlite3",
+        DJANGO_SECRET_KEY="bench",
+    )
     for name in ("PKB_MAX_UPLOAD_BYTES", "PKB_MAX_FILE_BYTES", "PKB_MAX_ATTEMPTS"):
         env.pop(name, None)
     print(f"{'upload':<22}{'size':>12}{'time':>10}{'peak RSS':>11}{'RSS before':>12}  outcome")
     worst_time = worst_peak = 0.0
     for name, path in paths.items():
-        done = subprocess.run([sys.executable, __file__, "--child", str(path)], env=env, cwd=ROOT,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", str(path)],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if done.returncode != 0:
             print(f"{name}: the child failed\n{done.stderr}")
             return 1
         row = json.loads(done.stdout.strip().splitlines()[-1])
-        print(f"{name:<22}{row['bytes']:>12,}{row['seconds']:>9.3f}s{row['peak_mb']:>9.0f}MB{row['before_mb']:>10.0f}MB"
-              f"  {row['outcome']}")
+        print(
+            f"{name:<22}{row['bytes']:>12,}{row['seconds']:>9.3f}s{row['peak_mb']:>9.0f}MB{row['before_mb']:>10.0f}MB"
+            f"  {row['outcome']}"
+        )
         if name != "honest.zip":
             worst_time, worst_peak = max(worst_time, row["seconds"]), max(worst_peak, row["peak_mb"])
     verdict = "met" if worst_time < 1.0 and worst_peak < 200 else "NOT met"
-    print(f"bombs: slowest refusal {worst_time:.3f} s, highest peak {worst_peak:.0f} MB; target (< 1 s, < 200 MB) "
-          f"{verdict}")
+    print(
+        f"bombs: slowest refusal {worst_time:.3f} s, highest peak {worst_peak:.0f} MB; target (< 1 s, < 200 MB) "
+        f"{verdict}"
+    )
     return 0 if verdict == "met" else 1
 
 

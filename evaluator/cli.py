@@ -33,6 +33,7 @@ groups on the first GPU of the judge's device set, gloo with CUDA tensors; corre
 ``--no-timing``; ``--pairs`` with it exits 2), and every result carries ``environment.shared_device`` and the
 ``shared_device`` flag (never ranked, never faster). ``--hidden-world-size`` runs shared too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,11 +66,22 @@ def _eval(args) -> int:
 
 def evaluate_options(request: contract.JudgeRequest) -> dict:
     """The request as judge.evaluate's keywords (its Config): everything but problem, candidate, W, device, output."""
-    options = dict(trials=request.trials, seed=request.seed, M=request.M, N=request.N, dtype=request.dtype,
-                   reduced=request.reduced, timing=request.timing, multicast_allowed=request.multicast_allowed,
-                   timeout_s=request.timeout_s, seeds=list(request.seeds) if request.seeds else None,
-                   profile_dir=request.profile_dir, hidden_shape=request.hidden_shape,
-                   hidden_world_size=request.hidden_world_size, pairs=request.pairs)
+    options = dict(
+        trials=request.trials,
+        seed=request.seed,
+        M=request.M,
+        N=request.N,
+        dtype=request.dtype,
+        reduced=request.reduced,
+        timing=request.timing,
+        multicast_allowed=request.multicast_allowed,
+        timeout_s=request.timeout_s,
+        seeds=list(request.seeds) if request.seeds else None,
+        profile_dir=request.profile_dir,
+        hidden_shape=request.hidden_shape,
+        hidden_world_size=request.hidden_world_size,
+        pairs=request.pairs,
+    )
     if request.shared_device:
         options["shared_device"] = True
     if request.sandbox_required:
@@ -80,23 +92,30 @@ def evaluate_options(request: contract.JudgeRequest) -> dict:
 def run_eval(request: contract.JudgeRequest, pool=None) -> int:
     """Judge one request (``pkb eval``; evaluator.serve passes its WarmPool as ``pool``)."""
     from evaluator import judge
-
     from evaluator.judge import shared_device
 
     try:
         _check_hidden_world_size(request.problem, request.world_size, request.hidden_world_size)
         # A warm pool's groups were started for a world of one GPU per rank: a shared world starts its own.
         with shared_device.one_device(request.shared_device):
-            result = judge.evaluate(request.problem, request.candidate, request.world_size, request.device,
-                                    pool=None if request.shared_device else pool, **evaluate_options(request))
+            result = judge.evaluate(
+                request.problem,
+                request.candidate,
+                request.world_size,
+                request.device,
+                pool=None if request.shared_device else pool,
+                **evaluate_options(request),
+            )
     except judge.BadRequest as exc:
         print(f"pkb eval: {exc}", file=sys.stderr)
         return 2
     if request.json_out:
         _write_json(request.json_out, result)
     print(summary(result))
-    print(f"trials: {request.trials} correctness + 1 re-check after timing (--trials {request.trials}; a site's "
-          f"profile sets its own count, which pkb submit prints)")
+    print(
+        f"trials: {request.trials} correctness + 1 re-check after timing (--trials {request.trials}; a site's "
+        f"profile sets its own count, which pkb submit prints)"
+    )
     if result.get("profile"):
         from evaluator.rank import profiling
 
@@ -140,16 +159,22 @@ def run_prebuild(request: contract.PrebuildRequest) -> int:
     except judge.BadRequest as exc:
         print(f"pkb prebuild: {exc}", file=sys.stderr)
         return 2
-    report = prebuild.prebuild(problem.id, request.candidate, target_device=request.target_device,
-                               timeout_s=request.timeout_s or DEFAULT_PREBUILD_TIMEOUT_S,
-                               required=True if request.sandbox_required else None)
+    report = prebuild.prebuild(
+        problem.id,
+        request.candidate,
+        target_device=request.target_device,
+        timeout_s=request.timeout_s or DEFAULT_PREBUILD_TIMEOUT_S,
+        required=True if request.sandbox_required else None,
+    )
     if report["status"] == schema.COMPILE_ERROR:
         report["result"] = prebuild.result_document(report)
         report.pop("logs", None)  # they are the result's
     if request.json_out:
         _write_json(request.json_out, report)
-    print(f"{report['problem']}  {report['candidate']}  for {report['target_device']}: {report['status']} "
-          f"({report.get('seconds', 0):.1f} s) {report.get('message', '')}")
+    print(
+        f"{report['problem']}  {report['candidate']}  for {report['target_device']}: {report['status']} "
+        f"({report.get('seconds', 0):.1f} s) {report.get('message', '')}"
+    )
     return 0
 
 
@@ -166,13 +191,13 @@ def _check_hidden_world_size(problem, world_size: int, hidden: int | None) -> No
         raise judge.BadRequest(f"--hidden-world-size {hidden} is the world size of the run itself; pick another one")
     prob = _problem(problem)
     if not prob.allows_world_size(hidden):
-        raise judge.BadRequest(f"hidden world size {hidden} is not allowed by {prob.stem} "
-                               f"(rule: {prob.world_size_rule})")
+        raise judge.BadRequest(
+            f"hidden world size {hidden} is not allowed by {prob.stem} (rule: {prob.world_size_rule})"
+        )
 
 
 def _problem(problem):
     import problems
-
     from evaluator import judge
 
     try:
@@ -191,27 +216,41 @@ def _write_json(path: str, document) -> None:
 
 
 def summary(result: dict) -> str:
-    lines = [f"{result['problem']}  W={result['world_size']} {result['device']}  candidate={result['candidate']}",
-             f"verdict: {result['verdict'].upper()}  {result.get('message', '')}"]
+    lines = [
+        f"{result['problem']}  W={result['world_size']} {result['device']}  candidate={result['candidate']}",
+        f"verdict: {result['verdict'].upper()}  {result.get('message', '')}",
+    ]
     for trial in result.get("trials", []):
-        worst = max((r.get("max_abs_error") or 0 for r in trial["ranks"] if isinstance(r.get("max_abs_error"), (int, float))),
-                    default=0)
-        where = "".join([f" at hidden shape M={trial['hidden_shape']['M']} N={trial['hidden_shape']['N']}"
-                         if trial.get("hidden_shape") else "",
-                         f" at W={trial['world_size']}" if trial.get("world_size") else ""])
-        lines.append(f"  trial {trial['trial']} seed {trial['seed']}{where}: {trial['verdict']} "
-                     f"(max abs err {worst:.3g})")
+        worst = max(
+            (r.get("max_abs_error") or 0 for r in trial["ranks"] if isinstance(r.get("max_abs_error"), (int, float))),
+            default=0,
+        )
+        where = "".join(
+            [
+                f" at hidden shape M={trial['hidden_shape']['M']} N={trial['hidden_shape']['N']}"
+                if trial.get("hidden_shape")
+                else "",
+                f" at W={trial['world_size']}" if trial.get("world_size") else "",
+            ]
+        )
+        lines.append(
+            f"  trial {trial['trial']} seed {trial['seed']}{where}: {trial['verdict']} (max abs err {worst:.3g})"
+        )
     hidden_world = result.get("hidden_world_size")
     if hidden_world:
-        lines.append(f"hidden world size W={hidden_world['world_size']}: {hidden_world['verdict']}"
-                     + (f" ({hidden_world['message']})" if hidden_world.get("message") else ""))
+        lines.append(
+            f"hidden world size W={hidden_world['world_size']}: {hidden_world['verdict']}"
+            + (f" ({hidden_world['message']})" if hidden_world.get("message") else "")
+        )
     timing = result.get("timing")
     if timing:
         lo, hi = timing["speedup_ci"]
-        lines.append(f"timing ({timing['method']}, {timing['samples']} samples, "
-                     f"{'ranked' if timing['ranked'] else 'unranked'}): reference {timing['reference_ms']:.4f} ms, "
-                     f"candidate {timing['candidate_ms']:.4f} ms, speedup {timing['speedup']:.3f}x "
-                     f"[{lo:.3f}, {hi:.3f}] -> {'FASTER' if timing['faster'] else 'not faster'}")
+        lines.append(
+            f"timing ({timing['method']}, {timing['samples']} samples, "
+            f"{'ranked' if timing['ranked'] else 'unranked'}): reference {timing['reference_ms']:.4f} ms, "
+            f"candidate {timing['candidate_ms']:.4f} ms, speedup {timing['speedup']:.3f}x "
+            f"[{lo:.3f}, {hi:.3f}] -> {'FASTER' if timing['faster'] else 'not faster'}"
+        )
     if result.get("flags"):
         lines.append(f"flags: {', '.join(result['flags'])} (never ranked)")
     if result["verdict"] not in (schema.CORRECT, schema.INCORRECT):
@@ -253,18 +292,29 @@ def _selfcheck(args) -> int:
     shared = bool(args.shared_device)
     try:
         with shared_device.one_device(shared):  # correctness only: a shared world is never timed
-            report = selfcheck.run(ids, args.world_size, args.device, M=args.M, N=args.N, reduced=args.reduced,
-                                   trials=args.trials, nulls=not args.no_nulls, seed=args.seed,
-                                   on_row=lambda row: print(selfcheck.render_row(row), flush=True),
-                                   **(dict(timing=False, shared_device=True) if shared else {}))
+            report = selfcheck.run(
+                ids,
+                args.world_size,
+                args.device,
+                M=args.M,
+                N=args.N,
+                reduced=args.reduced,
+                trials=args.trials,
+                nulls=not args.no_nulls,
+                seed=args.seed,
+                on_row=lambda row: print(selfcheck.render_row(row), flush=True),
+                **(dict(timing=False, shared_device=True) if shared else {}),
+            )
     except BadRequest as exc:
         print(f"pkb selfcheck: {exc}", file=sys.stderr)
         return 2
     if args.json_out:
         _write_json(args.json_out, report)
     bad = sum(not r["ok"] for r in report["rows"])
-    print(f"selfcheck W={args.world_size} {args.device}{' shared-device' if shared else ''}: "
-          f"{len(report['rows']) - bad} ok, {bad} bad")
+    print(
+        f"selfcheck W={args.world_size} {args.device}{' shared-device' if shared else ''}: "
+        f"{len(report['rows']) - bad} ok, {bad} bad"
+    )
     return 0 if report["ok"] else 1
 
 
@@ -291,8 +341,11 @@ def _sweep(args) -> int:
         report["unmounted"] = removal.unmount_below(args.directory)
     if args.remove:
         report["left"] = removal.remove_tree(args.directory)["left"]
-    print(json.dumps(report) if args.json else f"killed {report['killed_outliving']} processes, "
-                                                 f"removed {report['removed_files']} files")
+    print(
+        json.dumps(report)
+        if args.json
+        else f"killed {report['killed_outliving']} processes, removed {report['removed_files']} files"
+    )
     return 0
 
 
@@ -344,8 +397,11 @@ def build_parser() -> argparse.ArgumentParser:
     phost.add_argument("--ranks", type=int, default=0, help="check a profile of this many ranks (its world size)")
     phost.add_argument("--gpu-model", help="the profile's GPU model, e.g. H200")
     phost.add_argument("--nvlink", action="store_true", help="the profile needs its GPUs linked by NVLink")
-    phost.add_argument("--shared-device", action="store_true",
-                       help="the profile runs every rank on one GPU (pkb eval --shared-device): one GPU serves it")
+    phost.add_argument(
+        "--shared-device",
+        action="store_true",
+        help="the profile runs every rank on one GPU (pkb eval --shared-device): one GPU serves it",
+    )
     phost.add_argument("--json", action="store_true", help="print the record as JSON")
     phost.set_defaults(func=_host)
 

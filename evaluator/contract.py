@@ -13,6 +13,7 @@ command line itself, evaluator/cli.py, whose ``eval`` parser is :func:`add_argum
 (leaderboard/jobs/build_stage.py) runs before a file's GPU job.
 Standard library only (tests/test_layers.py): the site loads it through evaluator/schema.py, without torch.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,9 @@ DTYPES = ("bfloat16", "float16", "float32")
 R = TypeVar("R", bound="_Request")
 
 
-def _option(flag: str, help: str, *, kind: str = "value", type: Callable[[str], Any] = str, always: bool = False,
-            **extra: Any) -> dict[str, Any]:
+def _option(
+    flag: str, help: str, *, kind: str = "value", type: Callable[[str], Any] = str, always: bool = False, **extra: Any
+) -> dict[str, Any]:
     """How one field is spelled on the command line. kind: positional | value (``--flag V``) | flag (store_true) |
     negated (``--no-x`` sets the field False) | ints (comma-separated integers). ``always``: written even when it is
     the default (the lines a reader of a job's log expects to see)."""
@@ -108,53 +110,102 @@ class JudgeRequest(_Request):
     COMMAND: ClassVar[str] = EVAL
 
     problem: str = field(metadata=_option("problem", "problem id or stem", kind="positional"))
-    candidate: str = field(metadata=_option("candidate", "path to a .py defining solution(*inputs), or 'reference'",
-                                            kind="positional"))
-    world_size: int = field(metadata=_option("--world-size", "number of ranks", type=int, always=True,
-                                                        short="-W", required=True))
-    device: str = field(default="cpu", metadata=_option("--device", "cpu: gloo ranks; cuda: NCCL ranks", always=True,
-                                                        choices=DEVICES))
-    trials: int = field(default=5, metadata=_option(
-        "--trials", "correctness trials, each on fresh seeds (default 5); one re-check trial follows timing, so a "
-                    "result lists trials + 1. A site uses its profile's count (cpu-gloo: 3): pkb submit prints it",
-        type=int, always=True))
-    seed: int | None = field(default=None, metadata=_option("--seed", "seed of the trial seeds (default: random)",
-                                                               type=int))
+    candidate: str = field(
+        metadata=_option("candidate", "path to a .py defining solution(*inputs), or 'reference'", kind="positional")
+    )
+    world_size: int = field(
+        metadata=_option("--world-size", "number of ranks", type=int, always=True, short="-W", required=True)
+    )
+    device: str = field(
+        default="cpu", metadata=_option("--device", "cpu: gloo ranks; cuda: NCCL ranks", always=True, choices=DEVICES)
+    )
+    trials: int = field(
+        default=5,
+        metadata=_option(
+            "--trials",
+            "correctness trials, each on fresh seeds (default 5); one re-check trial follows timing, so a "
+            "result lists trials + 1. A site uses its profile's count (cpu-gloo: 3): pkb submit prints it",
+            type=int,
+            always=True,
+        ),
+    )
+    seed: int | None = field(
+        default=None, metadata=_option("--seed", "seed of the trial seeds (default: random)", type=int)
+    )
     M: int = field(default=1024, metadata=_option("--M", "the problem's M (default 1024)", type=int))
     N: int = field(default=1024, metadata=_option("--N", "the problem's N (default 1024)", type=int))
-    reduced: bool = field(default=False, metadata=_option(
-        "--reduced", "CPU development shapes where a spec fixes huge ones", kind="flag"))
-    json_out: str | None = field(default=None, metadata=_option(
-        "--json", "write the result document (- for stdout)", always=True, metavar="OUT"))
-    dtype: str = field(default="bfloat16", metadata=_option("--dtype", "the inputs' dtype (default bfloat16)",
-                                                            choices=DTYPES))
-    timing: bool = field(default=True, metadata=_option("--no-timing", "correctness only: no timed loop",
-                                                        kind="negated"))
-    multicast_allowed: bool = field(default=False, metadata=_option(
-        "--multicast-allowed", "the host profile permits NVLink multicast", kind="flag"))
-    shared_device: bool = field(default=False, metadata=_option(
-        "--shared-device", "every rank of both groups on one GPU (gloo with CUDA tensors), for hosts with fewer GPUs "
-                           "than ranks: multi-rank correctness only, never timed or ranked (implies --no-timing)",
-        kind="flag"))
-    sandbox_required: bool = field(default=False, metadata=_option(
-        "--require-sandbox", "fail closed: run the candidate only inside the complete sandbox, else infra_error "
-                             "(ranked site profiles always do this; PKB_SANDBOX=required does it for every eval)",
-        kind="flag"))
-    timeout_s: float | None = field(default=None, metadata=_option(
-        "--timeout", "seconds per trial/timing block (hang detection)", type=float))
-    seeds: tuple[int, ...] | None = field(default=None, metadata=_option(
-        "--seeds", "explicit public trial seeds, comma-separated (trials + 1)", kind="ints"))
-    hidden_shape: bool = field(default=False, metadata=_option(
-        "--hidden-shape", "one more correctness trial at a shape (M', N') the judge draws (ranked site runs do this)",
-        kind="flag"))
-    hidden_world_size: int | None = field(default=None, metadata=_option(
-        "--hidden-world-size", "a correctness-only run at another world size W2 allowed by the problem (ranked site "
-                               "runs pick one the candidate cannot predict)", type=int, metavar="W2"))
-    pairs: int = field(default=1, metadata=_option(
-        "--pairs", "time in K fresh process pairs and combine them (evaluator/timing/pairs.py); default 1", type=int))
-    profile_dir: str | None = field(default=None, metadata=_option(
-        "--profile", "also record a torch profiler trace per rank: DIR/trace.json (merged), DIR/summary.json",
-        metavar="DIR"))
+    reduced: bool = field(
+        default=False, metadata=_option("--reduced", "CPU development shapes where a spec fixes huge ones", kind="flag")
+    )
+    json_out: str | None = field(
+        default=None, metadata=_option("--json", "write the result document (- for stdout)", always=True, metavar="OUT")
+    )
+    dtype: str = field(
+        default="bfloat16", metadata=_option("--dtype", "the inputs' dtype (default bfloat16)", choices=DTYPES)
+    )
+    timing: bool = field(
+        default=True, metadata=_option("--no-timing", "correctness only: no timed loop", kind="negated")
+    )
+    multicast_allowed: bool = field(
+        default=False, metadata=_option("--multicast-allowed", "the host profile permits NVLink multicast", kind="flag")
+    )
+    shared_device: bool = field(
+        default=False,
+        metadata=_option(
+            "--shared-device",
+            "every rank of both groups on one GPU (gloo with CUDA tensors), for hosts with fewer GPUs "
+            "than ranks: multi-rank correctness only, never timed or ranked (implies --no-timing)",
+            kind="flag",
+        ),
+    )
+    sandbox_required: bool = field(
+        default=False,
+        metadata=_option(
+            "--require-sandbox",
+            "fail closed: run the candidate only inside the complete sandbox, else infra_error "
+            "(ranked site profiles always do this; PKB_SANDBOX=required does it for every eval)",
+            kind="flag",
+        ),
+    )
+    timeout_s: float | None = field(
+        default=None, metadata=_option("--timeout", "seconds per trial/timing block (hang detection)", type=float)
+    )
+    seeds: tuple[int, ...] | None = field(
+        default=None,
+        metadata=_option("--seeds", "explicit public trial seeds, comma-separated (trials + 1)", kind="ints"),
+    )
+    hidden_shape: bool = field(
+        default=False,
+        metadata=_option(
+            "--hidden-shape",
+            "one more correctness trial at a shape (M', N') the judge draws (ranked site runs do this)",
+            kind="flag",
+        ),
+    )
+    hidden_world_size: int | None = field(
+        default=None,
+        metadata=_option(
+            "--hidden-world-size",
+            "a correctness-only run at another world size W2 allowed by the problem (ranked site "
+            "runs pick one the candidate cannot predict)",
+            type=int,
+            metavar="W2",
+        ),
+    )
+    pairs: int = field(
+        default=1,
+        metadata=_option(
+            "--pairs", "time in K fresh process pairs and combine them (evaluator/timing/pairs.py); default 1", type=int
+        ),
+    )
+    profile_dir: str | None = field(
+        default=None,
+        metadata=_option(
+            "--profile",
+            "also record a torch profiler trace per rank: DIR/trace.json (merged), DIR/summary.json",
+            metavar="DIR",
+        ),
+    )
 
     def __post_init__(self) -> None:
         if self.shared_device and self.timing:  # a shared world is never timed (evaluator/judge/config.py)
@@ -175,23 +226,50 @@ class PrebuildRequest(_Request):
 
     problem: str = field(metadata=_option("problem", "problem id or stem", kind="positional"))
     candidate: str = field(metadata=_option("candidate", "path to the candidate .py", kind="positional"))
-    target_device: str = field(default="cuda", metadata=_option(
-        "--target-device", "the device of the job that will load the builds (their cache key)", always=True,
-        choices=DEVICES))
-    json_out: str | None = field(default=None, metadata=_option(
-        "--json", "write the stage's report (- for stdout)", always=True, metavar="OUT"))
-    sandbox_required: bool = field(default=False, metadata=_option(
-        "--require-sandbox", "fail closed: build only inside the complete sandbox, else status infra_error",
-        kind="flag"))
-    timeout_s: float | None = field(default=None, metadata=_option(
-        "--timeout", "seconds for the candidate's start and its first call (default 900)", type=float))
-    arch: str | None = field(default=None, metadata=_option(
-        "--arch", "TORCH_CUDA_ARCH_LIST of the builds: the GPU job's (e.g. 9.0 on an H200); default: inherited",
-        metavar="LIST"))
-    max_jobs: int | None = field(default=None, metadata=_option(
-        "--max-jobs", "compile processes per build (MAX_JOBS); default: inherited", type=int, metavar="N"))
-    nice: int = field(default=0, metadata=_option(
-        "--nice", "lower the stage's CPU priority by N (its ranks and compilers inherit it)", type=int))
+    target_device: str = field(
+        default="cuda",
+        metadata=_option(
+            "--target-device",
+            "the device of the job that will load the builds (their cache key)",
+            always=True,
+            choices=DEVICES,
+        ),
+    )
+    json_out: str | None = field(
+        default=None, metadata=_option("--json", "write the stage's report (- for stdout)", always=True, metavar="OUT")
+    )
+    sandbox_required: bool = field(
+        default=False,
+        metadata=_option(
+            "--require-sandbox",
+            "fail closed: build only inside the complete sandbox, else status infra_error",
+            kind="flag",
+        ),
+    )
+    timeout_s: float | None = field(
+        default=None,
+        metadata=_option("--timeout", "seconds for the candidate's start and its first call (default 900)", type=float),
+    )
+    arch: str | None = field(
+        default=None,
+        metadata=_option(
+            "--arch",
+            "TORCH_CUDA_ARCH_LIST of the builds: the GPU job's (e.g. 9.0 on an H200); default: inherited",
+            metavar="LIST",
+        ),
+    )
+    max_jobs: int | None = field(
+        default=None,
+        metadata=_option(
+            "--max-jobs", "compile processes per build (MAX_JOBS); default: inherited", type=int, metavar="N"
+        ),
+    )
+    nice: int = field(
+        default=0,
+        metadata=_option(
+            "--nice", "lower the stage's CPU priority by N (its ranks and compilers inherit it)", type=int
+        ),
+    )
 
 
 def _ints(text: str | None, flag: str) -> tuple[int, ...] | None:
@@ -208,8 +286,9 @@ def _ints(text: str | None, flag: str) -> tuple[int, ...] | None:
 SHAPE_FIELDS = ("world_size", "device", "trials", "seed", "M", "N", "reduced", "json_out", "shared_device")
 
 
-def add_arguments(parser: argparse.ArgumentParser, names: Collection[str] | None = None,
-                  request: type[_Request] | None = None) -> argparse.ArgumentParser:
+def add_arguments(
+    parser: argparse.ArgumentParser, names: Collection[str] | None = None, request: type[_Request] | None = None
+) -> argparse.ArgumentParser:
     """Add a request's options (``request``: JudgeRequest unless given; all its fields, or the fields ``names``) to
     ``parser``: the judge's command line is built from here, so it reads exactly what the request's ``argv`` writes."""
     for f in dataclasses.fields(request or JudgeRequest):
@@ -238,8 +317,17 @@ SERVE = (sys.executable, "-m", "evaluator.serve")
 
 def serve_command(world_size: int, device: str, warm: int, reply_fd: int) -> list[str]:
     """The long-lived judge's command line (leaderboard/jobs/judge_service.py starts it; its pool's world)."""
-    return [*SERVE, "--world-size", str(world_size), "--device", device, "--warm", str(warm),
-            "--reply-fd", str(reply_fd)]
+    return [
+        *SERVE,
+        "--world-size",
+        str(world_size),
+        "--device",
+        device,
+        "--warm",
+        str(warm),
+        "--reply-fd",
+        str(reply_fd),
+    ]
 
 
 def serve_parser(description: str = "") -> argparse.ArgumentParser:

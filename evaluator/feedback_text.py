@@ -2,6 +2,7 @@
 (pkb_client/feedback.py): pure functions over the feedback document the site builds, and the peak rates its speed of
 light is measured against. Part of the judge's torch-free contract (evaluator/schema.py re-exports it): standard
 library only, installed with the client alone (client/pyproject.toml)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,9 +16,10 @@ H200_CEILINGS = {"name": "H200", "link_bytes_per_s": 450e9, "flops_per_s": 790e1
 
 def ceilings_text(ceilings: dict[str, Any] = H200_CEILINGS) -> str:
     """``H200: NVLink 450 GB/s per direction, HBM 4.3 TB/s, 790 TFLOP/s dense bf16``."""
-    return (f"{ceilings['name']}: NVLink {ceilings['link_bytes_per_s'] / 1e9:g} GB/s per direction, "
-            f"HBM {ceilings['hbm_bytes_per_s'] / 1e12:g} TB/s, {ceilings['flops_per_s'] / 1e12:g} TFLOP/s dense bf16")
-
+    return (
+        f"{ceilings['name']}: NVLink {ceilings['link_bytes_per_s'] / 1e9:g} GB/s per direction, "
+        f"HBM {ceilings['hbm_bytes_per_s'] / 1e12:g} TB/s, {ceilings['flops_per_s'] / 1e12:g} TFLOP/s dense bf16"
+    )
 
 
 def withheld_line(timing: dict[str, Any]) -> str:
@@ -27,8 +29,10 @@ def withheld_line(timing: dict[str, Any]) -> str:
     if not (blocks or short_pairs):
         return ""
     where = f"pairs {short_pairs}" if short_pairs else f"blocks {blocks}"
-    return (f"not called faster: in {where} most of the reference's timed calls began before its host had queued them, "
-            "so those blocks timed the reference's launches, not its kernels")
+    return (
+        f"not called faster: in {where} most of the reference's timed calls began before its host had queued them, "
+        "so those blocks timed the reference's launches, not its kernels"
+    )
 
 
 def text(feedback: dict[str, Any]) -> str:
@@ -37,24 +41,29 @@ def text(feedback: dict[str, Any]) -> str:
     shape = feedback.get("shape") or {}
     # A run that ended before judging (refused, failed to start) lacks some of these: what is unknown is left out,
     # never printed as "None".
-    where = [f"problem {feedback['problem']}" if feedback.get("problem") is not None else "",
-             f"W={feedback['world_size']}" if feedback.get("world_size") is not None else "",
-             str(feedback.get("device") or ""),
-             " ".join(f"{k}={shape[k]}" for k in ("M", "N") if shape.get(k) is not None),
-             str(shape.get("dtype") or ""),
-             f"public seeds {', '.join(str(s) for s in feedback['seeds'])}" if feedback.get("seeds") else ""]
+    where = [
+        f"problem {feedback['problem']}" if feedback.get("problem") is not None else "",
+        f"W={feedback['world_size']}" if feedback.get("world_size") is not None else "",
+        str(feedback.get("device") or ""),
+        " ".join(f"{k}={shape[k]}" for k in ("M", "N") if shape.get(k) is not None),
+        str(shape.get("dtype") or ""),
+        f"public seeds {', '.join(str(s) for s in feedback['seeds'])}" if feedback.get("seeds") else "",
+    ]
     if any(where):
         lines.append("  ".join(part for part in where if part))
     miss = feedback.get("mismatch")
     if miss:
-        lines.append(f"mismatch in trial {miss.get('trial')} (seed {miss.get('seed')}): "
-                     f"ranks {miss.get('failing_ranks')} wrong")
+        lines.append(
+            f"mismatch in trial {miss.get('trial')} (seed {miss.get('seed')}): ranks {miss.get('failing_ranks')} wrong"
+        )
         for r in miss.get("ranks") or []:
             if r.get("ok"):
                 continue
-            lines.append(f"  rank {r['rank']}: {r.get('where') or 'output'}: max abs err {r.get('max_abs_error')}, "
-                         f"max rel err {r.get('max_rel_error')}, first at {r.get('first_mismatch_index')}: "
-                         f"{r.get('message')}")
+            lines.append(
+                f"  rank {r['rank']}: {r.get('where') or 'output'}: max abs err {r.get('max_abs_error')}, "
+                f"max rel err {r.get('max_rel_error')}, first at {r.get('first_mismatch_index')}: "
+                f"{r.get('message')}"
+            )
     log = feedback.get("compile_log") or {}
     if feedback.get("verdict") not in ("correct", "incorrect") and log.get("message"):
         lines.append("log:\n  " + "\n  ".join(str(log["message"]).strip().splitlines()[-20:]))
@@ -65,10 +74,12 @@ def text(feedback: dict[str, Any]) -> str:
     timing = feedback.get("timing")
     if timing:
         lo, hi = timing.get("speedup_ci") or (None, None)
-        lines.append(f"timing ({timing.get('method')}, {timing.get('samples')} samples, "
-                     f"{'ranked' if timing.get('ranked') else 'unranked'}): reference {timing.get('reference_ms')} ms, "
-                     f"candidate {timing.get('candidate_ms')} ms, speedup {timing.get('speedup')}x "
-                     f"[{lo}, {hi}] -> {'FASTER' if timing.get('faster') else 'not faster'}")
+        lines.append(
+            f"timing ({timing.get('method')}, {timing.get('samples')} samples, "
+            f"{'ranked' if timing.get('ranked') else 'unranked'}): reference {timing.get('reference_ms')} ms, "
+            f"candidate {timing.get('candidate_ms')} ms, speedup {timing.get('speedup')}x "
+            f"[{lo}, {hi}] -> {'FASTER' if timing.get('faster') else 'not faster'}"
+        )
         if timing.get("faster_withheld"):
             lines.append(timing["faster_withheld"])
         if timing.get("crosscheck_suspect") or "timing_crosscheck" in (feedback.get("flags") or []):
@@ -77,8 +88,9 @@ def text(feedback: dict[str, Any]) -> str:
     light = feedback.get("speed_of_light") or {}
     efficiency = light.get("efficiency")
     if isinstance(efficiency, (int, float)):
-        lines.append(f"speed of light: {efficiency:.1%} of the floor {light.get('floor_ms')} ms "
-                     f"({light.get('ceilings')})")
+        lines.append(
+            f"speed of light: {efficiency:.1%} of the floor {light.get('floor_ms')} ms ({light.get('ceilings')})"
+        )
     else:
         lines.append(f"speed of light: n/a ({light.get('reason')})")
     if feedback.get("flags"):
@@ -102,14 +114,20 @@ def crosscheck_line(check: dict[str, Any], pooled: dict[str, Any] | None = None)
     probe = check.get("probe") or {}
     why = "(work beside the spin, or launches much slower than the GPU work)"
     if pooled and pooled.get("suspect"):
-        return (f"timing cross-check: over {pooled.get('pairs')} pairs, with no spin the judge's clock saw a mean "
-                f"{pooled.get('mean_excess_ms')} ms a call more than the events claimed, beyond the reference's and "
-                f"the {pooled.get('allowance_ms')} ms allowed {why}")
+        return (
+            f"timing cross-check: over {pooled.get('pairs')} pairs, with no spin the judge's clock saw a mean "
+            f"{pooled.get('mean_excess_ms')} ms a call more than the events claimed, beyond the reference's and "
+            f"the {pooled.get('allowance_ms')} ms allowed {why}"
+        )
     if probe.get("suspect"):
-        return (f"timing cross-check: with no spin the judge's clock saw {probe.get('excess_ms')} ms a call more than "
-                f"the events claimed, beyond the reference's and the {probe.get('allowance_ms')} ms allowed {why}")
-    return (f"timing cross-check: {check.get('unexplained_ms')} ms a call outside the timed window, beyond the "
-            f"reference's and the {check.get('allowance_ms')} ms allowed")
+        return (
+            f"timing cross-check: with no spin the judge's clock saw {probe.get('excess_ms')} ms a call more than "
+            f"the events claimed, beyond the reference's and the {probe.get('allowance_ms')} ms allowed {why}"
+        )
+    return (
+        f"timing cross-check: {check.get('unexplained_ms')} ms a call outside the timed window, beyond the "
+        f"reference's and the {check.get('allowance_ms')} ms allowed"
+    )
 
 
 def first_line(message: str) -> str:

@@ -12,11 +12,12 @@
 
 These are trusted helpers for the self-check, not candidates: they live in the judge's package.
 """
+
 from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -101,8 +102,13 @@ def _round_trip(exchanges: list, output, input, output_counts: list[int], input_
     swapped) returns to every rank what it sent in the first place, which this rank knows without communicating (a
     requester learning how many of its requests were answered, problem 64). Returns that, or None."""
     for ref, delivered, sent, delivered_counts, sent_counts in reversed(exchanges):
-        if (ref() is input and output_counts == sent_counts and input_counts == delivered_counts
-                and output.shape == sent.shape and torch.equal(input, delivered)):
+        if (
+            ref() is input
+            and output_counts == sent_counts
+            and input_counts == delivered_counts
+            and output.shape == sent.shape
+            and torch.equal(input, delivered)
+        ):
             return sent
     return None
 
@@ -186,13 +192,26 @@ def _local_collectives() -> dict[str, Callable]:
         return _async(k)
 
     return {
-        "all_reduce": all_reduce, "broadcast": broadcast, "reduce": reduce, "all_gather": all_gather,
-        "all_gather_into_tensor": all_gather_into_tensor, "_all_gather_base": all_gather_into_tensor,
-        "reduce_scatter_tensor": reduce_scatter_tensor, "_reduce_scatter_base": reduce_scatter_tensor,
-        "reduce_scatter": reduce_scatter, "all_to_all_single": all_to_all_single, "all_to_all": all_to_all,
-        "gather": gather, "scatter": scatter,
-        "send": point_to_point, "recv": point_to_point, "isend": point_to_point, "irecv": point_to_point,
-        "batch_isend_irecv": batch_isend_irecv, "P2POp": P2POp, "barrier": barrier,
+        "all_reduce": all_reduce,
+        "broadcast": broadcast,
+        "reduce": reduce,
+        "all_gather": all_gather,
+        "all_gather_into_tensor": all_gather_into_tensor,
+        "_all_gather_base": all_gather_into_tensor,
+        "reduce_scatter_tensor": reduce_scatter_tensor,
+        "_reduce_scatter_base": reduce_scatter_tensor,
+        "reduce_scatter": reduce_scatter,
+        "all_to_all_single": all_to_all_single,
+        "all_to_all": all_to_all,
+        "gather": gather,
+        "scatter": scatter,
+        "send": point_to_point,
+        "recv": point_to_point,
+        "isend": point_to_point,
+        "irecv": point_to_point,
+        "batch_isend_irecv": batch_isend_irecv,
+        "P2POp": P2POp,
+        "barrier": barrier,
     }
 
 
@@ -217,8 +236,10 @@ def make(kind: str, problem) -> Callable:
         index = problem.timed_arg_index()
         return lambda *inputs: inputs[index]
     if kind == "nocomm":
+
         def local_only(*inputs):
             with no_communication():
                 return problem.solution(*inputs)
+
         return local_only
     raise ValueError(f"unknown null candidate {kind!r}")

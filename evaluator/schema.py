@@ -32,6 +32,7 @@ Example (abridged) of what ``pkb eval ... --json OUT`` writes::
                    # reading them and comparing (the slowest rank's); take_kept: copying kept timed outputs away
     }
 """
+
 from __future__ import annotations
 
 import math
@@ -66,8 +67,14 @@ FLAG_UNSANDBOXED = "unsandboxed"
 # Every rank on one GPU (pkb eval --shared-device, evaluator/judge/shared_device.py): multi-rank correctness on CUDA,
 # never timed, never ranked, never faster.
 FLAG_SHARED_DEVICE = "shared_device"
-FLAGS = (FLAG_TIMING_CROSSCHECK, FLAG_FASTER_THAN_LIGHT, FLAG_UNRANKED_DEVICE, FLAG_DTYPE_DIFFERS, FLAG_UNSANDBOXED,
-         FLAG_SHARED_DEVICE)
+FLAGS = (
+    FLAG_TIMING_CROSSCHECK,
+    FLAG_FASTER_THAN_LIGHT,
+    FLAG_UNRANKED_DEVICE,
+    FLAG_DTYPE_DIFFERS,
+    FLAG_UNSANDBOXED,
+    FLAG_SHARED_DEVICE,
+)
 # Flags that question only the timing: on an unranked (CPU) profile the correctness verdict stands beside them.
 TIMING_FLAGS = (FLAG_TIMING_CROSSCHECK, FLAG_FASTER_THAN_LIGHT, FLAG_UNRANKED_DEVICE, FLAG_SHARED_DEVICE)
 
@@ -100,13 +107,13 @@ from evaluator.backends import SUPPORTED_BACKENDS, unsupported_backend  # noqa: 
 
 # The request a worker sends the judge (``pkb eval``'s command line as a type): evaluator/contract.py.
 from evaluator.contract import (  # noqa: E402,F401
-         JUDGE,
-         BadDeviceSet,
-         JudgeRequest,
-         PrebuildRequest,
-         device_set,
-         has_compile_call,
-         serve_command,
+    JUDGE,
+    BadDeviceSet,
+    JudgeRequest,
+    PrebuildRequest,
+    device_set,
+    has_compile_call,
+    serve_command,
 )
 
 # "Faster at p" (fast_p's bars) as the judge decided it, read from a timing record (older records: from their stored

@@ -9,6 +9,7 @@ the command prints goes to ``log``; when it is done, ``{"id": ..., "status": EXI
 It runs no candidate code itself (that only ever runs in rank processes), so one crashed or killed job does not
 spoil the next: its owner (leaderboard.jobs.judge_service) kills and restarts it whenever a job overruns or it dies.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,8 +25,11 @@ from evaluator.process import warm
 def serve(requests, reply, pool) -> None:
     for line in requests:
         request = json.loads(line)
-        with open(request["log"], "a", buffering=1) as log, contextlib.redirect_stdout(log), \
-                contextlib.redirect_stderr(log):
+        with (
+            open(request["log"], "a", buffering=1) as log,
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+        ):
             try:
                 status = cli.run_eval(contract.JudgeRequest.from_argv(request["argv"]), pool=pool)
             except SystemExit as exc:  # argparse's way of refusing arguments

@@ -3,6 +3,7 @@
 A typo such as ``DJANGO_DEBUG=ture`` or ``PKB_QUOTA_DAILY=10k`` raises ImproperlyConfigured naming the variable,
 instead of silently falling back to a default.
 """
+
 from __future__ import annotations
 
 import os

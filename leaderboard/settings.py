@@ -4,6 +4,7 @@ Embedded default (``make serve``): SQLite under var/, dramatiq's in-memory StubB
 inside ``manage.py runserver_with_worker``, the CPU gloo profile. Production: DATABASE_URL=postgres://...,
 BROKER_URL=amqp://... (or redis://...), DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS; see docs/site.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -64,7 +65,7 @@ CONTENT_SECURITY_POLICY = {
         "base-uri": ["'none'"],
         "frame-ancestors": ["'none'"],
         "form-action": ["'self'"],
-    },
+    }
 }
 
 INSTALLED_APPS = [
@@ -117,9 +118,9 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "leaderboard.pages.views.site_context",
-            ],
+            ]
         },
-    },
+    }
 ]
 
 DATABASES = {"default": database_from_url(env_str("DATABASE_URL", "sqlite:///var/pkb-arena.sqlite3"), BASE_DIR)}
@@ -305,8 +306,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["leaderboard.api.parsers.JSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
+    "DEFAULT_PARSER_CLASSES": [
+        "leaderboard.api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "EXCEPTION_HANDLER": "leaderboard.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
@@ -319,8 +323,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Every operation's refusals (400/401/403/404/405/406/413/415/429, api/errors.py's shape) declared in the schema.
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
-                             "leaderboard.api.schema_hooks.declare_refusals"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "leaderboard.api.schema_hooks.declare_refusals",
+    ],
 }
 
 LOGGING = {

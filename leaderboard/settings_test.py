@@ -1,15 +1,17 @@
 """Settings for the test suite: the real PostgreSQL (PKB_TEST_DATABASE_URL, default the local server) and the
 in-memory StubBroker; the job-lifecycle tests swap in a real RabbitMQ or Redis broker themselves."""
+
 import tempfile
 from pathlib import Path
 
 from leaderboard.env import database_from_url, env_str
-from leaderboard.settings import *  # noqa: F401,F403
+from leaderboard.settings import *  # noqa: F403
 from leaderboard.settings import BASE_DIR
 
 DATABASES = {
-    "default": database_from_url(env_str("PKB_TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/pkb_arena"),
-                                 BASE_DIR),
+    "default": database_from_url(
+        env_str("PKB_TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/pkb_arena"), BASE_DIR
+    )
 }
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 DATABASES["default"]["TEST"] = {"NAME": env_str("PKB_TEST_DATABASE_NAME", "test_pkb_arena")}

@@ -1,6 +1,7 @@
 """plotly.js as a static file: the copy inside the plotly Python package (the version its figures are written for),
 found under ``vendor/plotly.min.js`` so that collectstatic hashes and compresses it with the site's own files and
 WhiteNoise serves it with a far-future cache header. Only that one file of the package is exposed."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -4,10 +4,9 @@ from django.urls import include, path, register_converter
 
 from leaderboard.api import feedback as feedback_api
 from leaderboard.catalogue import converters
-from leaderboard.pages import feedback as feedback_views
-from leaderboard.pages import accounts_views, metadata_views, problem_views, records_views
 from leaderboard.ops import views as ops_views
-from leaderboard.pages import views
+from leaderboard.pages import accounts_views, metadata_views, problem_views, records_views, views
+from leaderboard.pages import feedback as feedback_views
 
 # Registered before the routes below and the API's (included) use them.
 register_converter(converters.IdConverter, "id")
@@ -23,10 +22,14 @@ feedback_urlpatterns = [
     path("api/v1/feedback/runs/<id:pk>/", feedback_api.FeedbackRunDetail.as_view(), name="api-feedback-run"),
     path("api/v1/feedback/sessions/", feedback_api.SessionList.as_view(), name="api-feedback-sessions"),
     path("api/v1/feedback/sessions/<id:pk>/", feedback_api.SessionDetail.as_view(), name="api-feedback-session"),
-    path("api/v1/feedback/sessions/<id:pk>/link/", feedback_api.SessionLink.as_view(),
-         name="api-feedback-session-link"),
-    path("api/v1/feedback/sessions/<id:pk>/close/", feedback_api.SessionClose.as_view(),
-         name="api-feedback-session-close"),
+    path(
+        "api/v1/feedback/sessions/<id:pk>/link/", feedback_api.SessionLink.as_view(), name="api-feedback-session-link"
+    ),
+    path(
+        "api/v1/feedback/sessions/<id:pk>/close/",
+        feedback_api.SessionClose.as_view(),
+        name="api-feedback-session-close",
+    ),
     path("api/v1/feedback/seeds/<problem:key>/", feedback_api.PublicSeeds.as_view(), name="api-feedback-seeds"),
     path("api/v1/feedback/quota/", feedback_api.Quota.as_view(), name="api-feedback-quota"),
     path("feedback/sessions/<id:pk>/", feedback_views.session_detail, name="feedback-session"),
@@ -71,10 +74,14 @@ urlpatterns = [
     path("accounts/password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("accounts/password/reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
     path("accounts/password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
-    path("accounts/password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
-         name="password_reset_confirm"),
-    path("accounts/password/reset/done/", auth_views.PasswordResetCompleteView.as_view(),
-         name="password_reset_complete"),
+    path(
+        "accounts/password/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "accounts/password/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"
+    ),
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -1,5 +1,6 @@
 """Checks every edge of the site shares (pages' forms, the API's serializers, the query-string form): ids, one-line
 text, directory paths, integers in ASCII digits."""
+
 from __future__ import annotations
 
 import json

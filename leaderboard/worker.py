@@ -12,6 +12,7 @@ serves (leaderboard/jobs/host_gate.py).
     dramatiq leaderboard.jobs.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8
     PKB_GPUS=3 dramatiq leaderboard.jobs.actors --queues gpu-h200x1 --processes 1 --threads 1   (docs/site.md: pinned)
 """
+
 from __future__ import annotations
 
 import logging
@@ -62,7 +63,9 @@ class WorkerMiddleware(Middleware):
         try:
             check_sandbox(queues)
             # No two workers on one GPU, and none judging on GPUs its profiles do not describe (the host record).
-            if not (queues and all(is_build_queue(q) for q in queues)):  # a build worker holds no GPU (its stage hides them)
+            if not (
+                queues and all(is_build_queue(q) for q in queues)
+            ):  # a build worker holds no GPU (its stage hides them)
                 self.gpu_locks = gpus.claim_configured()
             host_gate.check_host(queues, threads=getattr(worker, "worker_threads", 1))
         except MiddlewareError as exc:

@@ -6,6 +6,7 @@ Any other command is the judge's (``pkb eval``, ``pkb selfcheck``, ...): the jud
 installed with the judge, which dispatches these commands here) runs them; this one refuses them with a line that
 says so.
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,7 +20,7 @@ COMMANDS = {
     "withdraw": "take one of your published submissions off the leaderboards (asks first)",
     "delete": "delete one of your submissions that was never published (asks first)",
     "feedback": "feedback sessions and runs on a pkb-arena site (agentic protocol; pkb feedback --help lists its "
-                "subcommands)",
+    "subcommands)",
 }
 
 
@@ -31,9 +32,15 @@ def run(command: str, argv: list[str]) -> int:
         return feedback.main(argv)
     from pkb_client import manage, submit, visibility
 
-    return {"submit": submit.main, "publish": visibility.publish_main, "withdraw": visibility.withdraw_main,
-            "status": manage.status_main, "wait": manage.wait_main, "list": manage.list_main,
-            "delete": manage.delete_main}[command](argv)
+    return {
+        "submit": submit.main,
+        "publish": visibility.publish_main,
+        "withdraw": visibility.withdraw_main,
+        "status": manage.status_main,
+        "wait": manage.wait_main,
+        "list": manage.list_main,
+        "delete": manage.delete_main,
+    }[command](argv)
 
 
 def version() -> str:
@@ -49,9 +56,13 @@ def version() -> str:
 
 
 def usage() -> str:
-    return "usage: pkb [--version] {" + ",".join(COMMANDS) + "} ...\n\n" + "\n".join(
-        f"  {name:<10} {text}" for name, text in COMMANDS.items()) + (
-        "\n\nenvironment: PKB_URL, the site (default http://127.0.0.1:8000); PKB_TOKEN, your API token")
+    return (
+        "usage: pkb [--version] {"
+        + ",".join(COMMANDS)
+        + "} ...\n\n"
+        + "\n".join(f"  {name:<10} {text}" for name, text in COMMANDS.items())
+        + ("\n\nenvironment: PKB_URL, the site (default http://127.0.0.1:8000); PKB_TOKEN, your API token")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,9 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv and argv[0] not in ("-h", "--help"):
         # The judge is not published on a package index: it installs from a checkout of the repository.
-        print(f"pkb {argv[0]}: not a site client command: the judge's commands come with the judge's own install "
-              "(pkb eval, pkb selfcheck, ...), from a checkout of the repository (pip install ., with torch), which "
-              "runs both kinds", file=sys.stderr)
+        print(
+            f"pkb {argv[0]}: not a site client command: the judge's commands come with the judge's own install "
+            "(pkb eval, pkb selfcheck, ...), from a checkout of the repository (pip install ., with torch), which "
+            "runs both kinds",
+            file=sys.stderr,
+        )
         print(usage(), file=sys.stderr)
         return 2
     print(usage())

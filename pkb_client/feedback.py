@@ -12,6 +12,7 @@ Common options: --url (default $PKB_URL or http://127.0.0.1:8000), --token (defa
 to $PKB_SESSION. Exit status: 0 done (whatever the verdict), 2 refused (bad request, quota: the reason is printed),
 1 other errors (no connection, the platform failed the run).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,23 +44,34 @@ def overview_parser() -> argparse.ArgumentParser:
     width = max(len(name) for name in HELP)
     listing = "\n".join(f"  {name:<{width}}  {text}" for name, text in HELP.items())
     return argparse.ArgumentParser(
-        prog="pkb feedback", usage=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="pkb feedback",
+        usage=USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="The feedback loop of a pkb-arena site (agentic protocol; public seeds only).",
         epilog=f"subcommands:\n{listing}\n\nEach takes --url (default $PKB_URL), --token (default $PKB_TOKEN); "
-               f"'pkb feedback SUBCOMMAND --help' for its options.")
+        f"'pkb feedback SUBCOMMAND --help' for its options.",
+    )
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default=os.environ.get("PKB_URL", "http://127.0.0.1:8000"),
-                        help="the site (default $PKB_URL or http://127.0.0.1:8000)")
-    parser.add_argument("--token", default=os.environ.get("PKB_TOKEN", ""),
-                        help="an API token (default $PKB_TOKEN; create one on the site's account page)")
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("PKB_URL", "http://127.0.0.1:8000"),
+        help="the site (default $PKB_URL or http://127.0.0.1:8000)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("PKB_TOKEN", ""),
+        help="an API token (default $PKB_TOKEN; create one on the site's account page)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per HTTP request")
 
 
 def build_parser(command: str | None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"pkb feedback{' ' + command if command else ''}",
-                                     description=HELP[command or "PROBLEM FILE"].capitalize() + ".")
+    parser = argparse.ArgumentParser(
+        prog=f"pkb feedback{' ' + command if command else ''}",
+        description=HELP[command or "PROBLEM FILE"].capitalize() + ".",
+    )
     if command is None:
         parser.add_argument("problem", help="id (1) or PKB stem (1_allreduce)")
         parser.add_argument("file", help="the candidate .py defining solution(*inputs)")
@@ -99,13 +111,19 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(str(s) for s in body["seeds"]))
         return 0
     if not args.token:
-        print("pkb feedback: no token: pass --token or set PKB_TOKEN (create one on the site's account page)",
-              file=sys.stderr)
+        print(
+            "pkb feedback: no token: pass --token or set PKB_TOKEN (create one on the site's account page)",
+            file=sys.stderr,
+        )
         return 1
     if command == "open":
-        status, body = request("POST", f"{base}/sessions/", args.token,
-                               {"profile": args.profile, "label": args.label} if args.profile else
-                               {"label": args.label}, args.timeout)
+        status, body = request(
+            "POST",
+            f"{base}/sessions/",
+            args.token,
+            {"profile": args.profile, "label": args.label} if args.profile else {"label": args.label},
+            args.timeout,
+        )
         if status != 201:
             return refused(status, body)
         print(body["id"])
@@ -118,10 +136,14 @@ def main(argv: list[str] | None = None) -> int:
         if status != 200:
             return refused(status, body)
         meter = body["metering"]
-        print(f"session {body['id']} on {body['profile']}: {'open' if body['open'] else 'closed'}"
-              + (f", linked to submission #{body['submission']}" if body.get("submission") else ""))
-        print(f"measured: {meter['runs']} feedback runs, wall {meter['wall_s']} s, "
-              + device_seconds(args.url.rstrip("/"), body["profile"], meter, args.timeout))
+        print(
+            f"session {body['id']} on {body['profile']}: {'open' if body['open'] else 'closed'}"
+            + (f", linked to submission #{body['submission']}" if body.get("submission") else "")
+        )
+        print(
+            f"measured: {meter['runs']} feedback runs, wall {meter['wall_s']} s, "
+            + device_seconds(args.url.rstrip("/"), body["profile"], meter, args.timeout)
+        )
         for run in body.get("runs") or []:
             print(f"  run {run['id']}: {run['problem']} {run['status']} {run['verdict'] or ''}")
         return 0
@@ -151,8 +173,7 @@ def run_feedback(args, base: str) -> int:
     url, deadline = body["url"], time.monotonic() + args.max_wait
     while body["status"] not in ("done", "failed"):
         if time.monotonic() > deadline:
-            print(f"pkb feedback: run {body['id']} still {body['status']} after {args.max_wait:.0f} s",
-                  file=sys.stderr)
+            print(f"pkb feedback: run {body['id']} still {body['status']} after {args.max_wait:.0f} s", file=sys.stderr)
             return 1
         time.sleep(args.poll)
         status, fresh = request("GET", url, args.token, None, args.timeout)
@@ -168,8 +189,10 @@ def run_feedback(args, base: str) -> int:
         else:
             Path(args.json).write_text(text)
     if body["status"] == "failed":
-        print(f"pkb feedback: run {body['id']} failed: {feedback.get('error', 'platform failure')} (not counted)",
-              file=sys.stderr)
+        print(
+            f"pkb feedback: run {body['id']} failed: {feedback.get('error', 'platform failure')} (not counted)",
+            file=sys.stderr,
+        )
         return 1
     print(render(feedback))
     return 0

@@ -6,6 +6,7 @@ from the command line. Standard library only; the same HTTP helpers, verdict lin
     pkb list [--status judging|finished] [--profile SLUG] [--published|--private] [--limit N]
     pkb delete ID [--yes]    delete an unpublished submission (asks first)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,10 @@ import urllib.request
 
 from pkb_client import submit
 
-ENVIRONMENT = ("environment: PKB_URL, the site (default http://127.0.0.1:8000); PKB_TOKEN, your API token (create "
-               "one on the site's account page)")
+ENVIRONMENT = (
+    "environment: PKB_URL, the site (default http://127.0.0.1:8000); PKB_TOKEN, your API token (create "
+    "one on the site's account page)"
+)
 
 
 def _parser(prog: str, description: str, submission: bool = True) -> argparse.ArgumentParser:
@@ -32,21 +35,30 @@ def _parser(prog: str, description: str, submission: bool = True) -> argparse.Ar
 
 
 def build_status_parser() -> argparse.ArgumentParser:
-    return _parser("pkb status", "A submission's evaluations now: how many are queued, running, done; each finished "
-                                 "file's verdict and, for any verdict but correct, its reason.")
+    return _parser(
+        "pkb status",
+        "A submission's evaluations now: how many are queued, running, done; each finished "
+        "file's verdict and, for any verdict but correct, its reason.",
+    )
 
 
 def build_wait_parser() -> argparse.ArgumentParser:
-    parser = _parser("pkb wait", "Follow a submission until every evaluation finished (one made without --wait): "
-                                 "each file's verdict as it lands, then the summary row.")
+    parser = _parser(
+        "pkb wait",
+        "Follow a submission until every evaluation finished (one made without --wait): "
+        "each file's verdict as it lands, then the summary row.",
+    )
     parser.add_argument("--poll", type=float, default=3.0, help="seconds between status checks")
     return parser
 
 
 def build_list_parser() -> argparse.ArgumentParser:
     parser = _parser("pkb list", "Your submissions, newest first, with their status.", submission=False)
-    parser.add_argument("--status", choices=("judging", "finished"),
-                        help="judging: some evaluation still queued or running; finished: none")
+    parser.add_argument(
+        "--status",
+        choices=("judging", "finished"),
+        help="judging: some evaluation still queued or running; finished: none",
+    )
     parser.add_argument("--profile", help="only this hardware profile (e.g. cpu-gloo)")
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--published", action="store_true", help="only those listed on the leaderboard")
@@ -56,9 +68,12 @@ def build_list_parser() -> argparse.ArgumentParser:
 
 
 def build_delete_parser() -> argparse.ArgumentParser:
-    parser = _parser("pkb delete", "Delete one of your submissions that was never published, once none of its "
-                                   "evaluations is queued or running (a published one is withdrawn instead: pkb "
-                                   "withdraw). Asks for confirmation unless --yes.")
+    parser = _parser(
+        "pkb delete",
+        "Delete one of your submissions that was never published, once none of its "
+        "evaluations is queued or running (a published one is withdrawn instead: pkb "
+        "withdraw). Asks for confirmation unless --yes.",
+    )
     parser.add_argument("--yes", "-y", action="store_true", help="delete without asking")
     return parser
 
@@ -66,8 +81,10 @@ def build_delete_parser() -> argparse.ArgumentParser:
 def _token(command: str, args) -> bool:
     if args.token:
         return True
-    print(f"pkb {command}: no token: pass --token or set PKB_TOKEN (create one on the site's account page)",
-          file=sys.stderr)
+    print(
+        f"pkb {command}: no token: pass --token or set PKB_TOKEN (create one on the site's account page)",
+        file=sys.stderr,
+    )
     return False
 
 
@@ -126,8 +143,9 @@ def list_main(argv: list[str] | None = None) -> int:
         return 1
     code, rows = submit.get_json(_api(args), args.token, args.timeout)
     if code != 200 or not isinstance(rows, list):
-        return submit.report_refusal("pkb list", code, rows if isinstance(rows, dict) else {},
-                                     refused_statuses=(401, 403))
+        return submit.report_refusal(
+            "pkb list", code, rows if isinstance(rows, dict) else {}, refused_statuses=(401, 403)
+        )
     chosen = []
     for row in rows:
         if len(chosen) >= args.limit:
@@ -151,8 +169,10 @@ def list_main(argv: list[str] | None = None) -> int:
         return 0
     print(f"{'id':>6}  {'status':<9} {'visibility':<10} {'profile':<14} {'protocol':<17} {'k':>2}  model")
     for row in chosen:
-        print(f"{row['id']:>6}  {row['status']:<9} {row.get('visibility', ''):<10} {row.get('profile') or '':<14} "
-              f"{row.get('protocol', ''):<17} {row.get('attempts_k', ''):>2}  {row.get('model_name', '')}")
+        print(
+            f"{row['id']:>6}  {row['status']:<9} {row.get('visibility', ''):<10} {row.get('profile') or '':<14} "
+            f"{row.get('protocol', ''):<17} {row.get('attempts_k', ''):>2}  {row.get('model_name', '')}"
+        )
     return 0
 
 
@@ -163,25 +183,29 @@ def delete_main(argv: list[str] | None = None) -> int:
     url = f"{_api(args)}{args.submission}/"
     code, body = submit.get_json(url, args.token, args.timeout)
     if code != 200:
-        print(f"pkb delete: no submission #{args.submission} of yours ({code or 'no connection'}): "
-              f"{body.get('detail', '')}", file=sys.stderr)
+        print(
+            f"pkb delete: no submission #{args.submission} of yours ({code or 'no connection'}): "
+            f"{body.get('detail', '')}",
+            file=sys.stderr,
+        )
         return 2 if code in (403, 404) else 1
     if body.get("editable") is False:
-        print(f"pkb delete: submission #{args.submission} is not yours: only its owner can delete it",
-              file=sys.stderr)
+        print(f"pkb delete: submission #{args.submission} is not yours: only its owner can delete it", file=sys.stderr)
         return 2
-    what = (f"submission #{body['id']}: {body.get('model_name')} ({body.get('protocol')}, k={body.get('attempts_k')}) "
-            f"on {body.get('profile')}")
+    what = (
+        f"submission #{body['id']}: {body.get('model_name')} ({body.get('protocol')}, k={body.get('attempts_k')}) "
+        f"on {body.get('profile')}"
+    )
     if not args.yes:
         if not sys.stdin.isatty():
             print(f"pkb delete: {what}: pass --yes to delete it without a prompt", file=sys.stderr)
             return 2
-        if input(f"Delete {what}? Its files, results and logs are removed. [y/N] ").strip().lower() not in ("y",
-                                                                                                      "yes"):
+        if input(f"Delete {what}? Its files, results and logs are removed. [y/N] ").strip().lower() not in ("y", "yes"):
             print("not deleted")
             return 1
-    request = urllib.request.Request(url, method="DELETE", headers={
-        "Authorization": f"Bearer {args.token}", "Accept": "application/json"})
+    request = urllib.request.Request(
+        url, method="DELETE", headers={"Authorization": f"Bearer {args.token}", "Accept": "application/json"}
+    )
     code, body = submit.send(request, args.timeout)
     if code != 204:
         return submit.report_refusal("pkb delete", code, body, refused_statuses=(400, 403, 404))

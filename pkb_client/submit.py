@@ -12,6 +12,7 @@ A submission is private (only its owner sees it) until published. ``--wait`` pri
 stdout instead, and nothing else there.
 Exit status: 0 accepted (and, with --wait, finished), 2 refused (each refused file and rule printed), 1 other errors.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,12 +32,16 @@ SKIP_PARTS = ("__pycache__", ".git", ".ipynb_checkpoints")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="pkb submit", description="Upload kernels to a pkb-arena site.",
+        prog="pkb submit",
+        description="Upload kernels to a pkb-arena site.",
         epilog="environment: PKB_URL, the site (default http://127.0.0.1:8000; --url overrides it); PKB_TOKEN, your "
-               "API token (--token overrides it; create one on the site's account page). Without --wait, follow the "
-               "submission later with: pkb status ID, pkb wait ID; pkb list shows your submissions.")
-    parser.add_argument("path", help="a directory in PKB layout ({stem}_{backend}.py, optional attempt_N/), "
-                                     "or a .zip/.tar/.tar.gz of one")
+        "API token (--token overrides it; create one on the site's account page). Without --wait, follow the "
+        "submission later with: pkb status ID, pkb wait ID; pkb list shows your submissions.",
+    )
+    parser.add_argument(
+        "path",
+        help="a directory in PKB layout ({stem}_{backend}.py, optional attempt_N/), or a .zip/.tar/.tar.gz of one",
+    )
     parser.add_argument("--model", help="the model that wrote the kernels")
     parser.add_argument("--protocol", help="one_shot, best_of_k or agentic_feedback")
     parser.add_argument("--attempts", type=int, help="attempt budget k")
@@ -51,12 +56,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--notes")
     parser.add_argument("--feedback-for", type=int, help="the submission this run was feedback for")
     parser.add_argument("--publish", action="store_true", help="list it on the leaderboard now")
-    parser.add_argument("--wait", action="store_true",
-                        help="follow the evaluations (later: pkb wait ID): each file's verdict as it lands, then the "
-                             "summary and URL")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON document on stdout (the submission; with --wait, its final status and "
-                             "every file's verdict) and no progress")
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow the evaluations (later: pkb wait ID): each file's verdict as it lands, then the summary and URL",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document on stdout (the submission; with --wait, its final status and "
+        "every file's verdict) and no progress",
+    )
     parser.add_argument("--poll", type=float, default=3.0, help="seconds between status checks with --wait")
     parser.add_argument("--url", default=os.environ.get("PKB_URL", "http://127.0.0.1:8000"))
     parser.add_argument("--token", default=os.environ.get("PKB_TOKEN", ""))
@@ -67,38 +77,60 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.token:
-        print("pkb submit: no token: pass --token or set PKB_TOKEN (create one on the site's account page)",
-              file=sys.stderr)
+        print(
+            "pkb submit: no token: pass --token or set PKB_TOKEN (create one on the site's account page)",
+            file=sys.stderr,
+        )
         return 1
     try:
         name, payload = pack(Path(args.path))
     except (OSError, ValueError) as exc:
         print(f"pkb submit: {exc}", file=sys.stderr)
         return 1
-    fields = {key: value for key, value in {
-        "model": args.model, "protocol": args.protocol, "attempts": args.attempts, "profile": args.profile,
-        "agent": args.agent, "agent_version": args.agent_version, "backend": args.backend,
-        "selection": args.selection, "tokens": args.tokens, "dollars": args.dollars, "label": args.label,
-        "notes": args.notes, "feedback_for": args.feedback_for, "publish": "true" if args.publish else None,
-    }.items() if value is not None}
+    fields = {
+        key: value
+        for key, value in {
+            "model": args.model,
+            "protocol": args.protocol,
+            "attempts": args.attempts,
+            "profile": args.profile,
+            "agent": args.agent,
+            "agent_version": args.agent_version,
+            "backend": args.backend,
+            "selection": args.selection,
+            "tokens": args.tokens,
+            "dollars": args.dollars,
+            "label": args.label,
+            "notes": args.notes,
+            "feedback_for": args.feedback_for,
+            "publish": "true" if args.publish else None,
+        }.items()
+        if value is not None
+    }
     base = args.url.rstrip("/")
-    status, body = post_multipart(f"{base}/api/v1/submissions/", fields, ("archive", name, payload),
-                                  args.token, args.timeout)
+    status, body = post_multipart(
+        f"{base}/api/v1/submissions/", fields, ("archive", name, payload), args.token, args.timeout
+    )
     if status != 201:
         if args.json:
             print(json.dumps({"accepted": False, "http_status": status, **body}, indent=2, default=str))
         return report_refusal("pkb submit", status, body)
     if not args.json:
-        print(f"accepted: submission #{body['id']} with {body.get('jobs', '?')} evaluation(s) on "
-              f"{body.get('profile')}: {body.get('url')}")
+        print(
+            f"accepted: submission #{body['id']} with {body.get('jobs', '?')} evaluation(s) on "
+            f"{body.get('profile')}: {body.get('url')}"
+        )
         profile = profile_of(base, body.get("profile"), args.timeout)
         if profile:
             print(trials_note(profile))
     try:
         final = wait(args, body["id"]) if args.wait else None
     except KeyboardInterrupt:
-        print(f"\nstopped waiting; submission #{body['id']} is still judged on the site: {body.get('url')}; "
-              f"follow it again with: pkb wait {body['id']}", file=sys.stderr)
+        print(
+            f"\nstopped waiting; submission #{body['id']} is still judged on the site: {body.get('url')}; "
+            f"follow it again with: pkb wait {body['id']}",
+            file=sys.stderr,
+        )
         return 130
     if isinstance(final, int):
         return final
@@ -117,16 +149,23 @@ def main(argv: list[str] | None = None) -> int:
 def document(base: str, created: dict, final: dict | None) -> dict:
     """What ``--json`` prints: the submission as created, its final status (``--wait``), how to publish it."""
     sid = created["id"]
-    return {"accepted": True, "submission": created, "url": created.get("url"),
-            "visibility": created.get("visibility"), "status": final,
-            "publish": {"command": f"pkb publish {sid}", "api": f"POST {base}/api/v1/submissions/{sid}/publish/"}}
+    return {
+        "accepted": True,
+        "submission": created,
+        "url": created.get("url"),
+        "visibility": created.get("visibility"),
+        "status": final,
+        "publish": {"command": f"pkb publish {sid}", "api": f"POST {base}/api/v1/submissions/{sid}/publish/"},
+    }
 
 
 def publish_note(created: dict) -> str:
     if created.get("visibility") == "public":
         return "public: listed on the leaderboard (code and logs visible to everyone)"
-    return (f"private: only you can see it. To list it on the leaderboard (its code and logs become public too): "
-            f"pkb publish {created['id']}   (or the Publish button on its page)")
+    return (
+        f"private: only you can see it. To list it on the leaderboard (its code and logs become public too): "
+        f"pkb publish {created['id']}   (or the Publish button on its page)"
+    )
 
 
 def profile_of(base: str, slug: str | None, timeout: float) -> dict | None:
@@ -143,9 +182,11 @@ def trials_note(profile: dict) -> str:
     reduced = " --reduced" if device == "cpu" else ""
     if profile.get("shared_device"):  # every rank on one GPU: the profiles API says so (docs/site.md)
         reduced += " --shared-device"
-    return (f"judged on {profile.get('slug')} with {trials} correctness trial(s) + 1 re-check after timing at "
-            f"W={W} on {device} (the profile's own count; a local eval defaults to 5 trials); "
-            f"reproduce one file with: pkb eval PROBLEM FILE -W {W} --device {device} --trials {trials}{reduced}")
+    return (
+        f"judged on {profile.get('slug')} with {trials} correctness trial(s) + 1 re-check after timing at "
+        f"W={W} on {device} (the profile's own count; a local eval defaults to 5 trials); "
+        f"reproduce one file with: pkb eval PROBLEM FILE -W {W} --device {device} --trials {trials}{reduced}"
+    )
 
 
 def pack(path: Path) -> tuple[str, bytes]:
@@ -166,19 +207,31 @@ def pack(path: Path) -> tuple[str, bytes]:
     return f"{path.resolve().name or 'submission'}.zip", buffer.getvalue()
 
 
-def post_multipart(url: str, fields: dict, file: tuple[str, str, bytes], token: str,
-                   timeout: float) -> tuple[int, dict]:
+def post_multipart(
+    url: str, fields: dict, file: tuple[str, str, bytes], token: str, timeout: float
+) -> tuple[int, dict]:
     boundary = uuid.uuid4().hex
     chunks = []
     for key, value in fields.items():
         chunks.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'.encode())
     field, filename, data = file
-    chunks.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"; filename="{filename}"\r\n'
-                  f'Content-Type: application/octet-stream\r\n\r\n'.encode() + data + b"\r\n")
+    chunks.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"; filename="{filename}"\r\n'
+        f"Content-Type: application/octet-stream\r\n\r\n".encode()
+        + data
+        + b"\r\n"
+    )
     chunks.append(f"--{boundary}--\r\n".encode())
-    request = urllib.request.Request(url, data=b"".join(chunks), method="POST", headers={
-        "Content-Type": f"multipart/form-data; boundary={boundary}", "Authorization": f"Bearer {token}",
-        "Accept": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=b"".join(chunks),
+        method="POST",
+        headers={
+            "Content-Type": f"multipart/form-data; boundary={boundary}",
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json",
+        },
+    )
     return send(request, timeout)
 
 
@@ -266,10 +319,12 @@ def summary_row(final: dict) -> str:
     entry = final.get("entry") or {}
     geomean = entry.get("geomean_speedup")
     jobs = final.get("jobs") or {}
-    return (f"finished: Correct {entry.get('correct', 0)} (of 87), Faster {entry.get('faster', 0)} (of 87), "
-            f"judged {entry.get('judged', 0)}, geomean speedup "
-            f"{'-' if geomean is None else f'{geomean:.3f}x'}; evaluations done {jobs.get('done', 0)}, "
-            f"platform failures {jobs.get('failed', 0)}")
+    return (
+        f"finished: Correct {entry.get('correct', 0)} (of 87), Faster {entry.get('faster', 0)} (of 87), "
+        f"judged {entry.get('judged', 0)}, geomean speedup "
+        f"{'-' if geomean is None else f'{geomean:.3f}x'}; evaluations done {jobs.get('done', 0)}, "
+        f"platform failures {jobs.get('failed', 0)}"
+    )
 
 
 class Progress:
@@ -279,13 +334,13 @@ class Progress:
         self._bar = self._task = None
         if enabled:
             try:
-                from rich.progress import BarColumn, MofNCompleteColumn
+                from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
                 from rich.progress import Progress as RichProgress
-                from rich.progress import TextColumn, TimeElapsedColumn
             except ImportError:  # the base install has rich; a bare copy of this file still works
                 return
-            self._bar = RichProgress(TextColumn("evaluations"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), transient=True)
+            self._bar = RichProgress(
+                TextColumn("evaluations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
+            )
 
     def __enter__(self):
         if self._bar is not None:

@@ -1,4 +1,5 @@
 """The 87 ParallelKernelBench workloads, discovered from ``problems/pNN_*.py`` and keyed by id and by PKB stem."""
+
 from __future__ import annotations
 
 import importlib
@@ -60,8 +61,11 @@ def get(key) -> Problem:
 def _one(problem_id: int) -> Problem | None:
     """One problem by id without importing the other 86: every rank process starts with this, and importing all of
     them (with their helpers) is a measurable part of a rank's start."""
-    names = [info.name for info in pkgutil.iter_modules(__path__) if info.name.startswith(f"p{problem_id:02d}_")
-             and _MODULE_RE.match(info.name)]
+    names = [
+        info.name
+        for info in pkgutil.iter_modules(__path__)
+        if info.name.startswith(f"p{problem_id:02d}_") and _MODULE_RE.match(info.name)
+    ]
     if len(names) != 1:
         return registry().get(problem_id)  # none or ambiguous: the full scan reports it
     try:

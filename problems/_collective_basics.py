@@ -1,4 +1,5 @@
 """Helpers shared by problems 2-17 (collective primitives and the TP GEMM family); skipped by the registry."""
+
 import torch
 import torch.distributed as dist
 

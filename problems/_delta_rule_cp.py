@@ -3,12 +3,14 @@
 Both are the same sequential state update, differing only in the decay (one value per key channel in KDA, one scalar
 per head in Gated DeltaNet) and in how the gate inputs are turned into it, which each problem does itself.
 """
+
 import torch
 
 
 @torch.no_grad()
-def gated_delta_rule(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: torch.Tensor,
-                     beta: torch.Tensor) -> torch.Tensor:
+def gated_delta_rule(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decay: torch.Tensor, beta: torch.Tensor
+) -> torch.Tensor:
     """Run the recurrence in fp32 over the whole sequence; returns fp32 (B, T, H, V).
 
     q, k: (B, T, H, K), already normalized and scaled; v: (B, T, H, V); beta: (B, T, H);

@@ -19,7 +19,6 @@ atol = rtol = 1e-2 by up to 15 % on m and v. On top of atol = rtol = 1e-2 we all
 ``bf16_sum_slack(m, W)`` and the second moments twice that of v (v is quadratic in the gradient); parameters keep the
 plain tolerance (the update is a smooth, bounded function of the gradient, and a slack would hide it).
 """
-from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -99,7 +98,7 @@ def unflatten(flat: torch.Tensor, like) -> list[torch.Tensor]:
         numel = 1
         for n in shape:
             numel *= n
-        out.append(flat[offset:offset + numel].view(shape))
+        out.append(flat[offset : offset + numel].view(shape))
         offset += numel
     return out
 
@@ -134,8 +133,8 @@ def sum_over_ranks(flat_grad: torch.Tensor) -> torch.Tensor:
 
 def adam_bf16(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, step):
     """One Adam step (no weight decay) as PKB's bf16 op sequence, on copies: returns (new param, m, v)."""
-    bias_correction1 = 1 - beta1 ** step
-    bias_correction2 = 1 - beta2 ** step
+    bias_correction1 = 1 - beta1**step
+    bias_correction2 = 1 - beta2**step
     m = exp_avg.clone()
     m.mul_(beta1).add_(grad, alpha=1 - beta1)
     v = exp_avg_sq.clone()
@@ -147,7 +146,8 @@ def adam_bf16(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, step):
 def moment_compare(kinds: str, atol: float = 1e-2, rtol: float = 1e-2):
     """A ``Problem.compare`` for a tuple of outputs whose kinds are given by ``kinds`` ('p' parameter, 'm' first
     moment, 'v' second moment): element-wise allclose with the reduction-order slack described in the docstring."""
-    def compare(expected, actual, world_size: int) -> Optional[str]:
+
+    def compare(expected, actual, world_size: int) -> str | None:
         if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
             return f"expected a tuple of {len(expected)} tensors, got {type(actual).__name__}"
         for i, (kind, e, a) in enumerate(zip(kinds, expected, actual)):
@@ -160,8 +160,11 @@ def moment_compare(kinds: str, atol: float = 1e-2, rtol: float = 1e-2):
             bad = ~((a64 - e64).abs() <= atol + extra + rtol * e64.abs())  # NaN counts as bad
             if bad.any():
                 index = int(bad.reshape(-1).nonzero()[0])
-                return (f"output[{i}]: {int(bad.sum())} of {e.numel()} elements outside atol={atol + extra:.3g}, "
-                        f"rtol={rtol}; first at flat index {index}: got {a64.reshape(-1)[index].item():.6g}, "
-                        f"expected {e64.reshape(-1)[index].item():.6g}")
+                return (
+                    f"output[{i}]: {int(bad.sum())} of {e.numel()} elements outside atol={atol + extra:.3g}, "
+                    f"rtol={rtol}; first at flat index {index}: got {a64.reshape(-1)[index].item():.6g}, "
+                    f"expected {e64.reshape(-1)[index].item():.6g}"
+                )
         return None
+
     return compare

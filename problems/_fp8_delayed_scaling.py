@@ -4,6 +4,7 @@ The spec's recipe: a = max |x| of the LOCAL tensor; the history is rotated left 
 bf16(a); scale = max(history) / 448; x is divided by the scale in fp32, rounded to float8_e4m3fn, multiplied back and
 cast to D. Each rank uses its own scale (no cross-rank amax agreement).
 """
+
 from __future__ import annotations
 
 import math

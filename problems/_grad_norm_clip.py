@@ -1,9 +1,10 @@
 """Shared pieces of problems 21 and 22 (VeOmni-style FSDP2 gradient clipping): random gradients whose global norm
 cannot be guessed, the local sum of p-th powers of norms, and the in-place clip."""
+
 from __future__ import annotations
 
 import math
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 import torch
 
@@ -21,7 +22,7 @@ def random_grad(ctx: InputContext) -> torch.Tensor:
     return g.to(ctx.dtype)
 
 
-def grads_device(*grad_lists: Iterable[Optional[torch.Tensor]]) -> torch.device:
+def grads_device(*grad_lists: Iterable[torch.Tensor | None]) -> torch.device:
     """The grads' device; as in the original, cuda:0 (or the CPU without CUDA) when every entry is None."""
     for grads in grad_lists:
         for g in grads:
@@ -30,7 +31,7 @@ def grads_device(*grad_lists: Iterable[Optional[torch.Tensor]]) -> torch.device:
     return torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
 
 
-def sum_of_powers(grads: Iterable[Optional[torch.Tensor]], p: float, device: torch.device) -> torch.Tensor:
+def sum_of_powers(grads: Iterable[torch.Tensor | None], p: float, device: torch.device) -> torch.Tensor:
     """Sum over the non-None grads of ||fp32(g)||_p ** p, as a 0-d fp32 tensor."""
     acc = torch.zeros((), dtype=torch.float32, device=device)
     for g in grads:
@@ -39,7 +40,7 @@ def sum_of_powers(grads: Iterable[Optional[torch.Tensor]], p: float, device: tor
     return acc
 
 
-def clip_(grads: Iterable[Optional[torch.Tensor]], max_norm: float, total_norm: torch.Tensor) -> None:
+def clip_(grads: Iterable[torch.Tensor | None], max_norm: float, total_norm: torch.Tensor) -> None:
     """Scale every grad in place by max_norm / total_norm when the norm exceeds max_norm (a host-side branch)."""
     if total_norm > max_norm:
         coef = max_norm / total_norm

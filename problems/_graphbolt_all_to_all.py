@@ -3,6 +3,7 @@
 In GraphBolt's wrapper, list position i refers to peer (rank + i) mod W, both for what is sent and for what is
 received. With the usual rule (position j <-> rank j) that is both lists rotated right by the caller's rank.
 """
+
 import torch.distributed as dist
 
 from problems._uneven_all_to_all import all_to_all_list

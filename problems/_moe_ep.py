@@ -5,8 +5,9 @@ expert (rank j hosts experts j*L ... j*L+L-1, L = 8/W) with an uneven ``all_to_a
 that rank's expert MLP, sends them back and sums the two weighted rows per token. Collectives are called as
 ``dist.<name>`` so the self-check's no-communication null can replace them. Skipped by the registry.
 """
+
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -43,7 +44,7 @@ def draw_tokens_and_router(ctx: InputContext):
     check_world_size(ctx.world_size)
     ctx.seed(ctx.rank)
     x = torch.randn(ctx.M, ctx.N, device=ctx.device).to(ctx.dtype)
-    gate_weight = (torch.randn(NUM_EXPERTS, ctx.N, device=ctx.device) * (ROUTER_LOGIT_STD / math.sqrt(ctx.N)))
+    gate_weight = torch.randn(NUM_EXPERTS, ctx.N, device=ctx.device) * (ROUTER_LOGIT_STD / math.sqrt(ctx.N))
     gate_weight = gate_weight.to(ctx.dtype)
     gate_bias = torch.randn(NUM_EXPERTS, device=ctx.device).to(ctx.dtype)
     for _ in range(200):
@@ -56,13 +57,23 @@ def draw_tokens_and_router(ctx: InputContext):
 
 def draw_expert_mlp(ctx: InputContext):
     """gate_proj, up_proj (N -> 128) and down_proj (128 -> N): nn.Linear default init on the CPU, then bf16."""
-    modules = [torch.nn.Linear(ctx.N, EXPERT_HIDDEN), torch.nn.Linear(ctx.N, EXPERT_HIDDEN),
-               torch.nn.Linear(EXPERT_HIDDEN, ctx.N)]
+    modules = [
+        torch.nn.Linear(ctx.N, EXPERT_HIDDEN),
+        torch.nn.Linear(ctx.N, EXPERT_HIDDEN),
+        torch.nn.Linear(EXPERT_HIDDEN, ctx.N),
+    ]
     return tuple(m.to(ctx.dtype).to(ctx.device) for m in modules)
 
 
-def moe_forward(hidden_states: torch.Tensor, gate_weight: torch.Tensor, gate_bias, expert: Callable, num_experts: int,
-                top_k: int, group=None) -> torch.Tensor:
+def moe_forward(
+    hidden_states: torch.Tensor,
+    gate_weight: torch.Tensor,
+    gate_bias,
+    expert: Callable,
+    num_experts: int,
+    top_k: int,
+    group=None,
+) -> torch.Tensor:
     """Route, dispatch, run ``expert`` on the received rows, combine; returns the (M, N) output of this rank."""
     world_size = dist.get_world_size(group)
     rank = dist.get_rank(group)
@@ -77,7 +88,7 @@ def moe_forward(hidden_states: torch.Tensor, gate_weight: torch.Tensor, gate_bia
     counts = torch.bincount(flat_experts, minlength=num_experts)
     all_counts = torch.empty(world_size * num_experts, dtype=counts.dtype, device=counts.device)
     dist.all_gather_into_tensor(all_counts, counts, group=group)
-    received = all_counts.view(world_size, num_experts)[:, rank * local:(rank + 1) * local]  # [source, local expert]
+    received = all_counts.view(world_size, num_experts)[:, rank * local : (rank + 1) * local]  # [source, local expert]
     input_splits = counts.view(world_size, local).sum(1).tolist()
     output_splits = received.sum(1).tolist()
     chunk_rows = received.reshape(-1).tolist()  # chunks in (source, local expert) order

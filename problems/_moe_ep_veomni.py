@@ -5,6 +5,7 @@ EP group, permutes the token rows expert-major, dispatches them with all_to_all_
 local-expert-major, applies this rank's single MLP, undoes the regroup, sends the rows back and combines them with
 their routing weights. ``make_moe_inputs`` builds the rank-specific inputs of those problems.
 """
+
 from __future__ import annotations
 
 import torch
@@ -43,8 +44,9 @@ def route(hidden_states, gate_weight, gate_bias, top_k):
 
 
 @torch.no_grad()
-def moe_ep_forward(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, num_experts: int,
-                   top_k: int, group) -> torch.Tensor:
+def moe_ep_forward(
+    hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, num_experts: int, top_k: int, group
+) -> torch.Tensor:
     P = dist.get_world_size(group)
     me = dist.get_rank(group)
     L = num_experts // P
@@ -55,7 +57,7 @@ def moe_ep_forward(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, do
     counts = torch.bincount(experts.reshape(-1), minlength=num_experts)
     table = torch.empty(P * num_experts, dtype=counts.dtype, device=counts.device)
     dist.all_gather_into_tensor(table, counts, group=group)
-    table = table.view(P, num_experts)[:, me * L:(me + 1) * L].cpu()  # (source, local expert); host sync
+    table = table.view(P, num_experts)[:, me * L : (me + 1) * L].cpu()  # (source, local expert); host sync
     input_splits = counts.view(P, L).sum(dim=1).tolist()
     output_splits = table.sum(dim=1).tolist()
 

@@ -1,8 +1,9 @@
 """Shared pieces of the VeOmni expert-parallel problems 26-29: E = 8 experts split evenly over the W ranks of WORLD,
 top-2 routing, the (synthetic) equal all-to-all splits, the per-local-expert counts, and the token permutations."""
+
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import torch
 
@@ -35,8 +36,10 @@ def equal_splits(total: int, world_size: int) -> list[int]:
 def require_equal_splits(rows: int, world_size: int) -> None:
     """PKB's remainder handling gives splits that disagree between ranks (the collective fails or hangs)."""
     if rows % world_size:
-        raise ValueError(f"{rows} rows cannot be split equally over {world_size} ranks; the spec's splits only agree "
-                         "across ranks when they divide evenly")
+        raise ValueError(
+            f"{rows} rows cannot be split equally over {world_size} ranks; the spec's splits only agree "
+            "across ranks when they divide evenly"
+        )
 
 
 def per_local_expert_counts(ctx: InputContext) -> torch.Tensor:
@@ -68,7 +71,7 @@ def sort_chunks(rows: torch.Tensor, sizes: Sequence[int], order: Sequence[int]) 
     return torch.cat([chunks[i] for i in order], dim=0)
 
 
-def as_list(splits: Union[Sequence[int], torch.Tensor, None]):
+def as_list(splits: Sequence[int] | torch.Tensor | None):
     """Split sizes as a Python list (a tensor is read back to the host, a sync, as in the original)."""
     if isinstance(splits, torch.Tensor):
         return [int(s) for s in splits.tolist()]

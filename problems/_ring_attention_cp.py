@@ -5,9 +5,8 @@ step s every rank holds the k/v block of CP rank (c - s) mod cp and passes it on
 per step, as ring-flash-attention does; every block is relayed, needed or not). Each used block yields an fp32
 partial output and log-sum-exp, merged in the running sigmoid / logsigmoid form of ring-flash-attention.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import torch
 import torch.distributed as dist
@@ -53,7 +52,7 @@ def ring_pass(tensors, group):
     return received
 
 
-def ring_attention(q, k, v, softmax_scale: Optional[float] = None, causal: bool = False, group=None):
+def ring_attention(q, k, v, softmax_scale: float | None = None, causal: bool = False, group=None):
     """Attention of the local queries over the whole CP sequence; fp32 math, output in q's dtype."""
     group = group if group is not None else dist.group.WORLD
     size, c = dist.get_world_size(group), dist.get_rank(group)

@@ -5,6 +5,7 @@ piece j to group rank j with one list-form ``dist.all_to_all``, and concatenate 
 ``gather_dim`` in source-rank order. Every collective is called as ``dist.<name>`` so the self-check's
 no-communication null can replace it.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -36,8 +37,9 @@ def all_to_all_tensor(x: torch.Tensor, scatter_dim: int, gather_dim: int, group=
     return torch.cat(receives, dim=gather_dim).contiguous()
 
 
-def gather_seq_scatter_heads(x: torch.Tensor, seq_dim: int, head_dim: int, unpadded_dim_size: int = 0,
-                             group=None) -> torch.Tensor:
+def gather_seq_scatter_heads(
+    x: torch.Tensor, seq_dim: int, head_dim: int, unpadded_dim_size: int = 0, group=None
+) -> torch.Tensor:
     """Pre-attention all-to-all: gather the sequence, scatter the heads; optional trim of the gathered sequence."""
     out = all_to_all_tensor(x, head_dim, seq_dim, group)
     if unpadded_dim_size and unpadded_dim_size % dist.get_world_size(group):

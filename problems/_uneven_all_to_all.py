@@ -4,6 +4,7 @@ Shared by problems 59-73 (gsplat, DISCO, ...). NCCL's ``dist.all_to_all`` accept
 ``alltoall`` insists that every input and output chunk has the same shape. On gloo with unequal chunks we send the
 flattened chunks with one ``all_to_all_single`` (variable splits), which moves exactly the same bytes.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -3,6 +3,7 @@
 Sizes, the input builder (with the margin rule that keeps the top-p boundary away from rounding), the
 vocab-shard <-> token-block all-to-alls and the filter itself, in the run dtype as NeMo-RL does it.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -39,7 +40,7 @@ def top_p_margin(rows: torch.Tensor, top_k: int = TOP_K, top_p: float = TOP_P) -
     """Per row, the smallest |cumsum - (1 - top_p)| of the top-k-masked ascending softmax, in fp32; 0 where two
     equal logits straddle the cut (which of them survives would depend on the sort's tie order)."""
     s = rows.float().sort(dim=-1).values
-    s = s.masked_fill(s < s[:, rows.shape[-1] - top_k:rows.shape[-1] - top_k + 1], float("-inf"))
+    s = s.masked_fill(s < s[:, rows.shape[-1] - top_k : rows.shape[-1] - top_k + 1], float("-inf"))
     cum = s.softmax(dim=-1).cumsum(dim=-1)
     margin = (cum - (1 - top_p)).abs().min(dim=-1).values
     first_kept = (cum > 1 - top_p).int().argmax(dim=-1, keepdim=True).clamp_min(1)
@@ -65,7 +66,7 @@ def make_logits(ctx: InputContext, target: torch.Tensor) -> torch.Tensor:
         if len(todo) == 0:
             break
     Vl = VOCAB // ctx.world_size
-    return rows[:, ctx.rank * Vl:(ctx.rank + 1) * Vl].reshape(B, S, Vl).contiguous()
+    return rows[:, ctx.rank * Vl : (ctx.rank + 1) * Vl].reshape(B, S, Vl).contiguous()
 
 
 def shard_to_tokens(logits: torch.Tensor, W: int, group) -> torch.Tensor:

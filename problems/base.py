@@ -7,6 +7,7 @@ to us: the world-size rule as code, tolerances, and the input builder and refere
 
 This module imports torch only; it never imports Django or the evaluator.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +15,8 @@ import hashlib
 import inspect
 import json
 import pathlib
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -96,15 +98,15 @@ class Problem:
     rtol: float = 1e-2
     # Optional extra absolute tolerance for one expected tensor at world size W: slack(expected, W) -> float. Used
     # for outputs whose value depends on the order of low-precision additions (documented in the module docstring).
-    slack: Optional[Callable[[torch.Tensor, int], float]] = None
+    slack: Callable[[torch.Tensor, int], float] | None = None
     # Optional full override: compare(expected, actual, W) -> None if equal, else a message. Only where an
     # element-wise check cannot express the semantics (e.g. a set whose order is free); documented in the docstring.
-    compare: Optional[Callable[[Any, Any, int], Optional[str]]] = None
+    compare: Callable[[Any, Any, int], str | None] | None = None
     # Why this problem's spec fixes the output dtype (e.g. a quantizer's fp8 payload), or None: the judge's dtype rule
     # then applies (docs/dtype.md: integers by value, another floating dtype within tolerance is correct but flagged).
-    strict_dtype: Optional[str] = None
+    strict_dtype: str | None = None
     # Optional timed-argument override (name); defaults to the catalogue's timed_arg.
-    timed_arg: Optional[str] = None
+    timed_arg: str | None = None
     # Seconds the judge allows for one command (one trial or one timing block) before declaring a hang.
     timeout_s: float = 120.0
     # Null answers (evaluator/nulls.py) that are correct by the spec's own semantics: kind -> reason, or kind ->
@@ -112,9 +114,9 @@ class Problem:
     # exempt instead of failing. Only for quirks kept for PKB compatibility, each explained in the docstring.
     nulls_that_pass: dict = dataclasses.field(default_factory=dict)
     # Optional: speed_of_light(M, N, W, dtype) -> {"bytes_per_rank": int, "flops_per_rank": int}.
-    speed_of_light: Optional[Callable[..., dict]] = None
+    speed_of_light: Callable[..., dict] | None = None
 
-    def null_exemption(self, kind: str, world_size: int) -> Optional[str]:
+    def null_exemption(self, kind: str, world_size: int) -> str | None:
         reason = self.nulls_that_pass.get(kind)
         return reason(world_size) if callable(reason) else reason
 
@@ -199,5 +201,5 @@ def bf16_sum_slack(expected: torch.Tensor, world_size: int, terms_per_rank: int 
     if world_size <= 1 or expected.numel() == 0 or not expected.is_floating_point():
         return 0.0
     rms = expected.detach().float().pow(2).mean().sqrt().item()
-    unit = 2.0 ** -8 if expected.dtype in (torch.bfloat16, torch.float16) else 2.0 ** -23
+    unit = 2.0**-8 if expected.dtype in (torch.bfloat16, torch.float16) else 2.0**-23
     return (world_size - 1) * terms_per_rank * unit * 3.0 * rms

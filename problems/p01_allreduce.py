@@ -7,6 +7,7 @@ kernel that writes W(W+1)/2. We draw random integers in [-k, k] with k = max(1, 
 is an integer of magnitude <= 256, exactly representable in bf16, so the result is still exact and independent of
 the reduction order, yet a constant, zeros or a no-communication answer fails.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -7,6 +7,7 @@ Decision (spec Pitfalls): PKB fills rank r with the constant r + 1, so a kernel 
 communicating passes its check. We draw rank-specific standard-normal data from the trial seed instead: the
 collective is pure data movement, so the result is still an exact copy, and only a real gather reproduces it.
 """
+
 import torch
 
 from problems._collective_basics import all_gather_stacked

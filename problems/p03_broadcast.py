@@ -10,6 +10,7 @@ Decisions (spec Pitfalls):
 - At W = 1 the broadcast is the identity, so returning the input is correct there (inherent, not a hole); at W > 1
   it is correct on rank 0 only and fails on every other rank.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -12,6 +12,7 @@ Decisions (spec Pitfalls):
   only, non-roots therefore reduce a throw-away copy, so the returned tensor keeps the NCCL semantics.
 - At W = 1 the reduce is the identity, so returning the input is correct there (inherent, not a hole).
 """
+
 import torch
 import torch.distributed as dist
 

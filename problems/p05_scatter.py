@@ -11,6 +11,7 @@ Decisions (spec Pitfalls):
 - The non-source inputs stay all zeros, as the spec says: their values never reach the output, and returning them
   unchanged (or zeros) fails.
 """
+
 import torch
 import torch.distributed as dist
 

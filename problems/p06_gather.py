@@ -10,6 +10,7 @@ Decisions (spec Pitfalls):
 - On non-roots the expected output IS the input, so "input returned unchanged" is correct there; it fails on rank 0
   (shape (M, N) instead of (W, M, N)), and so does rank 0's own tensor repeated W times.
 """
+
 import torch
 import torch.distributed as dist
 

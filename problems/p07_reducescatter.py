@@ -10,6 +10,7 @@ Decisions (spec Pitfalls):
 - At W = 1 the collective is the identity, so returning the input is correct there (inherent, not a hole).
 - gloo (torch >= 2.x) implements reduce_scatter_tensor, so the same call serves both backends.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -7,6 +7,7 @@ same in every trial, so a kernel could write 10s + r without communicating. We d
 data from the trial seed instead; the collective is pure data movement, so results are still exact copies.
 At W = 1 the all-to-all is the identity, so returning the input is correct there (inherent, not a hole).
 """
+
 import torch
 import torch.distributed as dist
 

@@ -13,6 +13,7 @@ W bf16 additions) to atol = rtol = 1e-2. A simulation at the defaults (M = N = 1
 bf16 rings from every start rank, in both directions, and a fully fused fp32/fp64 computation pass, while zeros, a
 rank's local partials (no communication) or a sum missing one rank fail. At W = 1 the slack is zero.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -11,6 +11,7 @@ Decisions: none of the spec's pitfalls needs a change. Values are exact copies o
 effect) and the inputs are already random per rank and trial, so zeros, the shard returned unchanged, lookups in
 query order, or a local-only lookup fail. The clamp to [0, S-1] is kept; it never triggers on these inputs.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -9,6 +9,7 @@ Decisions: the world-size rule is W | 512. The spec's inputs are already random 
 is a single GEMM rounded once to bf16 (accumulation-order differences, e.g. summing per-block partial products in
 fp32, flip at most one ulp, inside rtol), so the default atol = rtol = 1e-2 needs no slack.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -8,6 +8,7 @@ sums the partials in fp32, rounding once to bf16. The check allows, on top of at
 error of any order of W bf16 additions (``bf16_sum_slack``), so a plain NCCL bf16 all-reduce, a ring in any start
 order and an fp32 reduction all pass, while zeros or a rank's own partial (no communication) miss by O(RMS).
 """
+
 import torch
 import torch.distributed as dist
 

@@ -11,6 +11,7 @@ Decisions:
 - No cross-rank arithmetic: each block is one GEMM rounded once, so the default atol = rtol = 1e-2 needs no slack;
   the inputs are already random per rank and trial, so zeros or a rank's own block alone fail.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -36,5 +37,4 @@ def solution(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
     return torch.cat(blocks, dim=1)
 
 
-PROBLEM = Problem(id=14, make_inputs=make_inputs, solution=solution,
-                  allows_world_size=lambda W: 1 <= W <= DEFAULT_N)
+PROBLEM = Problem(id=14, make_inputs=make_inputs, solution=solution, allows_world_size=lambda W: 1 <= W <= DEFAULT_N)

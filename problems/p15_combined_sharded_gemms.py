@@ -15,6 +15,7 @@ moves outputs by <= 2^-11 rms beyond atol + rtol|Y|, keeping A in fp32 by <= 2^-
 rounding of Z (a fused fp32 GEMM + SiLU epilogue) moves them by up to 2^-7 rms and still fails, as in PKB, and so do
 ReLU or GELU instead of SiLU, a missing rank's columns, zeros and wrong row blocks.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -47,10 +48,10 @@ def solution(x_local: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor) -> torch
 
     A = F.silu(X @ W1)  # Z rounded to D by the GEMM, SiLU rounded to D
     block = X.shape[0] // world_size
-    Y = A[rank * block:(rank + 1) * block] @ W2
+    Y = A[rank * block : (rank + 1) * block] @ W2
 
     padded = torch.zeros(X.shape[0], W2.shape[1], dtype=Y.dtype, device=Y.device)
-    padded[rank * block:(rank + 1) * block] = Y
+    padded[rank * block : (rank + 1) * block] = Y
     out = torch.empty_like(Y)
     dist.reduce_scatter_tensor(out, padded, op=dist.ReduceOp.SUM)
     return out
@@ -58,7 +59,7 @@ def solution(x_local: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor) -> torch
 
 def intermediate_rounding_slack(expected: torch.Tensor, world_size: int) -> float:
     """2^-8 of the output's RMS for half-precision outputs: absorbs flips of the bf16 roundings of Z and A."""
-    unit = 2.0 ** -8 if expected.dtype in (torch.bfloat16, torch.float16) else 2.0 ** -20
+    unit = 2.0**-8 if expected.dtype in (torch.bfloat16, torch.float16) else 2.0**-20
     return unit * expected.detach().float().pow(2).mean().sqrt().item()
 
 

@@ -13,6 +13,7 @@ Decisions:
 - World-size rule: the spec needs W | M and asks for W | 512. ``allows_world_size`` sees only W, so it admits the
   divisors of 512 (all of which divide the default M = 1024); ``make_inputs`` rejects M not divisible by W.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -38,5 +39,10 @@ def solution(A_local: torch.Tensor, B_local: torch.Tensor) -> torch.Tensor:
     return out.to(A_local.dtype)
 
 
-PROBLEM = Problem(id=16, make_inputs=make_inputs, solution=solution, slack=bf16_sum_slack,
-                  allows_world_size=lambda W: W >= 1 and K % W == 0)
+PROBLEM = Problem(
+    id=16,
+    make_inputs=make_inputs,
+    solution=solution,
+    slack=bf16_sum_slack,
+    allows_world_size=lambda W: W >= 1 and K % W == 0,
+)

@@ -18,6 +18,7 @@ fused and per-op kernels both pass by proof (with these bounded inputs a 40-tria
 no fused element beyond the plain tolerance either), while zeros, a wrong rotate_half sign, missing rotation, a
 wrong concatenation or a rank's local result fail by O(1).
 """
+
 import math
 
 import torch
@@ -67,9 +68,14 @@ def solution(q_local: torch.Tensor, k_local: torch.Tensor, cos_local: torch.Tens
 
 def product_rounding_slack(expected: torch.Tensor, world_size: int) -> float:
     """Bound on the effect of rounding the two products to D: u * CLIP * sqrt(2) (1% for rounded cos/sin)."""
-    unit = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}.get(expected.dtype, 2.0 ** -24)
+    unit = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}.get(expected.dtype, 2.0**-24)
     return unit * CLIP * math.sqrt(2) * 1.01
 
 
-PROBLEM = Problem(id=17, make_inputs=make_inputs, solution=solution, slack=product_rounding_slack,
-                  allows_world_size=lambda W: W >= 1 and 8 % W == 0)
+PROBLEM = Problem(
+    id=17,
+    make_inputs=make_inputs,
+    solution=solution,
+    slack=product_rounding_slack,
+    allows_world_size=lambda W: W >= 1 and 8 % W == 0,
+)

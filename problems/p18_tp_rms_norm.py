@@ -12,6 +12,7 @@ Decisions (spec Pitfalls):
   returned unchanged, and a rank normalizing by its local mean square (no communication, off by about sqrt(W))
   all fail.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -20,7 +20,6 @@ Decisions (spec Pitfalls):
   input, so a candidate must store scale 0 and payload 0 there (no NaN from 0/0).
 - N must be a multiple of 128; the builder refuses other N.
 """
-from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -77,7 +76,7 @@ def _ordinal(fp8: torch.Tensor) -> torch.Tensor:
     return torch.where(bits >= 0x80, -magnitude, magnitude)
 
 
-def payload_mismatch(expected: torch.Tensor, actual, what: str = "output[0] (fp8 payload)") -> Optional[str]:
+def payload_mismatch(expected: torch.Tensor, actual, what: str = "output[0] (fp8 payload)") -> str | None:
     if type(actual) is not torch.Tensor:
         return f"{what}: expected a torch.Tensor, got {type(actual).__name__}"
     if tuple(actual.shape) != tuple(expected.shape):
@@ -92,21 +91,34 @@ def payload_mismatch(expected: torch.Tensor, actual, what: str = "output[0] (fp8
     if worst > 1:
         flat = int((steps.reshape(-1) > 1).nonzero()[0])
         got, want = actual.cpu().reshape(-1)[flat].float().item(), expected.cpu().reshape(-1)[flat].float().item()
-        return (f"{what}: {int((steps > 1).sum())} of {steps.numel()} values differ by more than one E4M3 step; "
-                f"first at flat index {flat}: got {got}, expected {want}")
+        return (
+            f"{what}: {int((steps > 1).sum())} of {steps.numel()} values differ by more than one E4M3 step; "
+            f"first at flat index {flat}: got {got}, expected {want}"
+        )
     neighbours = int((steps == 1).sum())
     allowed = max(4, steps.numel() // 10_000)
     if neighbours > allowed:
-        return (f"{what}: {neighbours} of {steps.numel()} values are one E4M3 step off the reference, more than "
-                f"the {allowed} that fp32 division rounding explains")
+        return (
+            f"{what}: {neighbours} of {steps.numel()} values are one E4M3 step off the reference, more than "
+            f"the {allowed} that fp32 division rounding explains"
+        )
     return None
 
 
-def compare(expected, actual, world_size: int) -> Optional[str]:
-    return (sequence_mismatch(actual, 2)
-            or payload_mismatch(expected[0], actual[0])
-            or tensor_mismatch(expected[1], actual[1], atol=0.0, rtol=1e-2, what="output[1] (scales)"))
+def compare(expected, actual, world_size: int) -> str | None:
+    return (
+        sequence_mismatch(actual, 2)
+        or payload_mismatch(expected[0], actual[0])
+        or tensor_mismatch(expected[1], actual[1], atol=0.0, rtol=1e-2, what="output[1] (scales)")
+    )
 
 
-PROBLEM = Problem(id=19, make_inputs=make_inputs, solution=solution, compare=compare, atol=0.0, rtol=1e-2,
-                  strict_dtype="the quantizer's product is the float8_e4m3fn payload with float32 scales")
+PROBLEM = Problem(
+    id=19,
+    make_inputs=make_inputs,
+    solution=solution,
+    compare=compare,
+    atol=0.0,
+    rtol=1e-2,
+    strict_dtype="the quantizer's product is the float8_e4m3fn payload with float32 scales",
+)

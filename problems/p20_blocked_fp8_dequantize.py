@@ -13,6 +13,7 @@ Decisions (spec Pitfalls):
 - The output is float32 whatever D is; the dtype is checked.
 - M * N must be a multiple of 128 (asserted, as in PKB); the builder refuses other shapes.
 """
+
 import torch
 import torch.distributed as dist
 

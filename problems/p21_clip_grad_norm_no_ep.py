@@ -14,6 +14,7 @@ Decisions (spec Pitfalls):
 - fp32 accumulation of W scalars: order effects ~1e-7, default tolerance kept.
 - None entries are skipped; an empty or all-None list gives a zero norm (on cuda:0, or the CPU without CUDA).
 """
+
 import torch
 import torch.distributed as dist
 

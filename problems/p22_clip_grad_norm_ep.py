@@ -19,6 +19,7 @@ Decisions (spec Pitfalls):
   clipping is performed but, as in PKB, not compared (only total_norm is returned).
 - fp32 accumulation of a few scalars: order effects are negligible, default tolerance kept.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -45,8 +46,16 @@ def make_inputs(ctx: InputContext):
     return (non_ep_grad_tensors, ep_grad_tensors, 1.0, 2.0, ep_size, dist.group.WORLD, ep_fsdp_group, ep_group)
 
 
-def solution(non_ep_grad_tensors, ep_grad_tensors, max_norm: float, norm_type: float = 2.0, ep_size: int = 1,
-             fsdp_group=None, ep_fsdp_group=None, ep_group=None) -> torch.Tensor:
+def solution(
+    non_ep_grad_tensors,
+    ep_grad_tensors,
+    max_norm: float,
+    norm_type: float = 2.0,
+    ep_size: int = 1,
+    fsdp_group=None,
+    ep_fsdp_group=None,
+    ep_group=None,
+) -> torch.Tensor:
     if ep_size > 1 and ep_grad_tensors:
         for g in ep_grad_tensors:
             if g is not None:

@@ -23,6 +23,7 @@ Decisions (spec Pitfalls):
 - D = float16 is refused: loss * 2^20 overflows it (the spec notes the problem only makes sense for bf16 or fp32).
 - The zero-token nan_to_num branch is implemented but not exercised (counts are never 0), as in PKB.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -70,7 +71,7 @@ def positive_sum_slack(expected: torch.Tensor, world_size: int) -> float:
     """Any order of W - 1 low-precision additions of positive terms, plus our one rounding: W * unit * |value|."""
     if world_size <= 1 or not expected.is_floating_point():
         return 0.0
-    unit = 2.0 ** -8 if expected.dtype in (torch.bfloat16, torch.float16) else 2.0 ** -24
+    unit = 2.0**-8 if expected.dtype in (torch.bfloat16, torch.float16) else 2.0**-24
     return world_size * unit * expected.detach().float().abs().max().item()
 
 

@@ -14,6 +14,7 @@ Decisions (spec Pitfalls):
 - Ties between the 2nd and 3rd probability after bf16 rounding may be broken differently; that moves the loss by
   O(1/M), far inside atol = rtol = 1e-2. The fp32 all-reduce of W scalars is order-insensitive at this tolerance.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -46,12 +47,19 @@ def load_balancing_loss(gate_logits, num_experts: int, top_k: int = 2, attention
     else:
         batch, seq = attention_mask.shape
         layers = gate_logits.shape[0] // (batch * seq)
-        token_mask = (attention_mask[None, :, :, None, None]
-                      .expand(layers, batch, seq, top_k, num_experts).reshape(-1, top_k, num_experts)
-                      .to(gate_logits.device))
+        token_mask = (
+            attention_mask[None, :, :, None, None]
+            .expand(layers, batch, seq, top_k, num_experts)
+            .reshape(-1, top_k, num_experts)
+            .to(gate_logits.device)
+        )
         tokens_per_expert = (expert_mask.float() * token_mask).sum(dim=0) / token_mask.sum(dim=0)
-        prob_mask = (attention_mask[None, :, :, None]
-                     .expand(layers, batch, seq, num_experts).reshape(-1, num_experts).to(gate_logits.device))
+        prob_mask = (
+            attention_mask[None, :, :, None]
+            .expand(layers, batch, seq, num_experts)
+            .reshape(-1, num_experts)
+            .to(gate_logits.device)
+        )
         router_prob_per_expert = (routing_weights * prob_mask).sum(dim=0) / prob_mask.sum(dim=0)
     return (tokens_per_expert * router_prob_per_expert.unsqueeze(0)).sum() * num_experts
 

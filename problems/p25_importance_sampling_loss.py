@@ -29,8 +29,8 @@ Decisions (spec Pitfalls):
 - V = 32000 as in PKB; with ``ctx.reduced`` (CPU development runs) V = 1024 so the (M x N) @ (N x V) GEMM fits a
   CPU world. Slot 1 of the result is None, compared by equality.
 """
+
 import math
-from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -106,6 +106,7 @@ def solution(hidden_states, weight, labels, old_logprobs, advantages, ignore_ind
 
 # --- the check ------------------------------------------------------------------------------------------------------
 
+
 def _spacing(values: torch.Tensor) -> torch.Tensor:
     """The distance between adjacent values of values.dtype at each |value| (0 at 0), in float64."""
     _, exponent = torch.frexp(values.detach().cpu().double().abs())
@@ -113,7 +114,7 @@ def _spacing(values: torch.Tensor) -> torch.Tensor:
     return torch.where(values.detach().cpu() == 0, torch.zeros_like(spacing), spacing)
 
 
-def compare(expected, actual, world_size: int) -> Optional[str]:
+def compare(expected, actual, world_size: int) -> str | None:
     message = sequence_mismatch(actual, 5)
     if message:
         return message
@@ -129,12 +130,26 @@ def compare(expected, actual, world_size: int) -> Optional[str]:
     m = metrics.detach().cpu().double().abs()
     metric_atol = torch.tensor([ATOL, 0.0, 0.0, ATOL, ATOL], dtype=torch.float64)
     metric_extra = torch.stack([order * m[0], worst_flip * m[1], worst_flip * m[2], order * m[3], order * m[4]])
-    return (tensor_mismatch(loss, actual[0], ATOL, RTOL, order * abs(loss.item()), "output[0] (loss)")
-            or tensor_mismatch(new_lp, actual[2], ATOL, RTOL, 0.0, "output[2] (per_token_logprobs)")
-            or tensor_mismatch(per_token_loss, actual[3], ATOL, RTOL, flip * per_token_loss.detach().cpu().double().abs(),
-                               "output[3] (per_token_loss)")
-            or tensor_mismatch(metrics, actual[4], 0.0, RTOL, metric_atol + metric_extra,
-                               "output[4] (metrics: ratio mean, min, max, k3 mean, entropy mean)"))
+    return (
+        tensor_mismatch(loss, actual[0], ATOL, RTOL, order * abs(loss.item()), "output[0] (loss)")
+        or tensor_mismatch(new_lp, actual[2], ATOL, RTOL, 0.0, "output[2] (per_token_logprobs)")
+        or tensor_mismatch(
+            per_token_loss,
+            actual[3],
+            ATOL,
+            RTOL,
+            flip * per_token_loss.detach().cpu().double().abs(),
+            "output[3] (per_token_loss)",
+        )
+        or tensor_mismatch(
+            metrics,
+            actual[4],
+            0.0,
+            RTOL,
+            metric_atol + metric_extra,
+            "output[4] (metrics: ratio mean, min, max, k3 mean, entropy mean)",
+        )
+    )
 
 
 PROBLEM = Problem(id=25, make_inputs=make_inputs, solution=solution, compare=compare, atol=ATOL, rtol=RTOL)

@@ -13,6 +13,7 @@ Decisions (spec Pitfalls):
   float32 whatever D is, axes reversed into a non-contiguous (E, 2, M) view; its clones keep those strides.
 - The outputs are CPU tensors (non_blocking copies; a no-op on CPU). Device is not checked, dtypes are.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -36,13 +37,18 @@ def solution(expert_mask: torch.Tensor, num_experts: int, group=None):
     input_splits = tokens_per_expert.reshape(ep_size, local_experts).sum(dim=1).long().tolist()
     gathered = torch.empty(ep_size * num_experts, dtype=tokens_per_expert.dtype, device=tokens_per_expert.device)
     dist.all_gather_into_tensor(gathered, tokens_per_expert, group=group)
-    per_local_expert = gathered.view(ep_size, num_experts)[:, rank * local_experts:(rank + 1) * local_experts]
+    per_local_expert = gathered.view(ep_size, num_experts)[:, rank * local_experts : (rank + 1) * local_experts]
     output_splits = per_local_expert.sum(dim=1).long().tolist()
     sum_per_local_expert = per_local_expert.sum(dim=0)
     cpu = torch.device("cpu")
-    return (torch.tensor(input_splits, dtype=torch.int64), torch.tensor(output_splits, dtype=torch.int64),
-            per_local_expert.to(cpu, non_blocking=True), sum_per_local_expert.to(cpu, non_blocking=True))
+    return (
+        torch.tensor(input_splits, dtype=torch.int64),
+        torch.tensor(output_splits, dtype=torch.int64),
+        per_local_expert.to(cpu, non_blocking=True),
+        sum_per_local_expert.to(cpu, non_blocking=True),
+    )
 
 
-PROBLEM = Problem(id=26, make_inputs=make_inputs, solution=solution, allows_world_size=divides_experts,
-                  atol=0.5, rtol=0.0)
+PROBLEM = Problem(
+    id=26, make_inputs=make_inputs, solution=solution, allows_world_size=divides_experts, atol=0.5, rtol=0.0
+)

@@ -15,6 +15,7 @@ Decisions (spec Pitfalls):
   for W > 1 it is the no-communication answer and fails, as do zeros.
 - Pure data movement: the output matches exactly; the default tolerance is kept.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -44,5 +45,6 @@ def solution(local_tensor: torch.Tensor, input_split_sizes=None, output_split_si
     return output
 
 
-PROBLEM = Problem(id=27, make_inputs=make_inputs, solution=solution,
-                  allows_world_size=lambda W: W >= 1 and DEFAULT_M % W == 0)
+PROBLEM = Problem(
+    id=27, make_inputs=make_inputs, solution=solution, allows_world_size=lambda W: W >= 1 and DEFAULT_M % W == 0
+)

@@ -21,12 +21,22 @@ Decisions (spec Pitfalls):
 - The integer outputs are compared exactly (the judge compares int64 tensors exactly, not with PKB's float
   allclose); routing_map is float32 0/1; org_shape compares as a tuple of ints.
 """
+
 import torch
 import torch.distributed as dist
 
-from problems._moe_routing import (NUM_EXPERTS, TOP_K, as_list, divides_experts, equal_splits,
-                                   per_local_expert_counts, permutation_by_expert, require_equal_splits,
-                                   sort_chunks, two_distinct_experts)
+from problems._moe_routing import (
+    NUM_EXPERTS,
+    TOP_K,
+    as_list,
+    divides_experts,
+    equal_splits,
+    per_local_expert_counts,
+    permutation_by_expert,
+    require_equal_splits,
+    sort_chunks,
+    two_distinct_experts,
+)
 from problems.base import InputContext, Problem
 
 
@@ -47,8 +57,9 @@ def make_inputs(ctx: InputContext):
     return hidden_states, expert_mask, NUM_EXPERTS, input_splits, output_splits, counts, None
 
 
-def solution(hidden_states, expert_mask, num_experts, input_splits, output_splits,
-             num_global_tokens_per_local_expert, group=None):
+def solution(
+    hidden_states, expert_mask, num_experts, input_splits, output_splits, num_global_tokens_per_local_expert, group=None
+):
     org_shape = hidden_states.shape
     hidden = hidden_states.view(-1, org_shape[-1])
     routing_map = expert_mask.sum(dim=1)  # (E, M) fp32, 0/1

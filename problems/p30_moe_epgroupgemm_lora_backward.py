@@ -16,6 +16,7 @@ Decisions (spec Pitfalls):
 - Timing (judge's concern, noted by the spec): in-place calls keep multiplying the reused tensors by W, reaching inf
   after ~42 calls; that does not change the speed of the arithmetic.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -32,8 +33,9 @@ def make_inputs(ctx: InputContext):
     return grad_fc1_1_lora_A, grad_fc1_2_lora_A, grad_fc2_lora_B, None
 
 
-def solution(grad_fc1_1_lora_A: torch.Tensor, grad_fc1_2_lora_A: torch.Tensor, grad_fc2_lora_B: torch.Tensor,
-             group=None):
+def solution(
+    grad_fc1_1_lora_A: torch.Tensor, grad_fc1_2_lora_A: torch.Tensor, grad_fc2_lora_B: torch.Tensor, group=None
+):
     grads = (grad_fc1_1_lora_A, grad_fc1_2_lora_A, grad_fc2_lora_B)
     for grad in grads:
         total = grad.float()  # fp32 accumulation: an order-independent reference (see the docstring)

@@ -21,6 +21,7 @@ Decisions (spec Pitfalls):
 - Weight-only work (weight transposes, or gathering every rank's expert weights once) can be cached across timed
   calls, because the modules are the same objects on every call; this is allowed, as in PKB.
 """
+
 import torch
 
 from problems._moe_ep import NUM_EXPERTS, TOP_K, draw_expert_mlp, draw_tokens_and_router, moe_forward
@@ -33,8 +34,9 @@ def make_inputs(ctx: InputContext):
     return hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, NUM_EXPERTS, TOP_K, None
 
 
-def solution(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, num_experts: int, top_k: int,
-             group=None) -> torch.Tensor:
+def solution(
+    hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, num_experts: int, top_k: int, group=None
+) -> torch.Tensor:
     def expert(rows):
         return down_proj(torch.nn.functional.silu(gate_proj(rows)) * up_proj(rows))
 
@@ -42,5 +44,6 @@ def solution(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_pro
         return moe_forward(hidden_states, gate_weight, gate_bias, expert, num_experts, top_k, group)
 
 
-PROBLEM = Problem(id=31, make_inputs=make_inputs, solution=solution,
-                  allows_world_size=lambda W: W >= 1 and NUM_EXPERTS % W == 0)
+PROBLEM = Problem(
+    id=31, make_inputs=make_inputs, solution=solution, allows_world_size=lambda W: W >= 1 and NUM_EXPERTS % W == 0
+)

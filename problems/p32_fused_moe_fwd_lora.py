@@ -24,13 +24,13 @@ Decisions (spec Pitfalls):
 - The reference runs under no_grad (the judge detaches outputs anyway). Weight-only work (merging LoRA, transposes,
   gathering all experts once) may be cached across timed calls: the weights are the same objects on every call.
 """
+
 import math
 
 import torch
 import torch.nn.functional as F
 
-from problems._moe_ep import (EXPERT_HIDDEN, NUM_EXPERTS, TOP_K, draw_expert_mlp, draw_tokens_and_router,
-                              moe_forward)
+from problems._moe_ep import EXPERT_HIDDEN, NUM_EXPERTS, TOP_K, draw_expert_mlp, draw_tokens_and_router, moe_forward
 from problems.base import InputContext, Problem
 
 LORA_RANK = 8
@@ -54,23 +54,56 @@ def make_inputs(ctx: InputContext):
     lora_up = lora(ctx.N, EXPERT_HIDDEN)
     lora_down = lora(EXPERT_HIDDEN, ctx.N)
     gate_proj, up_proj, down_proj = draw_expert_mlp(ctx)
-    return (hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, *lora_gate, *lora_up, *lora_down,
-            NUM_EXPERTS, TOP_K, None)
+    return (
+        hidden_states,
+        gate_weight,
+        gate_bias,
+        gate_proj,
+        up_proj,
+        down_proj,
+        *lora_gate,
+        *lora_up,
+        *lora_down,
+        NUM_EXPERTS,
+        TOP_K,
+        None,
+    )
 
 
-def solution(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, lora_gate_A, lora_gate_B,
-             lora_up_A, lora_up_B, lora_down_A, lora_down_B, num_experts: int, top_k: int, group=None) -> torch.Tensor:
+def solution(
+    hidden_states,
+    gate_weight,
+    gate_bias,
+    gate_proj,
+    up_proj,
+    down_proj,
+    lora_gate_A,
+    lora_gate_B,
+    lora_up_A,
+    lora_up_B,
+    lora_down_A,
+    lora_down_B,
+    num_experts: int,
+    top_k: int,
+    group=None,
+) -> torch.Tensor:
     def with_lora(linear, A, B, z):
         return linear(z) + F.linear(F.linear(z, A), B)
 
     def expert(rows):
-        y = F.silu(with_lora(gate_proj, lora_gate_A, lora_gate_B, rows)) * with_lora(up_proj, lora_up_A, lora_up_B,
-                                                                                     rows)
+        y = F.silu(with_lora(gate_proj, lora_gate_A, lora_gate_B, rows)) * with_lora(
+            up_proj, lora_up_A, lora_up_B, rows
+        )
         return with_lora(down_proj, lora_down_A, lora_down_B, y)
 
     with torch.no_grad():
         return moe_forward(hidden_states, gate_weight, gate_bias, expert, num_experts, top_k, group)
 
 
-PROBLEM = Problem(id=32, make_inputs=make_inputs, solution=solution, slack=rms_slack,
-                  allows_world_size=lambda W: W >= 1 and NUM_EXPERTS % W == 0)
+PROBLEM = Problem(
+    id=32,
+    make_inputs=make_inputs,
+    solution=solution,
+    slack=rms_slack,
+    allows_world_size=lambda W: W >= 1 and NUM_EXPERTS % W == 0,
+)

@@ -10,6 +10,7 @@ Decisions (spec Pitfalls):
   M = 1024; the builder raises ValueError for any other M that W does not divide, instead of hanging like PKB.
 - The output is an exact permutation of inputs; we keep PKB's allclose tolerance (tests also check bit equality).
 """
+
 import torch
 import torch.distributed as dist
 
@@ -33,5 +34,6 @@ def solution(x: torch.Tensor, scatter_dim: int, gather_dim: int, group=None) -> 
     return all_to_all_tensor(x, scatter_dim, gather_dim, group)
 
 
-PROBLEM = Problem(id=33, make_inputs=make_inputs, solution=solution,
-                  allows_world_size=lambda W: W >= 1 and DEFAULT_M % W == 0)
+PROBLEM = Problem(
+    id=33, make_inputs=make_inputs, solution=solution, allows_world_size=lambda W: W >= 1 and DEFAULT_M % W == 0
+)

@@ -8,6 +8,7 @@ Decisions (spec Pitfalls):
   (inherent, not a hole).
 - The output is an exact copy; we keep PKB's allclose tolerance (tests also check bit equality).
 """
+
 import torch
 import torch.distributed as dist
 

@@ -11,6 +11,7 @@ Decisions (spec Pitfalls):
   (inherent, not a hole).
 - The output is an exact copy; we keep PKB's allclose tolerance (tests also check bit equality).
 """
+
 import torch
 import torch.distributed as dist
 
@@ -36,8 +37,7 @@ def solution(x: torch.Tensor, gather_dim: int, group=None) -> torch.Tensor:
         # variable-split all_to_all_single instead (every rank sends its whole shard to every rank: same bytes).
         sizes = [b.numel() for b in buffers]
         received = torch.empty(sum(sizes), dtype=x.dtype, device=x.device)
-        dist.all_to_all_single(received, x.reshape(-1).repeat(world_size), sizes, [x.numel()] * world_size,
-                               group=group)
+        dist.all_to_all_single(received, x.reshape(-1).repeat(world_size), sizes, [x.numel()] * world_size, group=group)
         for buffer, piece in zip(buffers, received.split(sizes)):
             buffer.copy_(piece.view(buffer.shape))
     else:

@@ -11,6 +11,7 @@ Decisions (spec Pitfalls):
   sequence to that length.
 - The output is an exact permutation; we keep PKB's allclose tolerance (tests also check bit equality).
 """
+
 import torch
 
 from problems._ulysses import HEAD_DIM, HEADS, attention_dims, check_heads_world_size, gather_seq_scatter_heads
@@ -29,5 +30,6 @@ def solution(x: torch.Tensor, seq_dim: int, head_dim: int, group=None, unpadded_
     return gather_seq_scatter_heads(x, seq_dim, head_dim, unpadded_dim_size, group)
 
 
-PROBLEM = Problem(id=36, make_inputs=make_inputs, solution=solution,
-                  allows_world_size=lambda W: W >= 1 and HEADS % W == 0)
+PROBLEM = Problem(
+    id=36, make_inputs=make_inputs, solution=solution, allows_world_size=lambda W: W >= 1 and HEADS % W == 0
+)

@@ -15,6 +15,7 @@ Decisions (spec Pitfalls):
 - The output is an exact permutation plus zero padding; we keep PKB's allclose tolerance (tests also check bit
   equality).
 """
+
 import torch
 
 from problems._ulysses import HEAD_DIM, HEADS, attention_dims, check_heads_world_size, gather_heads_scatter_seq
@@ -33,5 +34,6 @@ def solution(x: torch.Tensor, seq_dim: int, head_dim: int, group=None) -> torch.
     return gather_heads_scatter_seq(x, head_dim, seq_dim, group)
 
 
-PROBLEM = Problem(id=37, make_inputs=make_inputs, solution=solution,
-                  allows_world_size=lambda W: W >= 1 and HEADS % W == 0)
+PROBLEM = Problem(
+    id=37, make_inputs=make_inputs, solution=solution, allows_world_size=lambda W: W >= 1 and HEADS % W == 0
+)

@@ -14,6 +14,7 @@ Decisions (spec Pitfalls):
   ``restore_shape=False`` returns the 4-D (B, W*T, 3, c) tensor. Neither is exercised by the builder, as in PKB.
 - The output is an exact permutation; we keep PKB's allclose tolerance (tests also check bit equality).
 """
+
 import torch
 import torch.distributed as dist
 
@@ -31,8 +32,9 @@ def make_inputs(ctx: InputContext):
     return qkv, 1, None, None, True
 
 
-def solution(qkv_tensor: torch.Tensor, seq_dim: int, group=None, unpadded_dim_size=None,
-             restore_shape: bool = True) -> torch.Tensor:
+def solution(
+    qkv_tensor: torch.Tensor, seq_dim: int, group=None, unpadded_dim_size=None, restore_shape: bool = True
+) -> torch.Tensor:
     world_size = dist.get_world_size(group)
     *lead, width3 = qkv_tensor.shape
     packed = qkv_tensor.reshape(*lead, 3, width3 // 3)  # (B, T, 3, C): the scatter dim is the new last dim
@@ -44,5 +46,6 @@ def solution(qkv_tensor: torch.Tensor, seq_dim: int, group=None, unpadded_dim_si
     return out
 
 
-PROBLEM = Problem(id=38, make_inputs=make_inputs, solution=solution,
-                  allows_world_size=lambda W: W >= 1 and HEADS % W == 0)
+PROBLEM = Problem(
+    id=38, make_inputs=make_inputs, solution=solution, allows_world_size=lambda W: W >= 1 and HEADS % W == 0
+)

@@ -23,14 +23,21 @@ Decisions (spec Pitfalls):
 - ``causal`` (False in PKB) is implemented as described: a strictly-upper-triangular mask over the (heads x heads)
   scores, applied only when the gathered sequence is longer than 1.
 """
+
 import math
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from problems._ulysses import (HEAD_DIM, HEADS, attention_dims, check_heads_world_size, gather_heads_scatter_seq,
-                               gather_seq_scatter_heads)
+from problems._ulysses import (
+    HEAD_DIM,
+    HEADS,
+    attention_dims,
+    check_heads_world_size,
+    gather_heads_scatter_seq,
+    gather_seq_scatter_heads,
+)
 from problems.base import InputContext, Problem
 
 WIDTH = HEADS * HEAD_DIM  # model width 512, independent of N
@@ -57,8 +64,14 @@ def eager_attention(q, k, v, causal: bool):
     return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
-def solution(hidden_states: torch.Tensor, w_qkv: torch.Tensor, w_o: torch.Tensor, group=None, num_heads: int = 8,
-             causal: bool = False) -> torch.Tensor:
+def solution(
+    hidden_states: torch.Tensor,
+    w_qkv: torch.Tensor,
+    w_o: torch.Tensor,
+    group=None,
+    num_heads: int = 8,
+    causal: bool = False,
+) -> torch.Tensor:
     world_size = dist.get_world_size(group)
     if num_heads % world_size:
         raise ValueError(f"W = {world_size} must divide num_heads = {num_heads}")
@@ -80,7 +93,13 @@ def solution(hidden_states: torch.Tensor, w_qkv: torch.Tensor, w_o: torch.Tensor
     return F.linear(attn.reshape(B, S, num_heads * head_dim), w_o)
 
 
-PROBLEM = Problem(id=39, make_inputs=make_inputs, solution=solution,
-                  nulls_that_pass={"nocomm": "PKB's attention mixes the heads of one token, so the all-to-alls are "
-                                                 "exact round trips (see the docstring)"},
-                  allows_world_size=lambda W: W >= 1 and HEADS % W == 0)
+PROBLEM = Problem(
+    id=39,
+    make_inputs=make_inputs,
+    solution=solution,
+    nulls_that_pass={
+        "nocomm": "PKB's attention mixes the heads of one token, so the all-to-alls are "
+        "exact round trips (see the docstring)"
+    },
+    allows_world_size=lambda W: W >= 1 and HEADS % W == 0,
+)

@@ -20,9 +20,24 @@ Decisions (spec Pitfalls):
   implementation of the whole step pass (tested).
 - Data and parameters come from one shared seed (identical on all ranks before slicing), as PKB.
 """
-from problems._dp_adam import (BETA1, BETA2, EPS, LR, adam_bf16, broadcast_flat, draw_adam_state,
-                               draw_batch_and_params, local_flat_grad, mlp_dims, moment_compare, param_count, step_of,
-                               sum_over_ranks, unflatten)
+
+from problems._dp_adam import (
+    BETA1,
+    BETA2,
+    EPS,
+    LR,
+    adam_bf16,
+    broadcast_flat,
+    draw_adam_state,
+    draw_batch_and_params,
+    local_flat_grad,
+    mlp_dims,
+    moment_compare,
+    param_count,
+    step_of,
+    sum_over_ranks,
+    unflatten,
+)
 from problems.base import InputContext, Problem
 
 
@@ -33,13 +48,41 @@ def make_inputs(ctx: InputContext):
     exp_avg, exp_avg_sq = draw_adam_state(ctx, param_count(d_in, hidden, d_out))
     if ctx.rank != 0:  # rank 0's optimizer state wins, as its parameters do
         exp_avg, exp_avg_sq = exp_avg.zero_(), exp_avg_sq.zero_()
-    return (X_local, y_local, *params, *unflatten(exp_avg, params), *unflatten(exp_avg_sq, params),
-            LR, BETA1, BETA2, EPS, step_of(ctx))
+    return (
+        X_local,
+        y_local,
+        *params,
+        *unflatten(exp_avg, params),
+        *unflatten(exp_avg_sq, params),
+        LR,
+        BETA1,
+        BETA2,
+        EPS,
+        step_of(ctx),
+    )
 
 
-def solution(X_local, y_local, W1, b1, W2, b2, exp_avg_W1, exp_avg_b1, exp_avg_W2, exp_avg_b2, exp_avg_sq_W1,
-             exp_avg_sq_b1, exp_avg_sq_W2, exp_avg_sq_b2, lr: float, beta1: float, beta2: float, eps: float,
-             step: int):
+def solution(
+    X_local,
+    y_local,
+    W1,
+    b1,
+    W2,
+    b2,
+    exp_avg_W1,
+    exp_avg_b1,
+    exp_avg_W2,
+    exp_avg_b2,
+    exp_avg_sq_W1,
+    exp_avg_sq_b1,
+    exp_avg_sq_W2,
+    exp_avg_sq_b2,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    step: int,
+):
     like = (W1, b1, W2, b2)
     flat_params = broadcast_flat(like)
     flat_m = broadcast_flat((exp_avg_W1, exp_avg_b1, exp_avg_W2, exp_avg_b2))
@@ -49,4 +92,4 @@ def solution(X_local, y_local, W1, b1, W2, b2, exp_avg_W1, exp_avg_b1, exp_avg_W
     return (*unflatten(new_params, like), *unflatten(m, like), *unflatten(v, like))
 
 
-PROBLEM = Problem(id=40, make_inputs=make_inputs, solution=solution, compare=moment_compare("pppp" "mmmm" "vvvv"))
+PROBLEM = Problem(id=40, make_inputs=make_inputs, solution=solution, compare=moment_compare("ppppmmmmvvvv"))

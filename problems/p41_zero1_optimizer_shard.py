@@ -15,12 +15,28 @@ Decisions (spec Pitfalls):
   slices of one shared random state), so the parameter update is visible and the moments carry more than 0.1 * g;
   the reference sums gradients in fp32, and ``compare`` adds the bf16 reduction-order slack to the moment shards only.
 """
+
 import torch
 import torch.distributed as dist
 
-from problems._dp_adam import (BETA1, BETA2, EPS, LR, adam_bf16, broadcast_flat, draw_adam_state,
-                               draw_batch_and_params, local_flat_grad, mlp_dims, moment_compare, param_count,
-                               shardable_hidden, step_of, sum_over_ranks, unflatten)
+from problems._dp_adam import (
+    BETA1,
+    BETA2,
+    EPS,
+    LR,
+    adam_bf16,
+    broadcast_flat,
+    draw_adam_state,
+    draw_batch_and_params,
+    local_flat_grad,
+    mlp_dims,
+    moment_compare,
+    param_count,
+    shardable_hidden,
+    step_of,
+    sum_over_ranks,
+    unflatten,
+)
 from problems.base import InputContext, Problem
 
 
@@ -29,8 +45,9 @@ def sharded_dims(M: int, N: int, world_size: int):
     d_in, hidden, d_out, n_total = mlp_dims(M, N, world_size)
     grown = shardable_hidden(d_in, hidden, d_out, world_size)
     if grown is None:
-        raise ValueError(f"no hidden size in [{hidden}, {hidden + 1024}) makes the parameter count divisible by "
-                         f"W = {world_size}")
+        raise ValueError(
+            f"no hidden size in [{hidden}, {hidden + 1024}) makes the parameter count divisible by W = {world_size}"
+        )
     return d_in, grown, d_out, n_total
 
 
@@ -43,31 +60,57 @@ def make_sharded_inputs(ctx: InputContext):
     exp_avg, exp_avg_sq = draw_adam_state(ctx, total)
     part = total // ctx.world_size
     own = slice(ctx.rank * part, (ctx.rank + 1) * part)
-    return (X_local, y_local, *params, exp_avg[own].clone(), exp_avg_sq[own].clone(), LR, BETA1, BETA2, EPS,
-            step_of(ctx))
+    return (
+        X_local,
+        y_local,
+        *params,
+        exp_avg[own].clone(),
+        exp_avg_sq[own].clone(),
+        LR,
+        BETA1,
+        BETA2,
+        EPS,
+        step_of(ctx),
+    )
 
 
-def adam_on_shard_and_unshard(flat_params, grad_shard, exp_avg_part, exp_avg_sq_part, like, lr, beta1, beta2, eps,
-                              step):
+def adam_on_shard_and_unshard(
+    flat_params, grad_shard, exp_avg_part, exp_avg_sq_part, like, lr, beta1, beta2, eps, step
+):
     """Adam on this rank's range of the flat parameters, then all-gather the updated shards (rank order)."""
     part = grad_shard.numel()
     own = slice(dist.get_rank() * part, (dist.get_rank() + 1) * part)
-    shard, m, v = adam_bf16(flat_params[own].clone(), grad_shard, exp_avg_part, exp_avg_sq_part, lr, beta1, beta2,
-                            eps, step)
+    shard, m, v = adam_bf16(
+        flat_params[own].clone(), grad_shard, exp_avg_part, exp_avg_sq_part, lr, beta1, beta2, eps, step
+    )
     full = torch.empty_like(flat_params)
     dist.all_gather_into_tensor(full, shard.contiguous())
     return (*unflatten(full, like), m, v)
 
 
-def solution(X_local, y_local, W1, b1, W2, b2, exp_avg_part, exp_avg_sq_part, lr: float, beta1: float, beta2: float,
-             eps: float, step: int):
+def solution(
+    X_local,
+    y_local,
+    W1,
+    b1,
+    W2,
+    b2,
+    exp_avg_part,
+    exp_avg_sq_part,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    step: int,
+):
     like = (W1, b1, W2, b2)
     flat_params = broadcast_flat(like)
     grad = sum_over_ranks(local_flat_grad(X_local, y_local, *unflatten(flat_params, like)))
     part = grad.numel() // dist.get_world_size()
-    grad_shard = grad[dist.get_rank() * part:(dist.get_rank() + 1) * part]
-    return adam_on_shard_and_unshard(flat_params, grad_shard, exp_avg_part, exp_avg_sq_part, like, lr, beta1, beta2,
-                                     eps, step)
+    grad_shard = grad[dist.get_rank() * part : (dist.get_rank() + 1) * part]
+    return adam_on_shard_and_unshard(
+        flat_params, grad_shard, exp_avg_part, exp_avg_sq_part, like, lr, beta1, beta2, eps, step
+    )
 
 
 def _allowed(world_size: int) -> bool:
@@ -79,5 +122,6 @@ def _allowed(world_size: int) -> bool:
 
 
 make_inputs = make_sharded_inputs
-PROBLEM = Problem(id=41, make_inputs=make_inputs, solution=solution, compare=moment_compare("ppppmv"),
-                  allows_world_size=_allowed)
+PROBLEM = Problem(
+    id=41, make_inputs=make_inputs, solution=solution, compare=moment_compare("ppppmv"), allows_world_size=_allowed
+)

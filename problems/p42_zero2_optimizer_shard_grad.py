@@ -10,6 +10,7 @@ Decisions (spec Pitfalls): as problem 41 (world-size rule, hidden growth, lr = 0
 slack for the bf16 reduction order). The reference reduce-scatters in fp32 and rounds once, so its result equals
 problem 41's on the same inputs; NCCL's bf16 reduce-scatter order is covered by the moment slack.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -18,8 +19,21 @@ from problems.base import Problem
 from problems.p41_zero1_optimizer_shard import _allowed, adam_on_shard_and_unshard, make_sharded_inputs
 
 
-def solution(X_local, y_local, W1, b1, W2, b2, exp_avg_part, exp_avg_sq_part, lr: float, beta1: float, beta2: float,
-             eps: float, step: int):
+def solution(
+    X_local,
+    y_local,
+    W1,
+    b1,
+    W2,
+    b2,
+    exp_avg_part,
+    exp_avg_sq_part,
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    step: int,
+):
     like = (W1, b1, W2, b2)
     flat_params = broadcast_flat(like)
     grad = local_flat_grad(X_local, y_local, *unflatten(flat_params, like))
@@ -27,10 +41,12 @@ def solution(X_local, y_local, W1, b1, W2, b2, exp_avg_part, exp_avg_sq_part, lr
     total = torch.empty(grad.numel() // world_size, dtype=torch.float32, device=grad.device)
     dist.reduce_scatter_tensor(total, grad.float(), op=dist.ReduceOp.SUM)  # fp32: order-independent reference
     grad_shard = total.to(grad.dtype) / world_size
-    return adam_on_shard_and_unshard(flat_params, grad_shard, exp_avg_part, exp_avg_sq_part, like, lr, beta1, beta2,
-                                     eps, step)
+    return adam_on_shard_and_unshard(
+        flat_params, grad_shard, exp_avg_part, exp_avg_sq_part, like, lr, beta1, beta2, eps, step
+    )
 
 
 make_inputs = make_sharded_inputs
-PROBLEM = Problem(id=42, make_inputs=make_inputs, solution=solution, compare=moment_compare("ppppmv"),
-                  allows_world_size=_allowed)
+PROBLEM = Problem(
+    id=42, make_inputs=make_inputs, solution=solution, compare=moment_compare("ppppmv"), allows_world_size=_allowed
+)

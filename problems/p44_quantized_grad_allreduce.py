@@ -16,6 +16,7 @@ dequantized values are multiples of 2^-5 below 16, so their fp32 sum is exact in
 bit-identical for any correct implementation when W is a power of two (otherwise up to the rounding of / W), and
 skipping the quantization, zeros or no communication fail.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -14,6 +14,7 @@ Decisions:
 - Null answers: zeros and a rank's own chunk normalised without the sum both miss by O(1); the input has another
   shape.
 """
+
 import torch
 import torch.distributed as dist
 

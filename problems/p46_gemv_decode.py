@@ -12,6 +12,7 @@ Decisions:
   default tolerance is kept. No reduction is involved, so the check does not depend on an order of additions.
 - Null answers: zeros miss by O(sqrt(Hd)); the local logits alone have shape (Tn, V/W).
 """
+
 import torch
 import torch.distributed as dist
 

@@ -30,6 +30,7 @@ Decisions:
 - gloo: reduce_scatter_tensor and all_gather_into_tensor run as such on gloo too; the gradient sum is done on an
   fp32 copy (one rounding to D at the end) on every backend, as in problem 13.
 """
+
 import math
 
 import torch
@@ -64,20 +65,46 @@ def make_inputs(ctx: InputContext):
     ctx.seed("shared")
     full_X = torch.randn(n_total, d_in, dtype=D, device=dev)
     full_y = torch.randn(n_total, d_out, dtype=D, device=dev)
-    params = [torch.randn(hidden, d_in, dtype=D, device=dev), torch.randn(hidden, dtype=D, device=dev),
-              torch.randn(d_out, hidden, dtype=D, device=dev), torch.randn(d_out, dtype=D, device=dev)]
+    params = [
+        torch.randn(hidden, d_in, dtype=D, device=dev),
+        torch.randn(hidden, dtype=D, device=dev),
+        torch.randn(d_out, hidden, dtype=D, device=dev),
+        torch.randn(d_out, dtype=D, device=dev),
+    ]
     flat = torch.cat([p.reshape(-1) for p in params])
     rows = slice(ctx.rank * chunk, (ctx.rank + 1) * chunk)
     param_shapes = tuple(tuple(p.shape) for p in params)
     step = 1 + ctx.trial % 7
-    return (full_X[rows].contiguous(), full_y[rows].contiguous(),
-            flat[ctx.rank * part:(ctx.rank + 1) * part].clone(), param_shapes,
-            torch.zeros(part, dtype=D, device=dev), torch.zeros(part, dtype=D, device=dev),
-            LR, BETA1, BETA2, EPS, WEIGHT_DECAY, step)
+    return (
+        full_X[rows].contiguous(),
+        full_y[rows].contiguous(),
+        flat[ctx.rank * part : (ctx.rank + 1) * part].clone(),
+        param_shapes,
+        torch.zeros(part, dtype=D, device=dev),
+        torch.zeros(part, dtype=D, device=dev),
+        LR,
+        BETA1,
+        BETA2,
+        EPS,
+        WEIGHT_DECAY,
+        step,
+    )
 
 
-def solution(X_local, y_local, flat_param_shard, param_shapes, exp_avg_shard, exp_avg_sq_shard,
-             lr, beta1, beta2, eps, weight_decay, step):
+def solution(
+    X_local,
+    y_local,
+    flat_param_shard,
+    param_shapes,
+    exp_avg_shard,
+    exp_avg_sq_shard,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    step,
+):
     W = dist.get_world_size()
     part = flat_param_shard.numel()
     flat = torch.empty(W * part, dtype=flat_param_shard.dtype, device=flat_param_shard.device)
@@ -88,7 +115,7 @@ def solution(X_local, y_local, flat_param_shard, param_shapes, exp_avg_shard, ex
         views, offset = [], 0
         for s in param_shapes:
             n = math.prod(s)
-            views.append(flat[offset:offset + n].view(s))
+            views.append(flat[offset : offset + n].view(s))
             offset += n
         W1, b1, W2, b2 = views
         h = F.relu(X_local @ W1.t() + b1)
@@ -104,8 +131,8 @@ def solution(X_local, y_local, flat_param_shard, param_shapes, exp_avg_shard, ex
 
     m = beta1 * exp_avg_shard + (1 - beta1) * g
     v = beta2 * exp_avg_sq_shard + (1 - beta2) * g * g
-    bc1 = 1 - beta1 ** step
-    bc2 = 1 - beta2 ** step
+    bc1 = 1 - beta1**step
+    bc2 = 1 - beta2**step
     denom = (v / bc2).sqrt() + eps
     theta = flat_param_shard - lr * (m / bc1) / denom
     theta = theta - lr * weight_decay * flat_param_shard
@@ -124,7 +151,7 @@ def _gradient_mismatch(name: str, expected: torch.Tensor, actual: torch.Tensor, 
     norm = e.norm().item()
     if (a - e).norm().item() > 3e-2 * norm:
         return f"{name}: relative norm error {(a - e).norm().item() / max(norm, 1e-30):.3g} > 3e-2"
-    atol = (0.4 + 3.0 * (world_size - 1) * 2.0 ** -8) * _rms(e)
+    atol = (0.4 + 3.0 * (world_size - 1) * 2.0**-8) * _rms(e)
     return _elementwise_mismatch(name, e, a, atol, 2e-2)
 
 
@@ -133,8 +160,10 @@ def _elementwise_mismatch(name: str, expected: torch.Tensor, actual: torch.Tenso
     bad = ~((a - e).abs() <= atol + rtol * e.abs())  # NaN counts as bad
     if bad.any():
         i = int(bad.nonzero()[0, 0])
-        return (f"{name}: {int(bad.sum())} of {e.numel()} elements outside atol={atol:.3g}, rtol={rtol:.3g}; "
-                f"first at {i}: got {a[i].item():.6g}, expected {e[i].item():.6g}")
+        return (
+            f"{name}: {int(bad.sum())} of {e.numel()} elements outside atol={atol:.3g}, rtol={rtol:.3g}; "
+            f"first at {i}: got {a[i].item():.6g}, expected {e[i].item():.6g}"
+        )
     return None
 
 
@@ -149,10 +178,17 @@ def compare(expected, actual, world_size: int):
     (theta_e, m_e, v_e), (theta_a, m_a, v_a) = expected, [t.detach().cpu() for t in actual]
     if (v_a < 0).any():
         return "v: negative second moment"
-    return (_elementwise_mismatch("theta", theta_e, theta_a, 1e-2, 1e-2)
-            or _gradient_mismatch("m", m_e, m_a, world_size)
-            or _gradient_mismatch("sqrt(v)", v_e.double().sqrt(), v_a.double().sqrt(), world_size))
+    return (
+        _elementwise_mismatch("theta", theta_e, theta_a, 1e-2, 1e-2)
+        or _gradient_mismatch("m", m_e, m_a, world_size)
+        or _gradient_mismatch("sqrt(v)", v_e.double().sqrt(), v_a.double().sqrt(), world_size)
+    )
 
 
-PROBLEM = Problem(id=47, make_inputs=make_inputs, solution=solution, compare=compare,
-                  allows_world_size=lambda W: W >= 1 and shape(1024, 1024, W) is not None)
+PROBLEM = Problem(
+    id=47,
+    make_inputs=make_inputs,
+    solution=solution,
+    compare=compare,
+    allows_world_size=lambda W: W >= 1 and shape(1024, 1024, W) is not None,
+)

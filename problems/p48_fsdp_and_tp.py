@@ -20,6 +20,7 @@ Decisions:
 - The TP all-reduce sums fp32 copies of the partials and rounds once (for n_tp = 2 this equals NCCL's bf16 sum of
   two values; for n_tp >= 3 it is the order-free value the slack is centred on).
 """
+
 import math
 
 import torch
@@ -55,8 +56,14 @@ def make_inputs(ctx: InputContext):
     rows = slice(f * batch // n_fsdp, (f + 1) * batch // n_fsdp)
     d_block = slice(f * d_model // n_fsdp, (f + 1) * d_model // n_fsdp)
     ff_block = slice(t * d_ff // n_tp, (t + 1) * d_ff // n_tp)
-    return (full_x[rows].contiguous(), W1[d_block, ff_block].contiguous(), W2[d_block, ff_block].contiguous(),
-            W3[ff_block, d_block].contiguous(), n_tp, n_fsdp)
+    return (
+        full_x[rows].contiguous(),
+        W1[d_block, ff_block].contiguous(),
+        W2[d_block, ff_block].contiguous(),
+        W3[ff_block, d_block].contiguous(),
+        n_tp,
+        n_fsdp,
+    )
 
 
 _GROUPS: dict = {}
@@ -95,7 +102,7 @@ def solution(x_local, W1_shard, W2_shard, W3_shard, n_tp: int, n_fsdp: int):
 def slack(expected: torch.Tensor, W: int) -> float:
     n_tp, _ = factors(W)
     rms = expected.detach().float().pow(2).mean().sqrt().item()
-    return (0.04 + 3.0 * (n_tp - 1) * 2.0 ** -8) * rms
+    return (0.04 + 3.0 * (n_tp - 1) * 2.0**-8) * rms
 
 
 PROBLEM = Problem(id=48, make_inputs=make_inputs, solution=solution, slack=slack)

@@ -15,6 +15,7 @@ Decisions:
 - Null answers: zeros miss by O(0.1) on most elements; without communication every token would use the rank's own
   MLP (and the dispatch buffers would stay unfilled), which misses for tokens routed elsewhere.
 """
+
 import torch.distributed as dist
 
 from problems._moe_ep_veomni import TOP_K, make_moe_inputs, moe_ep_forward
@@ -26,8 +27,17 @@ def make_inputs(ctx: InputContext):
 
 
 def solution(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, num_experts, top_k, group=None):
-    return moe_ep_forward(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, num_experts, top_k,
-                          group if group is not None else dist.group.WORLD)
+    return moe_ep_forward(
+        hidden_states,
+        gate_weight,
+        gate_bias,
+        gate_proj,
+        up_proj,
+        down_proj,
+        num_experts,
+        top_k,
+        group if group is not None else dist.group.WORLD,
+    )
 
 
 PROBLEM = Problem(id=49, make_inputs=make_inputs, solution=solution, allows_world_size=lambda W: W >= 2)

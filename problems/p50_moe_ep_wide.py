@@ -14,6 +14,7 @@ Decisions:
 - W = 1 is allowed: the all-to-alls move nothing, the count all-gather still runs.
 - Null answers: zeros miss by O(0.1); without communication tokens routed to other ranks get the wrong MLP.
 """
+
 import torch.distributed as dist
 
 from problems._moe_ep_veomni import TOP_K, make_moe_inputs, moe_ep_forward
@@ -25,8 +26,17 @@ def make_inputs(ctx: InputContext):
 
 
 def solution(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, num_experts, top_k, group=None):
-    return moe_ep_forward(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, num_experts, top_k,
-                          group if group is not None else dist.group.WORLD)
+    return moe_ep_forward(
+        hidden_states,
+        gate_weight,
+        gate_bias,
+        gate_proj,
+        up_proj,
+        down_proj,
+        num_experts,
+        top_k,
+        group if group is not None else dist.group.WORLD,
+    )
 
 
 PROBLEM = Problem(id=50, make_inputs=make_inputs, solution=solution)

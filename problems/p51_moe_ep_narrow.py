@@ -17,6 +17,7 @@ Decisions:
 - "Narrow" EP groups are independent problems (ranks r and r + E have different weights), as in the spec.
 - Null answers: zeros miss by O(0.1); without communication (E > 1) tokens routed to other ranks get the wrong MLP.
 """
+
 import torch.distributed as dist
 
 from problems._moe_ep_veomni import make_moe_inputs, moe_ep_forward
@@ -47,20 +48,32 @@ def _ep_group(num_experts: int):
     world = dist.group.WORLD
     cached = _BLOCKS.get(num_experts)
     if cached is None or cached[0] is not world:
-        blocks = [dist.new_group(list(range(g * num_experts, (g + 1) * num_experts)))
-                  for g in range(W // num_experts)]
+        blocks = [dist.new_group(list(range(g * num_experts, (g + 1) * num_experts))) for g in range(W // num_experts)]
         cached = _BLOCKS[num_experts] = (world, blocks)
     return cached[1][dist.get_rank() // num_experts]
 
 
 def solution(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, num_experts, top_k, group=None):
-    return moe_ep_forward(hidden_states, gate_weight, gate_bias, gate_proj, up_proj, down_proj, num_experts, top_k,
-                          group if group is not None else _ep_group(num_experts))
+    return moe_ep_forward(
+        hidden_states,
+        gate_weight,
+        gate_bias,
+        gate_proj,
+        up_proj,
+        down_proj,
+        num_experts,
+        top_k,
+        group if group is not None else _ep_group(num_experts),
+    )
 
 
 PROBLEM = Problem(
-    id=51, make_inputs=make_inputs, solution=solution,
+    id=51,
+    make_inputs=make_inputs,
+    solution=solution,
     # With E = 1 (W = 1, 2, 3 or a prime) the EP groups have one rank: no token leaves its rank, so computing
     # without communication is the spec's own answer (see "Degenerate W" above).
-    nulls_that_pass={"nocomm": lambda W: "E = 1 at this W: no token leaves its rank" if num_experts_for(W) == 1
-                     else None})
+    nulls_that_pass={
+        "nocomm": lambda W: "E = 1 at this W: no token leaves its rank" if num_experts_for(W) == 1 else None
+    },
+)

@@ -15,6 +15,7 @@ Decisions:
 - Null answers: zeros miss by O(1); without communication the other ranks' blocks are copies of the own block;
   skipping the fp8 round trip moves about a third of the elements out of tolerance (spec simulation).
 """
+
 import torch
 import torch.distributed as dist
 

@@ -12,6 +12,7 @@ Decisions:
 - Null answers: zeros and q returned unchanged miss by O(0.5). Without communication only rank 0 is right (it
   needs no remote block, by causality); every other rank misses, so the check (all ranks) rejects it.
 """
+
 import torch
 
 from problems._ring_attention_cp import ring_attention

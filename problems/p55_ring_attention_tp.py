@@ -22,6 +22,7 @@ Decisions:
 - Null answers: zeros and the input unchanged miss by O(0.7); without the TP all-reduce one head half is missing;
   without the ring every CP rank but the first misses the earlier blocks.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -47,9 +48,11 @@ def make_inputs(ctx: InputContext):
     ctx.seed(("cp", cp_rank))
     hidden_states = torch.randn(B, S_local, HIDDEN, dtype=ctx.dtype, device=ctx.device)
     ctx.seed(("tp", tp_rank))
-    w_qkv = torch.randn(3 * heads_local * HEAD_DIM, HIDDEN, dtype=ctx.dtype, device=ctx.device) * HIDDEN ** -0.5
-    w_o = torch.randn(HIDDEN, heads_local * HEAD_DIM, dtype=ctx.dtype, device=ctx.device) * (
-        heads_local * HEAD_DIM) ** -0.5
+    w_qkv = torch.randn(3 * heads_local * HEAD_DIM, HIDDEN, dtype=ctx.dtype, device=ctx.device) * HIDDEN**-0.5
+    w_o = (
+        torch.randn(HIDDEN, heads_local * HEAD_DIM, dtype=ctx.dtype, device=ctx.device)
+        * (heads_local * HEAD_DIM) ** -0.5
+    )
     return hidden_states, w_qkv, w_o, NUM_HEADS, None, True, tp_groups[cp_rank], cp_groups[tp_rank]
 
 
@@ -70,5 +73,10 @@ def solution(hidden_states, w_qkv, w_o, num_heads, softmax_scale=None, causal=Fa
     return out
 
 
-PROBLEM = Problem(id=55, make_inputs=make_inputs, solution=solution, slack=projection_slack,
-                  allows_world_size=lambda W: W == 1 or (W >= 2 and W % 2 == 0))
+PROBLEM = Problem(
+    id=55,
+    make_inputs=make_inputs,
+    solution=solution,
+    slack=projection_slack,
+    allows_world_size=lambda W: W == 1 or (W >= 2 and W % 2 == 0),
+)

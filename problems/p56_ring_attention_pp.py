@@ -22,6 +22,7 @@ Decisions:
 - Null answers: zeros and the input unchanged miss by O(0.5); without communication stage 1 works on an unfilled
   buffer and every CP rank but the first misses the earlier blocks.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -46,8 +47,8 @@ def make_inputs(ctx: InputContext):
     ctx.seed(("cp", cp_rank))
     hidden_states = torch.randn(B, S_local, HIDDEN, dtype=ctx.dtype, device=ctx.device)
     ctx.seed(("pp", pp_rank))
-    w_qkv = torch.randn(3 * HIDDEN, HIDDEN, dtype=ctx.dtype, device=ctx.device) * HIDDEN ** -0.5
-    w_o = torch.randn(HIDDEN, HIDDEN, dtype=ctx.dtype, device=ctx.device) * HIDDEN ** -0.5
+    w_qkv = torch.randn(3 * HIDDEN, HIDDEN, dtype=ctx.dtype, device=ctx.device) * HIDDEN**-0.5
+    w_o = torch.randn(HIDDEN, HIDDEN, dtype=ctx.dtype, device=ctx.device) * HIDDEN**-0.5
     return hidden_states, w_qkv, w_o, NUM_HEADS, None, True, cp_groups[pp_rank], pp_groups[cp_rank]
 
 
@@ -72,5 +73,10 @@ def solution(hidden_states, w_qkv, w_o, num_heads, softmax_scale=None, causal=Fa
     return out
 
 
-PROBLEM = Problem(id=56, make_inputs=make_inputs, solution=solution, slack=projection_slack,
-                  allows_world_size=lambda W: W == 1 or (W >= 2 and W % 2 == 0))
+PROBLEM = Problem(
+    id=56,
+    make_inputs=make_inputs,
+    solution=solution,
+    slack=projection_slack,
+    allows_world_size=lambda W: W == 1 or (W >= 2 and W % 2 == 0),
+)

@@ -28,6 +28,7 @@ Decisions:
 - Null answers: zeros and dout unchanged miss by O(2); without communication the remote blocks and the DP partner
   are missing.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -53,7 +54,7 @@ def make_inputs(ctx: InputContext):
     ctx.seed(ctx.rank)  # every rank's data is unique
     q, k, v, dout = (torch.randn(B, S_local, HEADS, HEAD_DIM, dtype=ctx.dtype, device=ctx.device) for _ in range(4))
     # out and lse of attention over the LOCAL keys only, unmasked, fp32 (as PKB's harness does).
-    scores = torch.einsum("bqhd,bkhd->bhqk", q.float(), k.float()) * HEAD_DIM ** -0.5
+    scores = torch.einsum("bqhd,bkhd->bhqk", q.float(), k.float()) * HEAD_DIM**-0.5
     softmax_lse = torch.logsumexp(scores, dim=-1)
     out = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(scores, dim=-1), v.float()).to(ctx.dtype)
     return dout, q, k, v, out, softmax_lse, None, False, cp_groups[dp_rank], dp_groups[cp_rank]
@@ -85,8 +86,9 @@ def solution(dout, q, k, v, out, softmax_lse, softmax_scale=None, causal=False, 
     for step in range(cp):
         following = ring_pass([k, v], cp_group) if step + 1 < cp else None
         if not causal or step <= c:
-            dq_ij, dk_ij, dv_ij = _block_grads(dout_f, q_f, k.float(), v.float(), softmax_lse, delta, scale,
-                                               causal and step == 0)
+            dq_ij, dk_ij, dv_ij = _block_grads(
+                dout_f, q_f, k.float(), v.float(), softmax_lse, delta, scale, causal and step == 0
+            )
             dq += dq_ij
         else:  # causal: a later block contributes nothing, its accumulator is only relayed
             dk_ij, dv_ij = torch.zeros_like(q_f), torch.zeros_like(q_f)
@@ -113,8 +115,9 @@ def slack(expected: torch.Tensor, W: int) -> float:
     dp, _ = layout(W)
     if dp == 1 or expected.numel() == 0:
         return 0.0
-    return 3.0 * 2.0 ** -7 * expected.detach().float().pow(2).mean().sqrt().item()
+    return 3.0 * 2.0**-7 * expected.detach().float().pow(2).mean().sqrt().item()
 
 
-PROBLEM = Problem(id=57, make_inputs=make_inputs, solution=solution, slack=slack,
-                  allows_world_size=lambda W: W >= 1 and 8 % W == 0)
+PROBLEM = Problem(
+    id=57, make_inputs=make_inputs, solution=solution, slack=slack, allows_world_size=lambda W: W >= 1 and 8 % W == 0
+)

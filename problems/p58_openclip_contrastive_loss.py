@@ -22,6 +22,7 @@ Decisions:
   missing one remote term (~ 12% at the defaults) or all of them (no communication) fails.
 - Null answers: zeros fail; the input has another shape.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -86,7 +87,7 @@ def solution(image_features, text_features, logit_scale, logit_bias=0.0, group=N
 
 
 def slack(expected: torch.Tensor, W: int) -> float:
-    return (W + 1) * 2.0 ** -8 * expected.detach().abs().max().item() if expected.numel() else 0.0
+    return (W + 1) * 2.0**-8 * expected.detach().abs().max().item() if expected.numel() else 0.0
 
 
 PROBLEM = Problem(id=58, make_inputs=make_inputs, solution=solution, slack=slack)

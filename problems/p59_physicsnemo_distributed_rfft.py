@@ -13,6 +13,7 @@ Decisions (spec Pitfalls):
 - The dtype argument is ignored as in PKB: the input is always float32 and the output complex64.
 - Float32 FFT error is ~1e-6 against atol = rtol = 1e-2, so the default tolerances are meaningful as they are.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -31,7 +32,7 @@ def make_inputs(ctx: InputContext):
     ctx.seed("shared")  # one global field, identical on every rank
     x_full = torch.randn(B, H, Wd, dtype=torch.float32, device=ctx.device)
     width = Wd // W
-    x = x_full[:, :, ctx.rank * width:(ctx.rank + 1) * width].contiguous()
+    x = x_full[:, :, ctx.rank * width : (ctx.rank + 1) * width].contiguous()
     return x, (H, Wd), (1, 2), "ortho", None
 
 

@@ -15,6 +15,7 @@ Decisions (spec Pitfalls):
 - Float32 FFT error is ~1e-6 against atol = rtol = 1e-2, so the default tolerances are meaningful as they are; the
   output values have unit variance, so zeros or a no-communication answer fail.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -31,7 +32,7 @@ def make_inputs(ctx: InputContext):
     x_real = torch.randn(B, C, H, WD, dtype=torch.float32, device=ctx.device)
     spectrum = torch.fft.rfft2(x_real, s=(H, WD), norm="ortho")  # (B, C, 720, 721) complex64
     rows = H // W
-    x = spectrum[..., ctx.rank * rows:(ctx.rank + 1) * rows, :].contiguous()
+    x = spectrum[..., ctx.rank * rows : (ctx.rank + 1) * rows, :].contiguous()
     return x, (H, WD), (-2, -1), "ortho", None
 
 

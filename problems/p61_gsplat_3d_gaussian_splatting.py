@@ -25,6 +25,7 @@ Decisions (spec Pitfalls):
 - All cameras are identical (as PKB); inputs are otherwise random per rank, so a no-communication answer (this
   rank's Gaussians only) has the wrong number of rows and fails.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -62,11 +63,20 @@ def project(means, quats, scales, viewmats, Ks, width, height, eps2d, near_plane
     radii (C, n, 2) int32, means2d (C, n, 2), depths (C, n), conics (C, n, 3)."""
     q = F.normalize(quats, p=2, dim=-1)
     w, x, y, z = q.unbind(-1)
-    R = torch.stack([
-        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
-    ], dim=-1).reshape(-1, 3, 3)
+    R = torch.stack(
+        [
+            1 - 2 * (y * y + z * z),
+            2 * (x * y - w * z),
+            2 * (x * z + w * y),
+            2 * (x * y + w * z),
+            1 - 2 * (x * x + z * z),
+            2 * (y * z - w * x),
+            2 * (x * z - w * y),
+            2 * (y * z + w * x),
+            1 - 2 * (x * x + y * y),
+        ],
+        dim=-1,
+    ).reshape(-1, 3, 3)
     M = R * scales[:, None, :]
     covars = M @ M.transpose(-1, -2)  # (n, 3, 3)
 
@@ -102,15 +112,32 @@ def project(means, quats, scales, viewmats, Ks, width, height, eps2d, near_plane
     radius = torch.stack([torch.ceil(3.33 * torch.sqrt(a)), torch.ceil(3.33 * torch.sqrt(d))], dim=-1)
     in_depth = (depths > near_plane) & (depths < far_plane)
     radius = torch.where(in_depth[..., None], radius, torch.zeros_like(radius))
-    on_screen = ((means2d[..., 0] + radius[..., 0] > 0) & (means2d[..., 0] - radius[..., 0] < width)
-                 & (means2d[..., 1] + radius[..., 1] > 0) & (means2d[..., 1] - radius[..., 1] < height))
+    on_screen = (
+        (means2d[..., 0] + radius[..., 0] > 0)
+        & (means2d[..., 0] - radius[..., 0] < width)
+        & (means2d[..., 1] + radius[..., 1] > 0)
+        & (means2d[..., 1] - radius[..., 1] < height)
+    )
     radius = torch.where(on_screen[..., None], radius, torch.zeros_like(radius))
     return radius.int(), means2d, depths, conics
 
 
 @torch.no_grad()
-def solution(means, quats, scales, opacities, colors, viewmats, Ks, image_width, image_height, eps2d=0.3,
-             near_plane=0.01, far_plane=1e10, camera_model="pinhole"):
+def solution(
+    means,
+    quats,
+    scales,
+    opacities,
+    colors,
+    viewmats,
+    Ks,
+    image_width,
+    image_height,
+    eps2d=0.3,
+    near_plane=0.01,
+    far_plane=1e10,
+    camera_model="pinhole",
+):
     assert camera_model == "pinhole"
     W = dist.get_world_size()
     dev = means.device
@@ -129,8 +156,9 @@ def solution(means, quats, scales, opacities, colors, viewmats, Ks, image_width,
         counts = torch.tensor([n], dtype=torch.int32, device=dev)
 
     # 3-7. Project the local Gaussians into every camera; 8. pack the visible (camera, Gaussian) pairs.
-    radii, means2d, depths, conics = project(means, quats, scales, viewmats, Ks, image_width, image_height,
-                                             eps2d, near_plane, far_plane)
+    radii, means2d, depths, conics = project(
+        means, quats, scales, viewmats, Ks, image_width, image_height, eps2d, near_plane, far_plane
+    )
     visible = (radii > 0).all(dim=-1)
     camera_ids, gaussian_ids = torch.nonzero(visible, as_tuple=True)
     radii, means2d, depths, conics = radii[visible], means2d[visible], depths[visible], conics[visible]
@@ -158,8 +186,16 @@ def solution(means, quats, scales, opacities, colors, viewmats, Ks, image_width,
         all_to_all_list(outputs, list(tensor.split(splits)))
         received.append(torch.cat(outputs))
     radii, payload, ids = received
-    return (ids[:, 0], ids[:, 1], radii, payload[:, 0:2], payload[:, 2], payload[:, 3:6], payload[:, 6],
-            payload[:, 7:10])
+    return (
+        ids[:, 0],
+        ids[:, 1],
+        radii,
+        payload[:, 0:2],
+        payload[:, 2],
+        payload[:, 3:6],
+        payload[:, 6],
+        payload[:, 7:10],
+    )
 
 
 def compare(expected, actual, W):

@@ -17,6 +17,7 @@ Decisions (spec Pitfalls):
   default atol = rtol = 1e-2 is meaningful: zeros, the input x itself (same shape) and a tile computed from this
   rank's data alone all fail.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -92,7 +93,7 @@ def solution(x, psi, weight, groups, nlon_out, nlon_in, azimuth_group=None, pola
     if P > 1:
         dist.all_reduce(y, op=dist.ReduceOp.SUM, group=polar_group)
         rows = y.shape[3] // P
-        y = y[:, :, :, p * rows:(p + 1) * rows]
+        y = y[:, :, :, p * rows : (p + 1) * rows]
     # 5. Inverse azimuth transpose: longitude block j to azimuth peer j; received channel blocks concatenated.
     if a > 1:
         send = [chunk.contiguous() for chunk in torch.tensor_split(y, a, dim=-1)]
@@ -102,8 +103,11 @@ def solution(x, psi, weight, groups, nlon_out, nlon_in, azimuth_group=None, pola
         y = torch.cat(recv, dim=1)
     # 6. Channel mixing with this rank's weight (grouped einsum) and bias.
     B, Cin, Kk, H, Wl = y.shape
-    out = torch.einsum("bgckxy,gock->bgoxy", y.reshape(B, groups, Cin // groups, Kk, H, Wl),
-                       weight.reshape(groups, -1, Cin // groups, Kk)).reshape(B, -1, H, Wl)
+    out = torch.einsum(
+        "bgckxy,gock->bgoxy",
+        y.reshape(B, groups, Cin // groups, Kk, H, Wl),
+        weight.reshape(groups, -1, Cin // groups, Kk),
+    ).reshape(B, -1, H, Wl)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
     return out.contiguous()

@@ -21,6 +21,7 @@ Decisions (spec Pitfalls):
   to H, a list).
 - The collectives run at W = 1 too (they are trivial); all_gather_object exchanges the block lengths as in PKB.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -39,7 +40,7 @@ def make_inputs(ctx: InputContext):
         H.append(0.01 * torch.randn(length, 1, dtype=F64, device=dev))
         weights.append(torch.randn(length, 1, dtype=F64, device=dev))
     for _ in range(BLOCKS):
-        noise = torch.randn(length, length, dtype=F64, device=dev) * (0.01 / 2 ** 0.5)
+        noise = torch.randn(length, length, dtype=F64, device=dev) * (0.01 / 2**0.5)
         P.append(torch.eye(length, dtype=F64, device=dev) + noise + noise.T)
     error = torch.randn((), dtype=F64, device=dev)
     return H, error, weights, P, 0.98, 0.9987

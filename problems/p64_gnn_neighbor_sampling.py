@@ -21,6 +21,7 @@ Decisions (spec Pitfalls):
 - Integers are compared exactly (PKB's float check tolerated +-1% on ids); the order is part of the answer.
 - ``replace`` is ignored (deterministic first-k sampling), as in PKB.
 """
+
 import torch
 import torch.distributed as dist
 

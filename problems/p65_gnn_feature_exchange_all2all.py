@@ -12,6 +12,7 @@ Decisions (spec Pitfalls):
   all_to_all, zeros, or the rank's own gathered rows G (no communication, same shape) all fail for W >= 2.
 - The chunk sizes are equal (as PKB), so counts_sent and counts_received cannot be told apart; we keep the roles.
 """
+
 import torch
 
 from problems._graphbolt_all_to_all import rank_shifted_all_to_all

@@ -13,6 +13,7 @@ Decisions (spec Pitfalls):
 - The inverse ids index the RECEIVED rows; a scatter-add of the rank's own grad_output (no communication, same
   shape) fails for W >= 2, and so do zeros.
 """
+
 import torch
 
 from problems._graphbolt_all_to_all import rank_shifted_all_to_all

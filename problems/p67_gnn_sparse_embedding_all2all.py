@@ -12,6 +12,7 @@ Decisions (spec Pitfalls):
 - Pure data movement, bit-exact: the default tolerances apply to the values, and the int64 indices are compared
   exactly (PKB's float check tolerated about +-1000 on them).
 """
+
 import torch
 import torch.distributed as dist
 

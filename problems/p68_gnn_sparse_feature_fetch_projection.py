@@ -20,6 +20,7 @@ Decisions (spec Pitfalls):
 - The output is one bf16 rounding of a 256-term fp32 dot product (values of order 16), so the default
   atol = rtol = 1e-2 holds for any accumulation order; zeros or rows fetched from the local shard alone fail.
 """
+
 import torch
 import torch.distributed as dist
 

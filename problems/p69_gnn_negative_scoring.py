@@ -19,6 +19,7 @@ Decisions (spec Pitfalls):
   differently), as in PKB.
 - W = 1 skips all communication.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -16,6 +16,7 @@ Decisions (spec Pitfalls):
 - Only the path PKB exercises is implemented: fixed stride per key and stagger = 1 raise otherwise; per-value
   weights, if given, travel and are permuted like the values (returned under "weights").
 """
+
 import torch
 import torch.distributed as dist
 
@@ -39,7 +40,8 @@ def permute_segments(data: torch.Tensor, sizes: torch.Tensor, order: list[int]) 
     new_sizes = sizes[order]
     segment = torch.repeat_interleave(order, new_sizes)
     offset = torch.arange(int(new_sizes.sum()), device=data.device) - torch.repeat_interleave(
-        torch.cumsum(new_sizes, 0) - new_sizes, new_sizes)
+        torch.cumsum(new_sizes, 0) - new_sizes, new_sizes
+    )
     return data[starts[segment] + offset]
 
 
@@ -62,13 +64,15 @@ def solution(lengths, values, key_splits, batch_size, pg=None, weights=None, str
     # 3. Lengths and values (and weights), asynchronously.
     recv_lengths = lengths.new_empty(sum(recv_lengths_split))
     recv_values = values.new_empty(sum(recv_values_split))
-    works = [dist.all_to_all_single(recv_lengths, lengths, recv_lengths_split, length_splits, group=pg,
-                                    async_op=True),
-             dist.all_to_all_single(recv_values, values, recv_values_split, value_splits, group=pg, async_op=True)]
+    works = [
+        dist.all_to_all_single(recv_lengths, lengths, recv_lengths_split, length_splits, group=pg, async_op=True),
+        dist.all_to_all_single(recv_values, values, recv_values_split, value_splits, group=pg, async_op=True),
+    ]
     if weights is not None:
         recv_weights = weights.new_empty(sum(recv_values_split))
-        works.append(dist.all_to_all_single(recv_weights, weights, recv_values_split, value_splits, group=pg,
-                                            async_op=True))
+        works.append(
+            dist.all_to_all_single(recv_weights, weights, recv_values_split, value_splits, group=pg, async_op=True)
+        )
     for work in works:
         work.wait()
     # 4. Recat: segment s*k + f (source s, local feature f, B_s lengths) moves to position f*W + s.

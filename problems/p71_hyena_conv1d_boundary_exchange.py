@@ -13,6 +13,7 @@ Decisions (spec Pitfalls):
 - The output is one rounding of a 7-term sum, so the default atol = rtol = 1e-2 holds; zeros, x itself (same shape)
   and zero halos (no communication: only the first 6 columns of each chunk differ, by O(1)) all fail.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F

@@ -23,6 +23,7 @@ Decisions (spec Pitfalls):
 - Only with ``ctx.reduced`` (CPU development runs) the sizes shrink to 128 channels (= num_groups), local sequence
   512 and filter length 1024 (h[g, k] = bf16(1024 g + k) / 1024); W must still divide 1024 (the spec's rule).
 """
+
 import torch
 import torch.distributed as dist
 
@@ -91,9 +92,9 @@ def solution(x1_seq, x2_seq, v_seq, h, conv_bias, num_groups, group_dim, group=N
     W, rank = dist.get_world_size(group), dist.get_rank(group)
     x1, x2, v = (seq_to_channel(t, group, with_zigzag_splitting) for t in (x1_seq, x2_seq, v_seq))
     groups_local = num_groups // W
-    h_local = h[rank * groups_local:(rank + 1) * groups_local].repeat_interleave(group_dim, dim=0)
+    h_local = h[rank * groups_local : (rank + 1) * groups_local].repeat_interleave(group_dim, dim=0)
     channels = x1.shape[1]
-    bias_local = conv_bias[rank * channels:(rank + 1) * channels]
+    bias_local = conv_bias[rank * channels : (rank + 1) * channels]
     u = x2 * v
     y = fftconv(u, h_local, bias_local).to(x1.dtype)
     z = x1 * y
@@ -109,14 +110,22 @@ def compare(expected, actual, W):
     if not torch.isfinite(a).all():
         return f"{int((~torch.isfinite(a)).sum())} non-finite values"
     scale = e.abs().amax(dim=tuple(range(e.dim() - 1)), keepdim=True)
-    allowed = 1e-2 + 2.0 ** -17 * scale + 2e-2 * e.abs()
+    allowed = 1e-2 + 2.0**-17 * scale + 2e-2 * e.abs()
     bad = (a - e).abs() > allowed
     if bad.any():
         index = [int(i) for i in torch.unravel_index(bad.reshape(-1).nonzero()[0, 0], bad.shape)]
-        return (f"{int(bad.sum())} of {e.numel()} elements outside the per-channel tolerance; first at {index}: "
-                f"got {a[tuple(index)].item():.6g}, expected {e[tuple(index)].item():.6g}")
+        return (
+            f"{int(bad.sum())} of {e.numel()} elements outside the per-channel tolerance; first at {index}: "
+            f"got {a[tuple(index)].item():.6g}, expected {e[tuple(index)].item():.6g}"
+        )
     return None
 
 
-PROBLEM = Problem(id=72, make_inputs=make_inputs, solution=solution, compare=compare, timed_arg="v_seq",
-                  allows_world_size=lambda W: W >= 1 and CHANNELS % W == 0)
+PROBLEM = Problem(
+    id=72,
+    make_inputs=make_inputs,
+    solution=solution,
+    compare=compare,
+    timed_arg="v_seq",
+    allows_world_size=lambda W: W >= 1 and CHANNELS % W == 0,
+)

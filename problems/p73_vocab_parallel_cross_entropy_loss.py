@@ -18,6 +18,7 @@ Decisions (spec Pitfalls):
   log(sum over the covered ids of exp(x - max)), with no target term, as PKB. The rule is 1 <= W <= 512.
 - B = 8, S = 1024 and V = 512 ignore M and N, as in PKB.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -58,8 +59,14 @@ def solution(vocab_parallel_logits, target, group=None):
 
 def slack(expected: torch.Tensor, W: int) -> float:
     """log Z of any summation order of W bf16 partials is within W 2^-8 (absolute) of ours."""
-    return W * 2.0 ** -8 if W > 1 else 0.0
+    return W * 2.0**-8 if W > 1 else 0.0
 
 
-PROBLEM = Problem(id=73, make_inputs=make_inputs, solution=solution, slack=slack, timed_arg="vocab_parallel_logits",
-                  allows_world_size=lambda W: 1 <= W <= VOCAB)
+PROBLEM = Problem(
+    id=73,
+    make_inputs=make_inputs,
+    solution=solution,
+    slack=slack,
+    timed_arg="vocab_parallel_logits",
+    allows_world_size=lambda W: 1 <= W <= VOCAB,
+)

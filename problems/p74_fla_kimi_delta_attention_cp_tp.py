@@ -20,6 +20,7 @@ Decisions (spec Pitfalls):
 - Reduced (CPU development only): L = 16 local tokens, H = 4 heads, K = V = 64 instead of 64, 16, 128, 128; the
   sequential Python loop at full size is too slow for a shared CPU world.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -67,7 +68,7 @@ def kda_forward(q, k, v, g, beta, a_log, dt_bias) -> torch.Tensor:
     H, K = q.shape[2], q.shape[3]
     gate = a_log.float().exp().view(H, 1) * (g.float() + dt_bias.float().view(H, K))
     decay = torch.exp(LOWER_BOUND * torch.sigmoid(gate))
-    qn = F.normalize(q.float(), dim=-1, eps=1e-12) * K ** -0.5
+    qn = F.normalize(q.float(), dim=-1, eps=1e-12) * K**-0.5
     kn = F.normalize(k.float(), dim=-1, eps=1e-12)
     return gated_delta_rule(qn, kn, v, decay, torch.sigmoid(beta.float())).to(q.dtype)
 
@@ -84,7 +85,7 @@ def solution(q, k, v, g, beta, a_log, dt_bias, cp_group=None, tp_group=None):
         dist.all_reduce(out, op=dist.ReduceOp.SUM, group=tp_group)
     if cp_size == 1:
         return out
-    return out[:, cp_rank * local:(cp_rank + 1) * local].contiguous()
+    return out[:, cp_rank * local : (cp_rank + 1) * local].contiguous()
 
 
 PROBLEM = Problem(id=74, make_inputs=make_inputs, solution=solution)

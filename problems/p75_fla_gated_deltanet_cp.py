@@ -16,6 +16,7 @@ Decisions (spec Pitfalls):
 - Reduced (CPU development only): L = 16 local tokens, K = 64, V = 128 instead of 64, 256, 512 (the sequential
   Python loop at full size is too slow for a shared CPU world); the head rule is unchanged.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -40,8 +41,8 @@ def make_inputs(ctx: InputContext):
     v = torch.randn(1, L, H, V, dtype=D, device=dev) * 16
     gate = torch.randn(1, L, H, dtype=D, device=dev) - 3
     beta = torch.sigmoid(torch.randn(1, L, H, dtype=torch.bfloat16, device=dev)).to(D)
-    a_log = torch.linspace(0.0, 0.2, H, dtype=torch.bfloat16, device=dev)[r * Hl:(r + 1) * Hl].contiguous()
-    dt_bias = torch.linspace(-0.1, 0.1, H, dtype=torch.bfloat16, device=dev)[r * Hl:(r + 1) * Hl].contiguous()
+    a_log = torch.linspace(0.0, 0.2, H, dtype=torch.bfloat16, device=dev)[r * Hl : (r + 1) * Hl].contiguous()
+    dt_bias = torch.linspace(-0.1, 0.1, H, dtype=torch.bfloat16, device=dev)[r * Hl : (r + 1) * Hl].contiguous()
     return q, k, v, gate, beta, a_log, dt_bias, None
 
 
@@ -66,7 +67,7 @@ def _heads_to_sequence(x: torch.Tensor, W: int, group) -> torch.Tensor:
 def gated_deltanet(q, k, v, gate, beta, a_log, dt_bias) -> torch.Tensor:
     """Gated DeltaNet over the full sequence for the given heads, fp32; returns q's dtype."""
     K = q.shape[-1]
-    qn = F.normalize(q.float(), dim=-1, eps=1e-6) * K ** -0.5
+    qn = F.normalize(q.float(), dim=-1, eps=1e-6) * K**-0.5
     kn = F.normalize(k.float(), dim=-1, eps=1e-6)
     decay = torch.exp(-a_log.float().exp() * F.softplus(gate.float() + dt_bias.float()))
     return gated_delta_rule(qn, kn, v, decay.unsqueeze(-1), beta).to(q.dtype)

@@ -18,6 +18,7 @@ Decisions (spec Pitfalls):
 - Reduced (CPU development only): the input is (1, C_in_local, 4, 8, 8) instead of (.., 19, 66, 66), so the
   output is (1, C_out, 2, 6, 6); channels follow the spec.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -48,7 +49,7 @@ def slack(expected: torch.Tensor, world_size: int) -> float:
     """Any order of the W low-precision additions; for fp32 also TF32 convolutions."""
     extra = bf16_sum_slack(expected, world_size)
     if expected.dtype == torch.float32 and expected.numel():
-        extra += 2.0 ** -9 * expected.float().pow(2).mean().sqrt().item()
+        extra += 2.0**-9 * expected.float().pow(2).mean().sqrt().item()
     return extra
 
 
@@ -63,5 +64,6 @@ def solution(input, weight, bias, stride, padding, dilation, groups=1, group=Non
     return out
 
 
-PROBLEM = Problem(id=76, make_inputs=make_inputs, solution=solution, slack=slack,
-                  allows_world_size=lambda W: 1 <= W <= 512)
+PROBLEM = Problem(
+    id=76, make_inputs=make_inputs, solution=solution, slack=slack, allows_world_size=lambda W: 1 <= W <= 512
+)

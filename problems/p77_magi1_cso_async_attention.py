@@ -20,6 +20,7 @@ Decisions (spec Pitfalls):
 - Reduced (CPU development only): C = 94 (W <= 4) or 168 (W > 4) tokens per range instead of 12150 / 21600, so
   W = 3 and 4 still clip; heads and head dim follow the spec.
 """
+
 import math
 
 import torch
@@ -88,7 +89,7 @@ def solution(query, key_value, k_ranges, cp_shuffle_num, clip_token_nums=None, g
     bounds = k_ranges.tolist()
 
     def query_send(i):  # rank j gets this rank's range-i tokens of head block j: (W, spb, Hl, d)
-        return query[i * spb:(i + 1) * spb].reshape(spb, W, Hl, d).transpose(0, 1).contiguous()
+        return query[i * spb : (i + 1) * spb].reshape(spb, W, Hl, d).transpose(0, 1).contiguous()
 
     def attend(i, q):  # q: (W*spb, Hl, d), all ranks' range-i tokens for this rank's heads
         lo, hi = bounds[i]
@@ -114,7 +115,7 @@ def solution(query, key_value, k_ranges, cp_shuffle_num, clip_token_nums=None, g
         else:
             back = _a2a(out, group)
         # back[j] holds head block j of this rank's range-i tokens.
-        result[i * spb:(i + 1) * spb] = back.transpose(0, 1).reshape(spb, Hq, d)
+        result[i * spb : (i + 1) * spb] = back.transpose(0, 1).reshape(spb, Hq, d)
     return result
 
 

@@ -20,6 +20,7 @@ Decisions (spec Pitfalls):
   last row/column is 6 latent rows, so the blend extent is capped by the neighbour's size; the output is
   (1, 3, 24, 240, 240). The scalar arguments follow the spec.
 """
+
 import math
 
 import torch
@@ -70,15 +71,25 @@ def _all_gather_v(local: list[torch.Tensor], group, W: int, device) -> list[torc
     tiles, offset = [], 0
     for rank_shapes in shapes:
         for s in rank_shapes:
-            tiles.append(recv[offset:offset + math.prod(s)].view(s))
+            tiles.append(recv[offset : offset + math.prod(s)].view(s))
             offset += math.prod(s)
     return tiles
 
 
 @torch.no_grad()
-def solution(z, tile_latent_min_length, tile_latent_min_height, tile_latent_min_width, spatial_tile_overlap_factor,
-             temporal_tile_overlap_factor, spatial_upsample, temporal_upsample, sr_ratio=1,
-             first_frame_as_image=False, group=None):
+def solution(
+    z,
+    tile_latent_min_length,
+    tile_latent_min_height,
+    tile_latent_min_width,
+    spatial_tile_overlap_factor,
+    temporal_tile_overlap_factor,
+    spatial_upsample,
+    temporal_upsample,
+    sr_ratio=1,
+    first_frame_as_image=False,
+    group=None,
+):
     distributed = dist.is_available() and dist.is_initialized()
     W = dist.get_world_size(group) if distributed else 1
     rank = dist.get_rank(group) if distributed else 0
@@ -102,9 +113,11 @@ def solution(z, tile_latent_min_length, tile_latent_min_height, tile_latent_min_
     for t in range(nt):
         for h in range(nh):
             for w in range(nw):
-                latent[index(t, h, w)] = (slice(st_t * t, st_t * t + length),
-                                          slice(st_h * h, st_h * h + tile_latent_min_height),
-                                          slice(st_w * w, st_w * w + tile_latent_min_width))
+                latent[index(t, h, w)] = (
+                    slice(st_t * t, st_t * t + length),
+                    slice(st_h * h, st_h * h + tile_latent_min_height),
+                    slice(st_w * w, st_w * w + tile_latent_min_width),
+                )
     counts = [z[:, :, a, b, c].numel() for a, b, c in (latent[i] for i in range(len(latent)))]
     owners = assign_tiles(counts, W)
     mine = owners[rank]
@@ -117,8 +130,9 @@ def solution(z, tile_latent_min_length, tile_latent_min_height, tile_latent_min_
         tile = z[:, :, a, b, c]
         if tile.shape[1] < 3:
             tile = tile.repeat(1, math.ceil(3 / tile.shape[1]), 1, 1, 1)
-        tile = F.interpolate(tile[:, :3].float(), scale_factor=(temporal_upsample, up, up), mode="trilinear",
-                             align_corners=False)
+        tile = F.interpolate(
+            tile[:, :3].float(), scale_factor=(temporal_upsample, up, up), mode="trilinear", align_corners=False
+        )
         decoded_local.append(tile.to(torch.bfloat16))
     gathered = _all_gather_v(decoded_local, group, W, z.device) if W > 1 else decoded_local
     decoded = dict(zip(global_order, gathered))

@@ -17,6 +17,7 @@ effect an exact test of one GEMM's rounding. We keep the inputs and replace the 
 A stable or unstable sort, an fp32 GEMM rounded to bf16 and one- or two-stage top-k all pass; a missing shard, a
 wrong label away from a tie, or zeros fail.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -72,7 +73,7 @@ def solution(test_features_rank, train_features_rank_T, train_labels_rank, max_k
 
 def tie_window(sims: torch.Tensor) -> torch.Tensor:
     """How far apart two similarities may be and still count as tied: ~1-2 steps of a 16-bit float, else tiny."""
-    rel = 2.0 ** -7 if sims.dtype in (torch.bfloat16, torch.float16) else 1e-5
+    rel = 2.0**-7 if sims.dtype in (torch.bfloat16, torch.float16) else 1e-5
     return sims.double().abs() * rel + 1e-12
 
 
@@ -91,8 +92,10 @@ def compare(expected, actual, world_size):
     bad = ~(a - e).abs().le(1e-2 + 1e-2 * e.abs()) | ~torch.isfinite(a)
     if bad.any():
         row, col = bad.nonzero()[0].tolist()
-        return (f"sims: {int(bad.sum())} of {e.numel()} elements outside atol=rtol=1e-2; first at [{row}, {col}]: "
-                f"got {a[row, col].item():.6g}, expected {e[row, col].item():.6g}")
+        return (
+            f"sims: {int(bad.sum())} of {e.numel()} elements outside atol=rtol=1e-2; first at [{row}, {col}]: "
+            f"got {a[row, col].item():.6g}, expected {e[row, col].item():.6g}"
+        )
     window = tie_window(sims_a)  # (Lq, k), per candidate position
     near = (a.unsqueeze(2) - e.unsqueeze(1)).abs() <= window.unsqueeze(2)  # [row, cand pos, expected pos]
     same = labels_a.unsqueeze(2) == labels_e.unsqueeze(1)
@@ -100,9 +103,11 @@ def compare(expected, actual, world_size):
     wrong = ~((near & same).any(dim=2) | at_cut)
     if wrong.any():
         row, col = wrong.nonzero()[0].tolist()
-        return (f"labels: {int(wrong.sum())} of {e.numel()} positions hold a label of no neighbour with that "
-                f"similarity; first at [{row}, {col}]: label {labels_a[row, col].item()} at similarity "
-                f"{a[row, col].item():.6g}")
+        return (
+            f"labels: {int(wrong.sum())} of {e.numel()} positions hold a label of no neighbour with that "
+            f"similarity; first at [{row}, {col}]: label {labels_a[row, col].item()} at similarity "
+            f"{a[row, col].item():.6g}"
+        )
     return None
 
 

@@ -16,6 +16,7 @@ Decisions (spec Pitfalls):
 - Reduced (CPU development only): 2048 prototypes instead of 16384 (the fp32 (Bl, P) tensors of a W = 4 CPU world
   and their float64 checks otherwise dominate the test machine's memory traffic).
 """
+
 import torch
 import torch.distributed as dist
 

@@ -16,6 +16,7 @@ Decisions (spec Pitfalls):
   block to the largest count, gather, and trim.
 - W = 1 (or a single object) gathers nothing and suppresses nothing.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -43,7 +44,7 @@ def _all_gather_uneven(local: torch.Tensor, counts: list[int], group) -> torch.T
     if dist.get_backend(group) == "gloo":  # gloo needs equal sizes: pad to the largest block, then trim
         most = max(counts)
         padded = torch.zeros((most,) + local.shape[1:], dtype=local.dtype, device=local.device)
-        padded[:local.shape[0]] = local
+        padded[: local.shape[0]] = local
         parts = [torch.empty_like(padded) for _ in counts]
         dist.all_gather(parts, padded, group=group)
         parts = [part[:n] for part, n in zip(parts, counts)]
@@ -54,13 +55,16 @@ def _all_gather_uneven(local: torch.Tensor, counts: list[int], group) -> torch.T
 
 
 @torch.no_grad()
-def solution(low_res_masks_local, obj_scores_local, num_obj_per_gpu, last_occluded, iou_threshold=0.7,
-             reverse=False, group=None):
+def solution(
+    low_res_masks_local, obj_scores_local, num_obj_per_gpu, last_occluded, iou_threshold=0.7, reverse=False, group=None
+):
     W, rank = dist.get_world_size(group), dist.get_rank(group)
     counts = list(num_obj_per_gpu)
     if low_res_masks_local.shape[0] != counts[rank] or obj_scores_local.shape[0] != counts[rank]:
-        raise ValueError(f"rank {rank} holds {low_res_masks_local.shape[0]} masks and {obj_scores_local.shape[0]} "
-                         f"scores, num_obj_per_gpu says {counts[rank]}")
+        raise ValueError(
+            f"rank {rank} holds {low_res_masks_local.shape[0]} masks and {obj_scores_local.shape[0]} "
+            f"scores, num_obj_per_gpu says {counts[rank]}"
+        )
     masks = low_res_masks_local.to(torch.float32, copy=True)  # never write into the input
     scores = obj_scores_local.to(torch.float32, copy=True)
     if W > 1:

@@ -17,11 +17,19 @@ Decisions (spec Pitfalls):
   any order and fp32 filters keep the same tokens. The filter semantics are unchanged.
 - W must divide 256 (``allows_world_size``).
 """
+
 import torch
 import torch.distributed as dist
 
-from problems._vocab_topk_logprob import (TOP_K, TOP_P, allows, batch_and_seq, filter_logits, make_logits,
-                                          shard_to_tokens)
+from problems._vocab_topk_logprob import (
+    TOP_K,
+    TOP_P,
+    allows,
+    batch_and_seq,
+    filter_logits,
+    make_logits,
+    shard_to_tokens,
+)
 from problems.base import InputContext, Problem
 
 
@@ -43,7 +51,7 @@ def solution(vocab_parallel_logits, target, tp_group=None, top_k=None, top_p=1.0
     logits = vocab_parallel_logits.reshape(T, Vl)
     full = shard_to_tokens(logits, W, tp_group) if W > 1 else logits
     filtered, _ = filter_logits(full, top_k, top_p)
-    tokens = target.reshape(T)[rank * Tl:(rank + 1) * Tl]
+    tokens = target.reshape(T)[rank * Tl : (rank + 1) * Tl]
     log_probs = torch.log_softmax(filtered.float(), dim=-1).gather(1, tokens.view(-1, 1)).view(Tl)
     parts = [torch.empty_like(log_probs) for _ in range(W)]
     dist.all_gather(parts, log_probs, group=tp_group)

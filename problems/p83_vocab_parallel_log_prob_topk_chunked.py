@@ -12,11 +12,20 @@ are redrawn so that bf16 and fp32 filters agree. Chunking is invisible at the de
 1024) but shows for W < 8 or larger M (W = 2, M = 1024 gives 4 chunks); the tests cover several chunks.
 W must divide 256.
 """
+
 import torch
 import torch.distributed as dist
 
-from problems._vocab_topk_logprob import (TOP_K, TOP_P, allows, batch_and_seq, chunk_size_for, filter_logits,
-                                          make_logits, shard_to_tokens)
+from problems._vocab_topk_logprob import (
+    TOP_K,
+    TOP_P,
+    allows,
+    batch_and_seq,
+    chunk_size_for,
+    filter_logits,
+    make_logits,
+    shard_to_tokens,
+)
 from problems.base import InputContext, Problem
 
 
@@ -39,10 +48,10 @@ def solution(vocab_parallel_logits, target, tp_group=None, top_k=None, top_p=1.0
     for start in range(0, T, CT):
         c = min(CT, T - start)
         cl = c // W
-        chunk = logits[start:start + c]
+        chunk = logits[start : start + c]
         full = shard_to_tokens(chunk, W, tp_group) if W > 1 else chunk
         filtered, _ = filter_logits(full, top_k, top_p)
-        mine = tokens[start + rank * cl:start + (rank + 1) * cl]
+        mine = tokens[start + rank * cl : start + (rank + 1) * cl]
         log_probs = torch.log_softmax(filtered.float(), dim=-1).gather(1, mine.view(-1, 1)).view(cl)
         parts = [torch.empty_like(log_probs) for _ in range(W)]
         dist.all_gather(parts, log_probs, group=tp_group)

@@ -13,11 +13,21 @@ boost several tokens survive per row and the gradient has O(0.1) entries on ever
 cumulative sums come within 0.02 of the cut are redrawn, so bf16 and fp32 filters keep the same tokens.
 W must divide 256.
 """
+
 import torch
 import torch.distributed as dist
 
-from problems._vocab_topk_logprob import (TOP_K, TOP_P, allows, batch_and_seq, chunk_size_for, filter_logits,
-                                          make_logits, shard_to_tokens, tokens_to_shard)
+from problems._vocab_topk_logprob import (
+    TOP_K,
+    TOP_P,
+    allows,
+    batch_and_seq,
+    chunk_size_for,
+    filter_logits,
+    make_logits,
+    shard_to_tokens,
+    tokens_to_shard,
+)
 from problems.base import InputContext, Problem
 
 
@@ -26,8 +36,7 @@ def make_inputs(ctx: InputContext):
     n = torch.arange(B * S, device=ctx.device)
     target = ((19 * n + 5 + ctx.trial) % 256).view(B, S)
     grad_output = torch.linspace(-1, 1, B * S, dtype=torch.bfloat16, device=ctx.device).view(B, S)
-    return (make_logits(ctx, target), target, grad_output, None, TOP_K, TOP_P,
-            chunk_size_for(S, ctx.world_size))
+    return (make_logits(ctx, target), target, grad_output, None, TOP_K, TOP_P, chunk_size_for(S, ctx.world_size))
 
 
 @torch.no_grad()
@@ -42,7 +51,7 @@ def solution(vocab_parallel_logits, target, grad_output, tp_group=None, top_k=No
     for start in range(0, T, CT):
         c = min(CT, T - start)
         cl = c // W
-        chunk = logits[start:start + c]
+        chunk = logits[start : start + c]
         full = shard_to_tokens(chunk, W, tp_group) if W > 1 else chunk
         filtered, keep = filter_logits(full, top_k, top_p)
         mine = slice(start + rank * cl, start + (rank + 1) * cl)

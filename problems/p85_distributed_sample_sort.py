@@ -13,6 +13,7 @@ Decisions (spec Pitfalls):
   rounded to D (in bf16 many values collide beyond 256): buckets come out uneven, ties cross ranks, and the
   rebalance really moves data. The shapes and the empty-shard rule are PKB's.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -76,7 +77,7 @@ def solution(local_shard, group=None):
     if n > 0:
         picks = [(i + 1) * n // A - 1 for i in range(A)] if A < n else list(range(n))
         index = torch.tensor(picks, dtype=torch.int64, device=device)
-        values[:len(picks)], owners[:len(picks)], positions[:len(picks)] = local[index], me, index
+        values[: len(picks)], owners[: len(picks)], positions[: len(picks)] = local[index], me, index
     gathered = []
     for tensor in (values, owners, positions):
         parts = [torch.empty_like(tensor) for _ in range(W)]

@@ -16,6 +16,7 @@ Decisions (spec Pitfalls):
 - Reduced (CPU development only): C is divided by 10 (32, 64, 128) and the width is 16 instead of 128; h follows
   the spec.
 """
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -45,7 +46,7 @@ def _conv_then_bias(x, weight, bias, stride, padding):
 def slack(expected: torch.Tensor, world_size: int) -> float:
     if expected.dtype in (torch.bfloat16, torch.float16):
         return 0.03
-    return 2.0 ** -9 * expected.float().pow(2).mean().sqrt().item() if expected.numel() else 0.0
+    return 2.0**-9 * expected.float().pow(2).mean().sqrt().item() if expected.numel() else 0.0
 
 
 @torch.no_grad()

@@ -13,11 +13,13 @@ tolerance and, if within it, passes with a note in ``dtype_differs`` (the judge 
 ranks: a lower precision halves the bytes a kernel moves). ``strict_dtype`` (a problem whose spec fixes the dtype)
 turns any difference into a mismatch. Booleans stay booleans.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -26,7 +28,7 @@ import torch
 class Mismatch:
     path: str
     message: str
-    index: Optional[list[int]] = None
+    index: list[int] | None = None
 
 
 @dataclasses.dataclass
@@ -34,16 +36,22 @@ class Comparison:
     ok: bool
     max_abs_error: float = 0.0
     max_rel_error: float = 0.0
-    mismatch: Optional[Mismatch] = None
+    mismatch: Mismatch | None = None
     # Floating outputs that passed in another dtype than the reference's: "path: got dtype for expected dtype".
     dtype_differs: list = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
-        out = {"ok": self.ok, "max_abs_error": _finite(self.max_abs_error), "max_rel_error": _finite(self.max_rel_error)}
+        out = {
+            "ok": self.ok,
+            "max_abs_error": _finite(self.max_abs_error),
+            "max_rel_error": _finite(self.max_rel_error),
+        }
         if self.ok and self.dtype_differs:
             out["dtype_differs"] = list(self.dtype_differs)
         if self.mismatch:
-            out.update(where=self.mismatch.path, message=self.mismatch.message, first_mismatch_index=self.mismatch.index)
+            out.update(
+                where=self.mismatch.path, message=self.mismatch.message, first_mismatch_index=self.mismatch.index
+            )
         return out
 
 
@@ -51,8 +59,14 @@ def _finite(x: float):
     return x if math.isfinite(x) else str(x)
 
 
-def compare(expected: Any, actual: Any, atol: float, rtol: float,
-            slack: Optional[Callable[[torch.Tensor], float]] = None, strict_dtype: Optional[str] = None) -> Comparison:
+def compare(
+    expected: Any,
+    actual: Any,
+    atol: float,
+    rtol: float,
+    slack: Callable[[torch.Tensor], float] | None = None,
+    strict_dtype: str | None = None,
+) -> Comparison:
     """``strict_dtype``: why this problem's spec fixes the output dtype (any difference then fails), or None."""
     result = Comparison(ok=True)
     _walk(expected, actual, "output", atol, rtol, slack, result, strict_dtype)
@@ -74,7 +88,9 @@ def _walk(expected, actual, path, atol, rtol, slack, result: Comparison, strict=
         return _tensor(expected, actual, path, atol, rtol, slack, result, strict)
     if isinstance(expected, (tuple, list)):
         if not isinstance(actual, (tuple, list)):
-            return _fail(result, path, f"expected a {type(expected).__name__} of {len(expected)}, got {type(actual).__name__}")
+            return _fail(
+                result, path, f"expected a {type(expected).__name__} of {len(expected)}, got {type(actual).__name__}"
+            )
         if len(actual) != len(expected):
             return _fail(result, path, f"expected {len(expected)} elements, got {len(actual)}")
         for i, (e, a) in enumerate(zip(expected, actual)):
@@ -118,18 +134,27 @@ def _kind(dtype: torch.dtype) -> str:
     return "floating" if dtype.is_floating_point else "integer"
 
 
-def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slack, result: Comparison,
-            strict=None) -> None:
+def _tensor(
+    expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slack, result: Comparison, strict=None
+) -> None:
     if tuple(actual.shape) != tuple(expected.shape):
         return _fail(result, path, f"shape {tuple(actual.shape)} != expected {tuple(expected.shape)}")
     differs = actual.dtype != expected.dtype
     if differs:
         if strict:
-            return _fail(result, path, f"dtype {actual.dtype} != expected {expected.dtype} (this problem's spec fixes "
-                                       f"the output dtype: {strict})")
+            return _fail(
+                result,
+                path,
+                f"dtype {actual.dtype} != expected {expected.dtype} (this problem's spec fixes "
+                f"the output dtype: {strict})",
+            )
         if _kind(actual.dtype) != _kind(expected.dtype):
-            return _fail(result, path, f"dtype {actual.dtype} != expected {expected.dtype} (a {_kind(expected.dtype)} "
-                                       f"output must be {_kind(expected.dtype)})")
+            return _fail(
+                result,
+                path,
+                f"dtype {actual.dtype} != expected {expected.dtype} (a {_kind(expected.dtype)} "
+                f"output must be {_kind(expected.dtype)})",
+            )
     if expected.numel() == 0:
         return
     if actual.is_sparse or actual.layout != torch.strided:
@@ -143,8 +168,13 @@ def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slac
         unequal = a != e
         if unequal.any():
             index = _first(unequal)
-            return _fail(result, path, f"{int(unequal.sum())} of {expected.numel()} elements differ; first at "
-                                       f"{index}: {a[tuple(index)].item()} != {e[tuple(index)].item()}", index)
+            return _fail(
+                result,
+                path,
+                f"{int(unequal.sum())} of {expected.numel()} elements differ; first at "
+                f"{index}: {a[tuple(index)].item()} != {e[tuple(index)].item()}",
+                index,
+            )
         return
     if e.is_complex():
         e, a = torch.view_as_real(e), torch.view_as_real(a)
@@ -163,8 +193,13 @@ def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slac
     bad_value = ~torch.isfinite(a) & torch.isfinite(e)
     if bad_value.any():
         index = _first(bad_value)
-        return _fail(result, path, f"{int(bad_value.sum())} non-finite values (NaN/inf) where the reference is finite; "
-                                   f"first at {index}: {a[tuple(index)].item()}", index)
+        return _fail(
+            result,
+            path,
+            f"{int(bad_value.sum())} non-finite values (NaN/inf) where the reference is finite; "
+            f"first at {index}: {a[tuple(index)].item()}",
+            index,
+        )
     nan_mismatch = torch.isnan(e) != torch.isnan(a)
     diff = (a - e).abs()
     diff = torch.where(torch.isnan(e) & torch.isnan(a), torch.zeros_like(diff), diff)
@@ -181,9 +216,14 @@ def _tensor(expected: torch.Tensor, actual: torch.Tensor, path, atol, rtol, slac
         index = _first(bad)
         at = tuple(index)
         note = f" (output dtype {actual.dtype}, reference {expected.dtype})".replace("torch.", "") if differs else ""
-        _fail(result, path, f"{int(bad.sum())} of {e.numel()} elements outside atol={atol + extra:.3g}, rtol={rtol:.3g}; "
-                            f"max |diff| {max_abs:.4g}; first at {index}: got {a[at].item():.6g}, expected {e[at].item():.6g}"
-                            f"{note}", index)
+        _fail(
+            result,
+            path,
+            f"{int(bad.sum())} of {e.numel()} elements outside atol={atol + extra:.3g}, rtol={rtol:.3g}; "
+            f"max |diff| {max_abs:.4g}; first at {index}: got {a[at].item():.6g}, expected {e[at].item():.6g}"
+            f"{note}",
+            index,
+        )
 
 
 # Elements per slice in the common-case check: on the host, slices that stay in cache instead of whole-output
@@ -201,7 +241,7 @@ def _within(e: torch.Tensor, a: torch.Tensor, atol: float, rtol: float, result: 
     max_abs = max_rel = 0.0
     step = CHUNK if e.device.type == "cpu" else DEVICE_CHUNK
     for start in range(0, e.numel(), step):
-        ec, ac = e[start:start + step].to(work), a[start:start + step].to(work)
+        ec, ac = e[start : start + step].to(work), a[start : start + step].to(work)
         magnitude = ec.abs()
         # In place only on a converted copy: a slice already in ``work`` precision is a view of the caller's output.
         diff = (ac - ec).abs_() if a.dtype == work else ac.sub_(ec).abs_()

@@ -1,6 +1,7 @@
 """The suite's lanes (tests/lanes.py): every collected test gets the ``ranks``, ``server``, ``build`` or ``slow``
 marker that its path or fixtures call for, and with PKB_UNIT_LANE=1 (``make test-fast``) a test that starts a rank
 process, the site's programs or a compiler fails."""
+
 from __future__ import annotations
 
 import os

@@ -12,6 +12,7 @@ makes the unit lane fail, not silently slow or heavy.
 What the guard cannot see: a launch made by a grandchild (a child process the test started, which then starts the
 judge). Every child the unit lane starts is an interpreter running a one-line check, and none of those starts more.
 """
+
 from __future__ import annotations
 
 import multiprocessing.process
@@ -97,23 +98,43 @@ PATHS: dict[str, tuple[str, ...]] = {
 
 # Fixtures whose definition in one of these modules starts a server (the browser tests' sites and tabs, Django's
 # live server).
-FIXTURE_HOMES: dict[str, str] = {
-    "tests.site.browser.conftest": "server",
-    "pytest_django.fixtures": "server",
-}
+FIXTURE_HOMES: dict[str, str] = {"tests.site.browser.conftest": "server", "pytest_django.fixtures": "server"}
 SERVER_FIXTURES = frozenset({"live_server"})
 
 # A launch is refused in the unit lane when an argument of its command line contains one of these words ...
 _LAUNCH_WORDS: tuple[tuple[str, str], ...] = (
-    ("evaluator.rank.worker", "ranks"), ("evaluator.process.forkserver", "ranks"), ("evaluator.cli", "ranks"),
-    ("evaluator.serve", "ranks"), ("box_init", "ranks"), ("bwrap", "ranks"), ("bin/pkb", "ranks"),
-    ("manage.py", "server"), ("runserver", "server"), ("dramatiq", "server"), ("chromium", "server"),
-    ("playwright", "server"), ("rabbitmq", "server"), ("redis-server", "server"), ("gunicorn", "server"),
+    ("evaluator.rank.worker", "ranks"),
+    ("evaluator.process.forkserver", "ranks"),
+    ("evaluator.cli", "ranks"),
+    ("evaluator.serve", "ranks"),
+    ("box_init", "ranks"),
+    ("bwrap", "ranks"),
+    ("bin/pkb", "ranks"),
+    ("manage.py", "server"),
+    ("runserver", "server"),
+    ("dramatiq", "server"),
+    ("chromium", "server"),
+    ("playwright", "server"),
+    ("rabbitmq", "server"),
+    ("redis-server", "server"),
+    ("gunicorn", "server"),
 )
 # ... or its program (by base name) is one of these, or it is ``python -m`` one of these modules.
-_PROGRAMS = {"cc": "build", "c++": "build", "g++": "build", "gcc": "build", "clang": "build", "clang++": "build",
-             "ninja": "build", "nvcc": "build", "make": "build", "pip": "server", "pip3": "server"}
+_PROGRAMS = {
+    "cc": "build",
+    "c++": "build",
+    "g++": "build",
+    "gcc": "build",
+    "clang": "build",
+    "clang++": "build",
+    "ninja": "build",
+    "nvcc": "build",
+    "make": "build",
+    "pip": "server",
+    "pip3": "server",
+}
 _MODULES = {"evaluator": "ranks", "pip": "server", "venv": "server", "ensurepip": "server"}
+
 
 class LaneViolation(RuntimeError):
     """A unit-lane test tried to start what only a marked test may start."""
@@ -121,6 +142,7 @@ class LaneViolation(RuntimeError):
 
 def markers_for_nodeid(nodeid: str) -> list[str]:
     """The markers PATHS gives a test, by its node id (``tests/test_names.py::test_a[param]``)."""
+
     def names(entry: str) -> bool:
         if entry.endswith("/"):
             return nodeid.startswith(entry)

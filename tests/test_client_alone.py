@@ -1,6 +1,7 @@
 """The site client stands alone (issue 33): ``pkb submit|publish|withdraw|feedback`` import nothing of the judge
 (torch, numpy) or the site (Django), whether run through ``pkb`` (evaluator/cli.py dispatches them before anything of
 the judge is loaded) or ``pkb-client`` (pkb_client/cli.py). tests/test_installs.py installs it alone."""
+
 from __future__ import annotations
 
 import subprocess
@@ -14,10 +15,14 @@ HEAVY = ("torch", "numpy", "django")
 
 
 def _imported(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
-    done = subprocess.run([sys.executable, "-X", "importtime", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
-    names = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines()
-             if line.startswith("import time:") and "|" in line}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    names = {
+        line.split("|")[-1].strip().split(".")[0]
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
     return done, names
 
 
@@ -31,8 +36,10 @@ def test_a_client_command_imports_nothing_heavy(entry, command):
 
 
 def test_importing_the_client_imports_nothing_heavy():
-    code = ("import sys, pkb_client, pkb_client.cli, pkb_client.submit, pkb_client.manage, pkb_client.feedback; "
-            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    code = (
+        "import sys, pkb_client, pkb_client.cli, pkb_client.submit, pkb_client.manage, pkb_client.feedback; "
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
 

@@ -2,6 +2,7 @@
 ``systemd-analyze verify`` with nothing to say (unknown keys and misplaced settings are warnings there, which systemd
 would otherwise ignore in silence at start), and the GPU and build workers are pinned and unpinned as docs/site.md
 says. The dramatiq executable is pointed at this environment's, which verify requires to exist."""
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 UNITS = ROOT / "deploy" / "systemd"
-INSTANCES = {"pkb-web.service": None, "pkb-worker@.service": "gpu-h200x8", "pkb-gpu-worker@.service": "0-3",
-             "pkb-build-worker@.service": "gpu-h200x1", "pkb-reaper@.service": "jobs"}
+INSTANCES = {
+    "pkb-web.service": None,
+    "pkb-worker@.service": "gpu-h200x8",
+    "pkb-gpu-worker@.service": "0-3",
+    "pkb-build-worker@.service": "gpu-h200x1",
+    "pkb-reaper@.service": "jobs",
+}
 
 
 def test_every_unit_is_listed_here():
@@ -39,7 +45,7 @@ def _environment(name: str) -> dict:
     pairs = {}
     for line in (UNITS / name).read_text().splitlines():
         if line.startswith("Environment="):
-            pairs.update(re.findall(r"(\w+)=(\S*)", line[len("Environment="):]))
+            pairs.update(re.findall(r"(\w+)=(\S*)", line[len("Environment=") :]))
     return pairs
 
 

@@ -3,6 +3,7 @@ copies (COPY lines, minus .dockerignore) is built in a temporary directory, and 
 feedback worker's and the judge's entry modules are imported there, and `python -m evaluator.cli --help` run there,
 by an interpreter that sees this environment's installed libraries but not this checkout (no editable install, no
 current directory): a module the image lacks is a ModuleNotFoundError, as in the container."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -13,14 +14,21 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-ENTRY_MODULES = ("evaluator.cli", "evaluator.serve", "evaluator.rank.worker", "leaderboard.jobs.actors",
-                 "leaderboard.jobs.build_stage", "leaderboard.feedback.worker", "leaderboard.wsgi")
+ENTRY_MODULES = (
+    "evaluator.cli",
+    "evaluator.serve",
+    "evaluator.rank.worker",
+    "leaderboard.jobs.actors",
+    "leaderboard.jobs.build_stage",
+    "leaderboard.feedback.worker",
+    "leaderboard.wsgi",
+)
 
 
 def stages() -> dict[str, list[str]]:
@@ -46,8 +54,9 @@ def ignored(rel: str, patterns: list[str]) -> bool:
     for i in range(1, len(parts) + 1):
         prefix = "/".join(parts[:i])
         for pattern in patterns:
-            if fnmatch.fnmatch(prefix, pattern) or (pattern.startswith("**/") and
-                                                     fnmatch.fnmatch(parts[i - 1], pattern[3:])):
+            if fnmatch.fnmatch(prefix, pattern) or (
+                pattern.startswith("**/") and fnmatch.fnmatch(parts[i - 1], pattern[3:])
+            ):
                 return True
     return False
 
@@ -73,8 +82,11 @@ def build_tree(target: str, into: Path) -> Path:
         for src in sources:
             path = ROOT / src
             assert path.exists(), f"{copy}: {src} is not in the build context"
-            pairs = [(path, base / path.name if dest.endswith("/") else base)] if path.is_file() else \
-                [(file, base / file.relative_to(path)) for file in path.rglob("*") if file.is_file()]
+            pairs = (
+                [(path, base / path.name if dest.endswith("/") else base)]
+                if path.is_file()
+                else [(file, base / file.relative_to(path)) for file in path.rglob("*") if file.is_file()]
+            )
             for file, out in pairs:
                 if ignored(file.relative_to(ROOT).as_posix(), patterns):
                     continue
@@ -93,11 +105,17 @@ def image_python(tree: Path, *args: str, timeout: float = 240) -> subprocess.Com
     image's tree on the path, run in the tree."""
     paths = [str(tree), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-    env.update(PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)), DJANGO_SETTINGS_MODULE="leaderboard.settings",
-               PKB_DATA_DIR=str(tree.parent / "data"), DJANGO_SECRET_KEY="image-test", PKB_ACTORS_NO_SETUP="1",
-               PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, "-S", *args], cwd=str(tree), env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    env.update(
+        PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)),
+        DJANGO_SETTINGS_MODULE="leaderboard.settings",
+        PKB_DATA_DIR=str(tree.parent / "data"),
+        DJANGO_SECRET_KEY="image-test",
+        PKB_ACTORS_NO_SETUP="1",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    return subprocess.run(
+        [sys.executable, "-S", *args], cwd=str(tree), env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_both_targets_ship_the_same_tree_and_the_web_has_no_cuda_base():
@@ -108,7 +126,7 @@ def test_both_targets_ship_the_same_tree_and_the_web_has_no_cuda_base():
     assert "CUDA" in bases["worker"] and "CUDA" not in bases["web"] and "cuda" not in bases["web"].lower()
     for target in ("web", "worker"):
         assert [c for c in all_stages[target] if c.startswith("COPY")] == ["COPY --from=source /src/ /srv/pkb-arena/"]
-        assert "pip install -e \".[site]\"" in " ".join(all_stages[target])
+        assert 'pip install -e ".[site]"' in " ".join(all_stages[target])
 
 
 def test_every_package_the_project_installs_is_in_the_image(worker_tree):
@@ -121,11 +139,13 @@ def test_every_package_the_project_installs_is_in_the_image(worker_tree):
 
 
 def test_the_workers_and_the_judge_import_in_the_image(worker_tree):
-    script = ("import importlib, json, sys\n"
-              "assert not any('editable' in repr(f).lower() for f in sys.meta_path)\n"
-              f"mods = {list(ENTRY_MODULES)!r}\n"
-              "import leaderboard.worker\n"
-              "print(json.dumps({m: importlib.import_module(m).__file__ for m in mods + ['pkb_client.cli']}))\n")
+    script = (
+        "import importlib, json, sys\n"
+        "assert not any('editable' in repr(f).lower() for f in sys.meta_path)\n"
+        f"mods = {list(ENTRY_MODULES)!r}\n"
+        "import leaderboard.worker\n"
+        "print(json.dumps({m: importlib.import_module(m).__file__ for m in mods + ['pkb_client.cli']}))\n"
+    )
     done = image_python(worker_tree, "-c", script)
     assert done.returncode == 0, done.stderr[-4000:]
     files = json.loads(done.stdout.strip().splitlines()[-1])

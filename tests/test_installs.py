@@ -13,6 +13,7 @@ minute; the judge's test takes about two, the site's three to six on a busy 2-co
 extra's packages installed, 87 problems loaded, plotly's 4.8 MB gzipped by collectstatic). They run in the full
 suite (``make test``), not ``make test-fast``, on every machine that can build a venv and install that torch, and
 fail (not skip) where it cannot."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ SITE_FILES = ("manage.py", "templates", "static")
 # modules the smoke imports compile on their first import; what is installed is the same.
 def _run(cmd: list[str], cwd: Path, timeout: float, env: dict) -> subprocess.CompletedProcess:
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, \
+    assert done.returncode == 0, (
         f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
     return done
 
 
@@ -47,7 +49,9 @@ def _sources(tmp_path: Path, *extra: str) -> Path:
     src.mkdir()
     for name in SOURCES + extra:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+            shutil.copytree(
+                ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
+            )
         else:
             shutil.copy2(ROOT / name, src / name)
     return src
@@ -68,14 +72,37 @@ def test_the_judge_installed_alone_judges_63_and_78(tmp_path):
     _run([str(python), "-m", "pip", "install", "-q", "--no-compile", TORCH], tmp_path, 600, env)
     _run([str(python), "-m", "pip", "install", "-q", "--no-compile", str(src)], tmp_path, 600, env)
     # Nothing of the site's stack came with it: the base install is the judge's.
-    assert _run([str(python), "-c", "import importlib.util as u; print(u.find_spec('django') is None)"],
-                tmp_path, 60, env).stdout.strip() == "True"
+    assert (
+        _run(
+            [str(python), "-c", "import importlib.util as u; print(u.find_spec('django') is None)"], tmp_path, 60, env
+        ).stdout.strip()
+        == "True"
+    )
 
     out = tmp_path / "selfcheck.json"
     # Run from outside the checkout and its copy, so the installed package is the one imported.
-    done = subprocess.run([str(pkb), "selfcheck", "--device", "cpu", "--world-size", "2", "--reduced",
-                           "--problems", "63,78", "--trials", "2", "--json", str(out)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            str(pkb),
+            "selfcheck",
+            "--device",
+            "cpu",
+            "--world-size",
+            "2",
+            "--reduced",
+            "--problems",
+            "63,78",
+            "--trials",
+            "2",
+            "--json",
+            str(out),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     report = json.loads(out.read_text()) if out.exists() else {}
     rows = {row["id"]: row for row in report.get("rows", [])}
     detail = f"\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -94,20 +121,39 @@ def test_the_client_installed_alone_submits_without_torch(tmp_path):
     venv, env = _venv(tmp_path)
     python = venv / "bin" / "python"
     _run([str(python), "-m", "pip", "install", "-q", "--no-compile", str(src / "client")], tmp_path, 600, env)
-    missing = _run([str(python), "-c", "import importlib.util as u; "
-                    "print([m for m in ('torch', 'numpy', 'django', 'problems', 'leaderboard', 'evaluator.judge') "
-                    "if u.find_spec(m.split('.')[0]) is None or u.find_spec(m) is None])"], tmp_path, 60, env).stdout
+    missing = _run(
+        [
+            str(python),
+            "-c",
+            "import importlib.util as u; "
+            "print([m for m in ('torch', 'numpy', 'django', 'problems', 'leaderboard', 'evaluator.judge') "
+            "if u.find_spec(m.split('.')[0]) is None or u.find_spec(m) is None])",
+        ],
+        tmp_path,
+        60,
+        env,
+    ).stdout
     assert missing.strip() == "['torch', 'numpy', 'django', 'problems', 'leaderboard', 'evaluator.judge']", missing
     for script in ("pkb", "pkb-client"):
         done = _run([str(venv / "bin" / script), "submit", "--help"], tmp_path, 60, env)
         assert "usage: pkb submit" in done.stdout and "--profile" in done.stdout, done.stdout
     assert "pkb feedback" in _run([str(venv / "bin" / "pkb"), "feedback", "--help"], tmp_path, 60, env).stdout
     # The feedback text is the contract's, as on the site's run page.
-    text = _run([str(python), "-c", "from evaluator.feedback_text import text; print(text({'verdict': 'correct'}))"],
-                tmp_path, 60, env).stdout
+    text = _run(
+        [str(python), "-c", "from evaluator.feedback_text import text; print(text({'verdict': 'correct'}))"],
+        tmp_path,
+        60,
+        env,
+    ).stdout
     assert text.startswith("verdict: CORRECT"), text
-    refused = subprocess.run([str(venv / "bin" / "pkb"), "eval", "1", "reference", "-W", "1"], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [str(venv / "bin" / "pkb"), "eval", "1", "reference", "-W", "1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode == 2 and "the judge's own install" in refused.stderr, refused.stderr
     installed = _run([str(python), "-c", "import pkb_client; print(pkb_client.__file__)"], tmp_path, 60, env).stdout
     assert str(venv) in installed, installed
@@ -132,10 +178,17 @@ print("pages ok")
 def _site_env(env: dict, tmp_path: Path) -> dict:
     """The production settings' defaults (no variable of this test run's leaks in: pytest-django's settings module,
     a database, a broker), with a SQLite database and a data directory of this test's own."""
-    env = {k: v for k, v in env.items()
-           if not k.startswith(("DJANGO_", "PKB_")) and k not in ("DATABASE_URL", "BROKER_URL")}
-    return {**env, "DJANGO_SETTINGS_MODULE": "leaderboard.settings", "PKB_DATA_DIR": str(tmp_path / "data"),
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'site.sqlite3'}"}
+    env = {
+        k: v
+        for k, v in env.items()
+        if not k.startswith(("DJANGO_", "PKB_")) and k not in ("DATABASE_URL", "BROKER_URL")
+    }
+    return {
+        **env,
+        "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
+        "PKB_DATA_DIR": str(tmp_path / "data"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'site.sqlite3'}",
+    }
 
 
 def test_the_site_installed_with_its_extra_serves_its_pages(tmp_path):
@@ -145,9 +198,16 @@ def test_the_site_installed_with_its_extra_serves_its_pages(tmp_path):
     _run([str(python), "-m", "pip", "install", "-q", "--no-compile", TORCH], tmp_path, 600, env)
     _run([str(python), "-m", "pip", "install", "-q", "--no-compile", f"{src}[site]"], tmp_path, 600, env)
     # The site's extra is all it has: nothing of the test extra came with it.
-    missing = _run([str(python), "-c", "import importlib.util as u; "
-                    "print([m for m in ('pytest', 'pytest_django') if u.find_spec(m) is None])"],
-                   tmp_path, 60, env).stdout
+    missing = _run(
+        [
+            str(python),
+            "-c",
+            "import importlib.util as u; print([m for m in ('pytest', 'pytest_django') if u.find_spec(m) is None])",
+        ],
+        tmp_path,
+        60,
+        env,
+    ).stdout
     assert missing.strip() == "['pytest', 'pytest_django']", missing
 
     site = _site_env(env, tmp_path)
@@ -160,6 +220,7 @@ def test_the_site_installed_with_its_extra_serves_its_pages(tmp_path):
     _run(manage + ["collectstatic", "--noinput"], src, 300, site)
     assert "pages ok" in _run(manage + ["shell", "-c", _PAGES], src, 120, site).stdout
     # gunicorn: the production web process's server (deploy/systemd/pkb-web.service) comes with the extra too.
-    installed = _run([str(python), "-c", "import django, rest_framework, gunicorn; print(django.__file__)"],
-                     tmp_path, 60, env).stdout
+    installed = _run(
+        [str(python), "-c", "import django, rest_framework, gunicorn; print(django.__file__)"], tmp_path, 60, env
+    ).stdout
     assert str(venv) in installed, installed

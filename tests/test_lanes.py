@@ -1,6 +1,7 @@
 """The unit lane's guard (tests/lanes.py): with PKB_UNIT_LANE=1 a test that starts a rank worker, the judge, a
 gloo world, a server or a compiler fails, even when the code under test swallows the refusal; a test that runs a
 plain interpreter passes. And the markers land where tests/lanes.py says."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -18,23 +19,26 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
 
-@pytest.mark.parametrize(("argv", "marker"), [
-    ([PY, "-m", "evaluator.rank.worker", "--role", "ref"], "ranks"),
-    (["bwrap", "--unshare-all", "--", PY, "-m", "evaluator.rank.worker"], "ranks"),
-    ([PY, "-m", "evaluator.process.forkserver", "7"], "ranks"),
-    ([PY, "-S", "-m", "evaluator.cli", "eval", "1", "x.py"], "ranks"),
-    ([PY, "-m", "evaluator", "host", "--json"], "ranks"),
-    ([f"{ROOT}/.venv/bin/pkb", "eval"], "ranks"),
-    ([PY, "manage.py", "runserver"], "server"),
-    (["/usr/bin/chromium", "--headless"], "server"),
-    ([PY, "-m", "pip", "install", "x"], "server"),
-    ([PY, "-m", "venv", "/tmp/v"], "server"),
-    (["c++", "-O3", "x.cpp"], "build"),
-    ("ninja -v", "build"),
-    ([PY, "-c", "print(1)"], None),
-    (["git", "ls-files"], None),
-    ([PY, "-S", "-c", "import pkb_client.cli"], None),
-])
+@pytest.mark.parametrize(
+    ("argv", "marker"),
+    [
+        ([PY, "-m", "evaluator.rank.worker", "--role", "ref"], "ranks"),
+        (["bwrap", "--unshare-all", "--", PY, "-m", "evaluator.rank.worker"], "ranks"),
+        ([PY, "-m", "evaluator.process.forkserver", "7"], "ranks"),
+        ([PY, "-S", "-m", "evaluator.cli", "eval", "1", "x.py"], "ranks"),
+        ([PY, "-m", "evaluator", "host", "--json"], "ranks"),
+        ([f"{ROOT}/.venv/bin/pkb", "eval"], "ranks"),
+        ([PY, "manage.py", "runserver"], "server"),
+        (["/usr/bin/chromium", "--headless"], "server"),
+        ([PY, "-m", "pip", "install", "x"], "server"),
+        ([PY, "-m", "venv", "/tmp/v"], "server"),
+        (["c++", "-O3", "x.cpp"], "build"),
+        ("ninja -v", "build"),
+        ([PY, "-c", "print(1)"], None),
+        (["git", "ls-files"], None),
+        ([PY, "-S", "-c", "import pkb_client.cli"], None),
+    ],
+)
 def test_each_kind_of_launch_names_its_marker(argv, marker):
     assert lanes.launch_kind(argv) == marker
 
@@ -72,9 +76,28 @@ def test_a_unit_lane_test_that_starts_a_worker_fails_even_if_it_swallows_the_ref
     (tmp_path / "test_spawn.py").write_text(SWALLOWED)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {**os.environ, lanes.UNIT_LANE_ENV: "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([PY, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:django", "-p",
-                           "no:cacheprovider", "-c", str(tmp_path / "pytest.ini"), str(tmp_path)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            PY,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "tests.conftest",
+            "-p",
+            "no:django",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            str(tmp_path / "pytest.ini"),
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 failed, 1 passed" in done.stdout, done.stdout
     assert "FAILED test_spawn.py::test_starts_a_worker_and_swallows_the_refusal" in done.stdout
@@ -83,8 +106,9 @@ def test_a_unit_lane_test_that_starts_a_worker_fails_even_if_it_swallows_the_ref
 
 def test_the_markers_follow_paths_node_ids_and_fixtures():
     assert lanes.markers_for_nodeid("tests/redteam/test_escape.py::test_x[2]") == ["ranks"]
-    assert lanes.markers_for_nodeid("tests/evaluator/test_hosts.py::test_pkb_host_prints_the_record_and_refuses"
-                                    "_a_mismatch") == ["ranks"]
+    assert lanes.markers_for_nodeid(
+        "tests/evaluator/test_hosts.py::test_pkb_host_prints_the_record_and_refuses_a_mismatch"
+    ) == ["ranks"]
     assert lanes.markers_for_nodeid("tests/evaluator/test_hosts.py::test_other") == []
     assert lanes.markers_for_nodeid("tests/site/browser/test_plots.py::test_y") == ["server"]
     assert lanes.markers_for_nodeid("tests/evaluator/test_builds.py::test_z") == ["build"]

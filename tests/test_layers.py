@@ -13,6 +13,7 @@ with ``ast`` (lazy imports inside functions included). A failure names file:line
 - services take plain values: no ``request`` parameter, no request attributes (FILES, POST, GET, META, COOKIES,
   a QueryDict's getlist).
 """
+
 from __future__ import annotations
 
 import ast
@@ -69,7 +70,7 @@ def imports(tree: ast.AST, name: str, is_package: bool) -> list[tuple[int, str]]
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")
-                anchor = anchor[:len(anchor) - (node.level - 1)]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
             out.append((node.lineno, base))
             out += [(node.lineno, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"]
@@ -109,20 +110,35 @@ def violations_of(rel: str, source: str) -> list[str]:
             bad(line, f"problems/ imports {target} (problems never import the judge, the site or Django)")
         if rel.startswith("evaluator/") and top in ("leaderboard", "django"):
             bad(line, f"evaluator/ imports {target} (the judge never imports the site or Django)")
-        if rel in CONTRACT and top not in sys.stdlib_module_names and top != "__future__" \
-                and not _under(target, *CONTRACT_MODULES):
-            bad(line, f"{rel} imports {target} (the contract, evaluator/schema.py and what it imports, is standard "
-                      f"library only)")
+        if (
+            rel in CONTRACT
+            and top not in sys.stdlib_module_names
+            and top != "__future__"
+            and not _under(target, *CONTRACT_MODULES)
+        ):
+            bad(
+                line,
+                f"{rel} imports {target} (the contract, evaluator/schema.py and what it imports, is standard "
+                f"library only)",
+            )
         if rel.startswith("leaderboard/") and top == "evaluator" and not _under(target, "evaluator.schema"):
             if target != "evaluator":  # ``from evaluator import schema`` also yields the bare package
                 bad(line, f"the site imports {target} (it takes only evaluator.schema from the judge)")
             elif not isinstance(_node_at(tree, line), ast.ImportFrom):
                 bad(line, "the site imports the evaluator package (it takes only evaluator.schema from the judge)")
-        if rel.startswith("pkb_client/") and top not in sys.stdlib_module_names and top != "__future__" \
-                and not _under(target, "pkb_client") and top not in THIRD_PARTY_ALLOWED_IN_CLIENT \
-                and not _in_contract(target):
-            bad(line, f"pkb_client/ imports {target} (the client is standard library and the judge's contract, and "
-                      "talks HTTP only)")
+        if (
+            rel.startswith("pkb_client/")
+            and top not in sys.stdlib_module_names
+            and top != "__future__"
+            and not _under(target, "pkb_client")
+            and top not in THIRD_PARTY_ALLOWED_IN_CLIENT
+            and not _in_contract(target)
+        ):
+            bad(
+                line,
+                f"pkb_client/ imports {target} (the client is standard library and the judge's contract, and "
+                "talks HTTP only)",
+            )
         if rel.startswith("leaderboard/") and path.name == "selectors.py" and target.split(".")[-1] == "services":
             bad(line, f"a selector imports {target} (reads never import writes)")
     if rel.startswith("leaderboard/") and path.name == "services.py":
@@ -150,24 +166,27 @@ def test_every_import_follows_the_layers():
     assert not found, "forbidden imports:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("rel, source, expected", [
-    ("problems/p99_x.py", "def f():\n    from evaluator.rank.outputs import check_file\n", "problems/p99_x.py:2"),
-    ("problems/p99_x.py", "from leaderboard import models\n", "problems/p99_x.py:1"),
-    ("evaluator/x.py", "import django.conf\n", "evaluator/x.py:1"),
-    ("evaluator/x.py", "from leaderboard.client import send\n", "evaluator/x.py:1"),
-    ("evaluator/schema.py", "import torch\n", "evaluator/schema.py:1"),
-    ("leaderboard/x.py", "from evaluator.pairs import MAX_PAIRS\n", "leaderboard/x.py:1"),
-    ("leaderboard/x.py", "from evaluator import processes\n", "leaderboard/x.py:1"),
-    ("leaderboard/x.py", "import evaluator\n", "leaderboard/x.py:1"),
-    ("leaderboard/selectors.py", "from leaderboard.services import quota_usage\n", "leaderboard/selectors.py:1"),
-    ("leaderboard/feedback/selectors.py", "from . import services\n", "leaderboard/feedback/selectors.py:1"),
-    ("leaderboard/services.py", "def upload(request):\n    pass\n", "leaderboard/services.py:1"),
-    ("leaderboard/services.py", "def upload(files):\n    return files.FILES\n", "leaderboard/services.py:2"),
-    ("pkb_client/x.py", "import leaderboard.feedback.report\n", "pkb_client/x.py:1"),
-    ("pkb_client/x.py", "import requests\n", "pkb_client/x.py:1"),
-    ("pkb_client/x.py", "from evaluator import judge\n", "pkb_client/x.py:1"),
-    ("pkb_client/x.py", "import evaluator.timing.physics\n", "pkb_client/x.py:1"),
-])
+@pytest.mark.parametrize(
+    "rel, source, expected",
+    [
+        ("problems/p99_x.py", "def f():\n    from evaluator.rank.outputs import check_file\n", "problems/p99_x.py:2"),
+        ("problems/p99_x.py", "from leaderboard import models\n", "problems/p99_x.py:1"),
+        ("evaluator/x.py", "import django.conf\n", "evaluator/x.py:1"),
+        ("evaluator/x.py", "from leaderboard.client import send\n", "evaluator/x.py:1"),
+        ("evaluator/schema.py", "import torch\n", "evaluator/schema.py:1"),
+        ("leaderboard/x.py", "from evaluator.pairs import MAX_PAIRS\n", "leaderboard/x.py:1"),
+        ("leaderboard/x.py", "from evaluator import processes\n", "leaderboard/x.py:1"),
+        ("leaderboard/x.py", "import evaluator\n", "leaderboard/x.py:1"),
+        ("leaderboard/selectors.py", "from leaderboard.services import quota_usage\n", "leaderboard/selectors.py:1"),
+        ("leaderboard/feedback/selectors.py", "from . import services\n", "leaderboard/feedback/selectors.py:1"),
+        ("leaderboard/services.py", "def upload(request):\n    pass\n", "leaderboard/services.py:1"),
+        ("leaderboard/services.py", "def upload(files):\n    return files.FILES\n", "leaderboard/services.py:2"),
+        ("pkb_client/x.py", "import leaderboard.feedback.report\n", "pkb_client/x.py:1"),
+        ("pkb_client/x.py", "import requests\n", "pkb_client/x.py:1"),
+        ("pkb_client/x.py", "from evaluator import judge\n", "pkb_client/x.py:1"),
+        ("pkb_client/x.py", "import evaluator.timing.physics\n", "pkb_client/x.py:1"),
+    ],
+)
 def test_the_walk_names_file_and_line_of_a_forbidden_import(rel, source, expected):
     found = violations_of(rel, source)
     assert len(found) == 1 and found[0].startswith(expected + ":"), found
@@ -178,13 +197,16 @@ def test_the_contract_is_what_the_site_loads_of_the_judge():
     assert "evaluator/judge/evaluation.py" not in CONTRACT and "evaluator/timing/pairs.py" not in CONTRACT
 
 
-@pytest.mark.parametrize("rel, source", [
-    ("leaderboard/x.py", "from evaluator import schema\nfrom evaluator.schema import VERDICTS\n"),
-    ("leaderboard/selectors.py", "from leaderboard.models import Submission\n"),
-    ("evaluator/cli.py", "from pkb_client import submit\nimport problems\n"),
-    ("pkb_client/x.py", "import json\nfrom rich.progress import Progress\nfrom pkb_client.submit import send\n"),
-    ("pkb_client/x.py", "from evaluator.feedback_text import text\nfrom evaluator import schema\n"),
-])
+@pytest.mark.parametrize(
+    "rel, source",
+    [
+        ("leaderboard/x.py", "from evaluator import schema\nfrom evaluator.schema import VERDICTS\n"),
+        ("leaderboard/selectors.py", "from leaderboard.models import Submission\n"),
+        ("evaluator/cli.py", "from pkb_client import submit\nimport problems\n"),
+        ("pkb_client/x.py", "import json\nfrom rich.progress import Progress\nfrom pkb_client.submit import send\n"),
+        ("pkb_client/x.py", "from evaluator.feedback_text import text\nfrom evaluator import schema\n"),
+    ],
+)
 def test_the_walk_allows_what_the_layers_allow(rel, source):
     assert violations_of(rel, source) == []
 
@@ -210,8 +232,13 @@ EDGE_FILES = ("views.py", "api.py", "urls.py", "admin.py")
 
 def is_edge(rel: str) -> bool:
     name = module_name(ROOT / rel)
-    return (_under(name, *EDGE_PACKAGES) or Path(rel).name in EDGE_FILES or "/management/" in rel
-            or "/templatetags/" in rel or rel.startswith(("leaderboard/settings", "leaderboard/wsgi")))
+    return (
+        _under(name, *EDGE_PACKAGES)
+        or Path(rel).name in EDGE_FILES
+        or "/management/" in rel
+        or "/templatetags/" in rel
+        or rel.startswith(("leaderboard/settings", "leaderboard/wsgi"))
+    )
 
 
 def edge_violations(rel: str, source: str) -> list[str]:
@@ -220,8 +247,11 @@ def edge_violations(rel: str, source: str) -> list[str]:
     tree = ast.parse(source, filename=rel)
     found = []
     for line, target in imports(tree, module_name(ROOT / rel), rel.endswith("__init__.py")):
-        edge = _under(target, *EDGE_PACKAGES) or target.rpartition(".")[2] in ("views", "api", "urls", "admin") \
+        edge = (
+            _under(target, *EDGE_PACKAGES)
+            or target.rpartition(".")[2] in ("views", "api", "urls", "admin")
             and target.startswith("leaderboard.")
+        )
         if edge and f"{rel}:{line}" not in [f.split(": ")[0] for f in found]:
             found.append(f"{rel}:{line}: imports {target} (an app's insides never import the site's edges)")
     return found
@@ -230,13 +260,17 @@ def edge_violations(rel: str, source: str) -> list[str]:
 def import_cycles(package: str) -> list[list[str]]:
     """Groups of modules of ``package`` that import each other, directly or round a circle (lazy imports count). A
     module's own parent packages are not edges: Python runs them before the module whatever it imports."""
-    names = {module_name(p): p for p in modules() if module_name(p).split(".")[0] == package
-             and "migrations" not in p.parts}
+    names = {
+        module_name(p): p for p in modules() if module_name(p).split(".")[0] == package and "migrations" not in p.parts
+    }
     graph = {}
     for name, path in names.items():
         tree = ast.parse(path.read_text())
-        graph[name] = {t for _line, t in imports(tree, name, path.name == "__init__.py")
-                       if t in names and t != name and not name.startswith(t + ".")}
+        graph[name] = {
+            t
+            for _line, t in imports(tree, name, path.name == "__init__.py")
+            if t in names and t != name and not name.startswith(t + ".")
+        }
     index, low, stack, on_stack, cycles = {}, {}, [], set(), []
 
     def visit(v):  # Tarjan's strongly connected components
@@ -274,14 +308,17 @@ def test_an_apps_insides_never_import_the_edges():
     assert not found, "forbidden imports:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("rel, source, bad", [
-    ("leaderboard/scoring/selectors.py", "def f():\n    from leaderboard.pages.forms import QueryForm\n", True),
-    ("leaderboard/jobs/services.py", "from leaderboard.api import errors\n", True),
-    ("leaderboard/feedback/services.py", "from leaderboard.feedback import views\n", True),
-    ("leaderboard/pages/views.py", "from leaderboard.scoring import selectors\n", False),
-    ("leaderboard/feedback/api.py", "from leaderboard.api.serializers import Text\n", False),
-    ("leaderboard/scoring/selectors.py", "from leaderboard.scoring.forms import QueryForm\n", False),
-])
+@pytest.mark.parametrize(
+    "rel, source, bad",
+    [
+        ("leaderboard/scoring/selectors.py", "def f():\n    from leaderboard.pages.forms import QueryForm\n", True),
+        ("leaderboard/jobs/services.py", "from leaderboard.api import errors\n", True),
+        ("leaderboard/feedback/services.py", "from leaderboard.feedback import views\n", True),
+        ("leaderboard/pages/views.py", "from leaderboard.scoring import selectors\n", False),
+        ("leaderboard/feedback/api.py", "from leaderboard.api.serializers import Text\n", False),
+        ("leaderboard/scoring/selectors.py", "from leaderboard.scoring.forms import QueryForm\n", False),
+    ],
+)
 def test_the_edge_rule_names_what_it_refuses(rel, source, bad):
     assert bool(edge_violations(rel, source)) is bad
 
@@ -328,8 +365,10 @@ def app_order_violations(rel: str, source: str) -> list[str]:
             continue
         if other in EDGE_APPS or APP_ORDER.index(other) > APP_ORDER.index(own):
             seen.add((line, other))
-            found.append(f"{rel}:{line}: the {own} app imports {target} ({other} is "
-                         f"{'an edge' if other in EDGE_APPS else 'above it'}: {' < '.join(APP_ORDER)} < edges)")
+            found.append(
+                f"{rel}:{line}: the {own} app imports {target} ({other} is "
+                f"{'an edge' if other in EDGE_APPS else 'above it'}: {' < '.join(APP_ORDER)} < edges)"
+            )
     return found
 
 
@@ -355,16 +394,19 @@ def test_the_pending_app_order_imports_are_still_there():
     assert APP_ORDER_PENDING <= found, f"fixed, drop from APP_ORDER_PENDING: {sorted(APP_ORDER_PENDING - found)}"
 
 
-@pytest.mark.parametrize("rel, source, bad", [
-    ("leaderboard/jobs/services.py", "from leaderboard.scoring.services import entry_refresh\n", True),
-    ("leaderboard/scoring/costs.py", "def f():\n    from leaderboard.feedback.models import FeedbackRun\n", False),
-    ("leaderboard/submissions/selectors.py", "def f():\n    from leaderboard.scoring.models import Audit\n", True),
-    ("leaderboard/catalogue/management/commands/x.py", "from leaderboard.jobs import services\n", True),
-    ("leaderboard/feedback/views.py", "from leaderboard.pages.forms import IdForm\n", True),
-    ("leaderboard/accounts/services.py", "from leaderboard.accounts.models import ApiToken\n", False),
-    ("leaderboard/pages/views.py", "from leaderboard.scoring import selectors\n", False),
-    ("leaderboard/api/views.py", "from leaderboard.feedback import services\n", False),
-    ("leaderboard/scoring/services.py", "from leaderboard.catalogue.models import Problem\n", False),
-])
+@pytest.mark.parametrize(
+    "rel, source, bad",
+    [
+        ("leaderboard/jobs/services.py", "from leaderboard.scoring.services import entry_refresh\n", True),
+        ("leaderboard/scoring/costs.py", "def f():\n    from leaderboard.feedback.models import FeedbackRun\n", False),
+        ("leaderboard/submissions/selectors.py", "def f():\n    from leaderboard.scoring.models import Audit\n", True),
+        ("leaderboard/catalogue/management/commands/x.py", "from leaderboard.jobs import services\n", True),
+        ("leaderboard/feedback/views.py", "from leaderboard.pages.forms import IdForm\n", True),
+        ("leaderboard/accounts/services.py", "from leaderboard.accounts.models import ApiToken\n", False),
+        ("leaderboard/pages/views.py", "from leaderboard.scoring import selectors\n", False),
+        ("leaderboard/api/views.py", "from leaderboard.feedback import services\n", False),
+        ("leaderboard/scoring/services.py", "from leaderboard.catalogue.models import Problem\n", False),
+    ],
+)
 def test_the_app_order_rule_names_what_it_refuses(rel, source, bad):
     assert bool(app_order_violations(rel, source)) is bad

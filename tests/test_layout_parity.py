@@ -2,6 +2,7 @@
 docs/site.md's "Production layout" describe the same processes. Every queue family (a profile's jobs, its builds, its
 feedback runs) one of them consumes, the other consumes too; each has the web process (gunicorn) and both reapers;
 every command line names a module or management command that exists; and the docs name every unit and service."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,8 +17,12 @@ ROOT = Path(__file__).resolve().parent.parent
 UNITS = ROOT / "deploy" / "systemd"
 COMPOSE = yaml.safe_load((ROOT / "deploy" / "docker-compose.yml").read_text())["services"]
 # What the units' placeholders stand for in an installed example: the instance, and the env files' values.
-EXAMPLE_INSTANCE = {"pkb-worker@.service": ["gpu-h200x8"], "pkb-gpu-worker@.service": ["0-7"],
-                    "pkb-build-worker@.service": ["gpu-h200x8"], "pkb-reaper@.service": ["jobs", "feedback"]}
+EXAMPLE_INSTANCE = {
+    "pkb-worker@.service": ["gpu-h200x8"],
+    "pkb-gpu-worker@.service": ["0-7"],
+    "pkb-build-worker@.service": ["gpu-h200x8"],
+    "pkb-reaper@.service": ["jobs", "feedback"],
+}
 
 
 def _entrypoint(target: str) -> list[str]:
@@ -28,7 +33,7 @@ def _entrypoint(target: str) -> list[str]:
         if found:
             stage = found.group(1)
         elif stage == target and line.startswith("ENTRYPOINT"):
-            return yaml.safe_load(line[len("ENTRYPOINT"):])
+            return yaml.safe_load(line[len("ENTRYPOINT") :])
     return []
 
 
@@ -91,10 +96,10 @@ def unit_commands() -> dict[str, list[str]]:
 def dramatiq_parts(argv: list[str]) -> tuple[list[str], list[str]]:
     """The entry modules and the queues of a dramatiq command line."""
     args = argv[1:]
-    modules = [a for a in args[:args.index("--queues")] if not a.startswith("-")] if "--queues" in args else []
+    modules = [a for a in args[: args.index("--queues")] if not a.startswith("-")] if "--queues" in args else []
     queues = []
     if "--queues" in args:
-        for word in args[args.index("--queues") + 1:]:
+        for word in args[args.index("--queues") + 1 :]:
             if word.startswith("--"):
                 break
             queues.append(word)
@@ -117,8 +122,11 @@ def test_every_queue_family_consumed_in_one_spelling_is_consumed_in_the_other():
 def test_the_same_profile_queues_with_their_modules():
     """A queue is consumed by the module that declares its actor: jobs by leaderboard.jobs.actors, feedback runs by
     leaderboard.feedback.worker, builds by leaderboard.jobs.build_stage, in both spellings."""
-    owner = {"jobs": "leaderboard.jobs.actors", "feedback": "leaderboard.feedback.worker",
-             "build": "leaderboard.jobs.build_stage"}
+    owner = {
+        "jobs": "leaderboard.jobs.actors",
+        "feedback": "leaderboard.feedback.worker",
+        "build": "leaderboard.jobs.build_stage",
+    }
     for spelling in (unit_commands(), compose_commands()):
         for name, argv in spelling.items():
             if argv[0] != "dramatiq":
@@ -171,12 +179,18 @@ def test_the_check_of_commands_refuses_a_missing_module():
 
 def test_the_docs_name_every_unit_and_every_compose_service():
     docs = (ROOT / "docs" / "site.md").read_text()
-    section = docs[docs.index("## Production layout"):]
-    section = section[:section.index("\n## ", 4)]
+    section = docs[docs.index("## Production layout") :]
+    section = section[: section.index("\n## ", 4)]
     for path in UNITS.glob("*.service"):
         assert path.name in section, f"docs/site.md, Production layout, does not name {path.name}"
     for name in COMPOSE:
         assert f"`{name}`" in section, f"docs/site.md, Production layout, does not name compose service {name}"
-    for module in ("leaderboard.jobs.actors", "leaderboard.feedback.worker", "leaderboard.jobs.build_stage",
-                   "gunicorn leaderboard.wsgi", "reap_jobs", "reap_feedback"):
+    for module in (
+        "leaderboard.jobs.actors",
+        "leaderboard.feedback.worker",
+        "leaderboard.jobs.build_stage",
+        "gunicorn leaderboard.wsgi",
+        "reap_jobs",
+        "reap_feedback",
+    ):
         assert module in section, module

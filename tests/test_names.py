@@ -8,6 +8,7 @@ failure names file:line and the name.
 
 In tests only comments and docstrings are read: their string literals are fixtures (made-up modules for the layer rules,
 a candidate patching a name it hopes exists), and their imports fail on their own. Migrations are history."""
+
 from __future__ import annotations
 
 import ast
@@ -20,8 +21,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", "var", "test-output", "migrations", "static",
-             "templates", "build", "dist"}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    "node_modules",
+    "__pycache__",
+    "var",
+    "test-output",
+    "migrations",
+    "static",
+    "templates",
+    "build",
+    "dist",
+}
 PACKAGES = ("leaderboard", "evaluator", "tests", "benchmarks")
 # A path: a package (or tests/, benchmarks/), a slash, then path characters (``{a,b}``, ``<app>`` and ``*``
 # included); not inside a longer path.
@@ -37,8 +49,12 @@ def cited_files() -> list[Path]:
         if not path.is_file() or SKIP_DIRS & set(rel.parts[:-1]) or rel.parts[0].endswith(".egg-info"):
             continue
         top = rel.parts[0]
-        if (path.suffix in (".py", ".md", ".sh") or path.name.startswith("Dockerfile") or path.name == "Makefile"
-                or (top in ("deploy", "scripts", ".ci") and len(rel.parts) > 1)):
+        if (
+            path.suffix in (".py", ".md", ".sh")
+            or path.name.startswith("Dockerfile")
+            or path.name == "Makefile"
+            or (top in ("deploy", "scripts", ".ci") and len(rel.parts) > 1)
+        ):
             found.append(path)
     return found
 
@@ -50,8 +66,11 @@ def _prose_of_test(source: str) -> list[tuple[int, str]]:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    out = [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-           if tok.type == tokenize.COMMENT]
+    out = [
+        (tok.start[0], tok.string)
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    ]
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node, clean=False)
@@ -75,7 +94,7 @@ def _top_level_names(module: Path) -> set[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
@@ -164,7 +183,7 @@ def stale_names(files=None) -> list[str]:
         rel = path.relative_to(ROOT).as_posix()
         for line, text in texts(path):
             for match in PATH.finditer(text):
-                if text[match.end():match.end() + 1] == ":" and "<" in match.group():
+                if text[match.end() : match.end() + 1] == ":" and "<" in match.group():
                     continue  # a URL route's converter, <slug:name>
                 cited = _clean(match.group())
                 if cited.rstrip("/") not in PACKAGES and not _gone(cited) and not path_exists(cited):
@@ -183,18 +202,26 @@ def test_the_scan_tells_live_names_from_stale_ones(tmp_path):
         "leaderboard/<app>/selectors.py, evaluator.timing.verdict.decide, `python -m evaluator.rank.worker`,\n"
         "evaluator/judge/evaluation.evaluate, evaluator.schema.CORRECT, tests/world.py, benchmarks/calibration/.\n"
         "stale: leaderboard/costs.py, leaderboard.broker, evaluator/judge/{pair,nothere}.py, evaluator.schema.NOPE\n"
-        "tests/site/issue35/, benchmarks/nothere.py\n")
+        "tests/site/issue35/, benchmarks/nothere.py\n"
+    )
     found = [entry.split(": ", 1)[1] for entry in stale_names_in(cited)]
-    assert found == ["leaderboard/costs.py", "evaluator/judge/{pair,nothere}.py", "leaderboard.broker",
-                     "evaluator.schema.NOPE", "tests/site/issue35/", "benchmarks/nothere.py"]
+    assert found == [
+        "leaderboard/costs.py",
+        "evaluator/judge/{pair,nothere}.py",
+        "leaderboard.broker",
+        "evaluator.schema.NOPE",
+        "tests/site/issue35/",
+        "benchmarks/nothere.py",
+    ]
 
 
 def stale_names_in(path: Path) -> list[str]:
     """stale_names for a file outside the checkout (the scan's own test)."""
     stale = []
     for line, text in enumerate(path.read_text().splitlines(), 1):
-        stale += [f"{path.name}:{line}: {c}" for c in (_clean(m.group()) for m in PATH.finditer(text))
-                  if not path_exists(c)]
+        stale += [
+            f"{path.name}:{line}: {c}" for c in (_clean(m.group()) for m in PATH.finditer(text)) if not path_exists(c)
+        ]
         stale += [f"{path.name}:{line}: {m.group()}" for m in DOTTED.finditer(text) if not dotted_exists(m.group())]
     return stale
 
@@ -221,8 +248,9 @@ def test_the_pending_stale_names_are_still_there():
     assert PENDING <= found, f"fixed, drop from PENDING: {sorted(PENDING - found)}"
 
 
-@pytest.mark.parametrize("name", ["leaderboard.costs", "leaderboard.broker", "leaderboard.judge_service",
-                                  "leaderboard.runner"])
+@pytest.mark.parametrize(
+    "name", ["leaderboard.costs", "leaderboard.broker", "leaderboard.judge_service", "leaderboard.runner"]
+)
 def test_the_names_that_moved_are_gone(name):
     # The scan would pass on these only if the modules came back under their old names.
     assert not dotted_exists(name) and not path_exists(name.replace(".", "/") + ".py")

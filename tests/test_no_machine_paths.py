@@ -3,6 +3,7 @@
 of them, so what a document needs of such a place is written here, in the repository, or names the in-repo file.
 Two narrow exceptions, each a path that is not a development machine's: the image's own cache directory in the
 deployment files, and the host secrets that the red team's candidates try to read from inside the box."""
+
 from __future__ import annotations
 
 import re
@@ -16,8 +17,8 @@ SELF = "tests/test_no_machine_paths.py"  # its rules name what they look for
 MACHINE_PATH = re.compile(r"(?<![\w.~$/-])(?:/work(?![\w.-])(?:/[\w./-]*)?|/(?:home|root)/[\w.-][\w./-]*)")
 # (where the file lies, the path it may name): each exception names its file's directory and the exact path.
 ALLOWED: tuple[tuple[str, str], ...] = (
-    ("deploy/", "/root/.cache/pkb-arena"),      # the image's build cache, a container's path (docker-compose.yml)
-    ("tests/redteam/", "/root/.bashrc"),        # a host secret the box must hide (the probes and test_box.py)
+    ("deploy/", "/root/.cache/pkb-arena"),  # the image's build cache, a container's path (docker-compose.yml)
+    ("tests/redteam/", "/root/.bashrc"),  # a host secret the box must hide (the probes and test_box.py)
 )
 
 
@@ -46,23 +47,33 @@ def test_no_tracked_file_names_a_development_machines_path():
         if not path.is_file() or rel == SELF:
             continue  # deleted in the working tree, not yet committed; or this file
         found += machine_paths(rel, path.read_bytes().decode("utf-8", errors="replace"))
-    assert not found, "absolute paths of a development machine (say it in the repository's words):\n" + "\n".join(
-        found)
+    assert not found, "absolute paths of a development machine (say it in the repository's words):\n" + "\n".join(found)
 
 
 def test_the_scan_finds_machine_paths_and_keeps_the_narrow_exceptions():
     # Built from pieces so that this file does not name the paths it tests.
     work, home, root = "/" + "work", "/" + "home", "/" + "root"
-    text = (f"spec: {work}/shared/spec/problems/p01.md\n"
-            f"see {home}/alice/notes.md and {root}/.pyenv/versions\n"
-            f"mounts ({root}, {work})\n"
-            f"fine: /proc/1{root}/etc/passwd, https://example.com{home}/x, $HOME{work}, /var/pkb/work/job-1, "
-            f"/workspace, /homes, no {home} or {root} in the view, root:x:0:0:root:{root}:/usr/sbin/nologin\n"
-            f"{root}/.bashrc {root}/.cache/pkb-arena\n")
+    text = (
+        f"spec: {work}/shared/spec/problems/p01.md\n"
+        f"see {home}/alice/notes.md and {root}/.pyenv/versions\n"
+        f"mounts ({root}, {work})\n"
+        f"fine: /proc/1{root}/etc/passwd, https://example.com{home}/x, $HOME{work}, /var/pkb/work/job-1, "
+        f"/workspace, /homes, no {home} or {root} in the view, root:x:0:0:root:{root}:/usr/sbin/nologin\n"
+        f"{root}/.bashrc {root}/.cache/pkb-arena\n"
+    )
     assert [entry.split(": ", 1)[1] for entry in machine_paths("docs/x.md", text)] == [
-        f"{work}/shared/spec/problems/p01.md", f"{home}/alice/notes.md", f"{root}/.pyenv/versions", work,
-        f"{root}/.bashrc", f"{root}/.cache/pkb-arena"]
+        f"{work}/shared/spec/problems/p01.md",
+        f"{home}/alice/notes.md",
+        f"{root}/.pyenv/versions",
+        work,
+        f"{root}/.bashrc",
+        f"{root}/.cache/pkb-arena",
+    ]
     assert [e.split(": ", 1)[1] for e in machine_paths("tests/redteam/test_box.py", text)] == [
-        f"{work}/shared/spec/problems/p01.md", f"{home}/alice/notes.md", f"{root}/.pyenv/versions", work,
-        f"{root}/.cache/pkb-arena"]
+        f"{work}/shared/spec/problems/p01.md",
+        f"{home}/alice/notes.md",
+        f"{root}/.pyenv/versions",
+        work,
+        f"{root}/.cache/pkb-arena",
+    ]
     assert [e.split(": ", 1)[1] for e in machine_paths("deploy/docker-compose.yml", text)][-1] == f"{root}/.bashrc"

@@ -2,6 +2,7 @@
 evidence-only records (no verdict before the evaluation ends), and an ``ast`` scan that fails naming file:line where
 any other module of the judge (or the benchmarks that re-judge its runs) sets one of the keys; and a scan of the site
 (leaderboard/) that fails naming file:line where it compares a speedup bound with a constant (fast_p is the judge's)."""
+
 from __future__ import annotations
 
 import ast
@@ -31,9 +32,11 @@ def _timing(low=1.2, high=1.4, **extra) -> dict:
 
 # --- the rule, each branch ---------------------------------------------------------------------------------------
 
+
 def test_an_interval_wholly_above_one_unflagged_on_a_gpu_is_faster_and_ranked():
-    assert verdict.decide(_timing(), [], "cuda") == dict(_timing(), faster=True, ranked=True,
-                                                         faster_at={"1.0": True, "1.5": False, "2.0": False})
+    assert verdict.decide(_timing(), [], "cuda") == dict(
+        _timing(), faster=True, ranked=True, faster_at={"1.0": True, "1.5": False, "2.0": False}
+    )
 
 
 def test_an_interval_that_reaches_one_is_not_faster_but_still_ranks():
@@ -50,8 +53,13 @@ def test_the_exact_lower_bound_decides_not_the_rounded_one():
 
 
 def test_any_flag_withholds_both():
-    for flag in (schema.FLAG_TIMING_CROSSCHECK, schema.FLAG_FASTER_THAN_LIGHT, schema.FLAG_DTYPE_DIFFERS,
-                 schema.FLAG_UNSANDBOXED, schema.FLAG_UNRANKED_DEVICE):
+    for flag in (
+        schema.FLAG_TIMING_CROSSCHECK,
+        schema.FLAG_FASTER_THAN_LIGHT,
+        schema.FLAG_DTYPE_DIFFERS,
+        schema.FLAG_UNSANDBOXED,
+        schema.FLAG_UNRANKED_DEVICE,
+    ):
         doc = verdict.decide(_timing(low=3.0), [flag], "cuda")
         assert (doc["faster"], doc["ranked"]) == (False, False), flag
 
@@ -84,6 +92,7 @@ def test_conclude_decides_with_the_results_flags_and_leaves_a_result_without_tim
 
 # --- the judge's records carry evidence, and the one decision turns it into the documented verdict --------------
 
+
 def test_a_pairs_evidence_has_no_verdict_until_decided():
     from evaluator import judge
     from evaluator.timing import rules
@@ -102,9 +111,19 @@ def test_combined_evidence_drops_the_pairs_own_verdicts():
     from evaluator.timing import pairs
 
     def one(speedup):
-        return {"speedup": speedup, "bootstrap_ci": [speedup * 0.999, speedup * 1.001], "reference_ms": 1.0,
-                "candidate_ms": 1.0 / speedup, "host_bound": False, "samples": 60, "reference_samples": 60,
-                "blocks": 6, "faster": True, "ranked": True, "method": "cuda_events"}
+        return {
+            "speedup": speedup,
+            "bootstrap_ci": [speedup * 0.999, speedup * 1.001],
+            "reference_ms": 1.0,
+            "candidate_ms": 1.0 / speedup,
+            "host_bound": False,
+            "samples": 60,
+            "reference_samples": 60,
+            "blocks": 6,
+            "faster": True,
+            "ranked": True,
+            "method": "cuda_events",
+        }
 
     doc = pairs.combine_evidence([one(1.3)] * 4, "cuda", 0.5)
     assert not set(DECIDED) & set(doc) and doc[verdict.LOW_KEY] == pytest.approx(doc["speedup_ci"][0], abs=1e-4)
@@ -112,6 +131,7 @@ def test_combined_evidence_drops_the_pairs_own_verdicts():
 
 
 # --- nobody else sets the keys -----------------------------------------------------------------------------------
+
 
 def _reads_same_key(node: ast.AST, key: str) -> bool:
     """Whether ``node`` only copies an already decided value: ``x[key]``, ``x.get(key)``, ``x.key``, maybe in bool()."""
@@ -138,8 +158,9 @@ def setters(tree: ast.AST) -> list[tuple[int, str]]:
             targets = [node.target]
         for target in targets:
             for t in ast.walk(target):
-                if (isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value in DECIDED) \
-                        or (isinstance(t, ast.Attribute) and t.attr in DECIDED):
+                if (
+                    isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and t.slice.value in DECIDED
+                ) or (isinstance(t, ast.Attribute) and t.attr in DECIDED):
                     found.append((node.lineno, ast.unparse(t) + " = ..."))
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values):
@@ -149,16 +170,24 @@ def setters(tree: ast.AST) -> list[tuple[int, str]]:
             for kw in node.keywords:
                 if kw.arg in DECIDED and not _reads_same_key(kw.value, kw.arg):
                     found.append((node.lineno, f"{kw.arg}={ast.unparse(kw.value)}"))
-            if (isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault" and node.args
-                    and isinstance(node.args[0], ast.Constant) and node.args[0].value in DECIDED):
+            if (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr == "setdefault"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in DECIDED
+            ):
                 found.append((node.lineno, ast.unparse(node)))
     return found
 
 
 def test_the_scan_sees_every_way_of_setting_the_keys():
-    caught = setters(ast.parse(
-        "t['faster'] = x\nt['ranked'] = t['faster'] = False\nt.faster = 1\nd = {'faster': low > 1}\n"
-        "t.update(ranked=True)\nt.setdefault('faster', True)\nt['faster'] |= y\n"))
+    caught = setters(
+        ast.parse(
+            "t['faster'] = x\nt['ranked'] = t['faster'] = False\nt.faster = 1\nd = {'faster': low > 1}\n"
+            "t.update(ranked=True)\nt.setdefault('faster', True)\nt['faster'] |= y\n"
+        )
+    )
     assert sorted(line for line, _ in caught) == [1, 2, 2, 3, 4, 5, 6, 7]
     copies = "row = {'faster': bool(t.get('faster')), 'ranked': t['ranked']}\nf(faster=t.faster)\nx = t['faster']\n"
     assert setters(ast.parse(copies)) == []
@@ -175,6 +204,7 @@ def test_only_the_verdict_module_sets_faster_or_ranked():
 
 
 # --- "faster at p" is the judge's; the site counts it ------------------------------------------------------------
+
 
 def test_faster_at_each_bar_is_faster_and_the_bound_above_the_bar():
     at = verdict.decide(_timing(low=1.7, high=2.4), [], "cuda")["faster_at"]
@@ -196,19 +226,36 @@ def bound_comparisons(tree: ast.AST) -> list[tuple[int, str]]:
         if not isinstance(node, ast.Compare):
             continue
         sides = [node.left, *node.comparators]
-        bound = any(any(isinstance(n, (ast.Name, ast.Attribute, ast.Constant)) and
-                        any(key in (getattr(n, "id", None) or getattr(n, "attr", None) or str(getattr(n, "value", "")))
-                            for key in SPEEDUP_BOUND) for n in ast.walk(side)) for side in sides)
-        number = any(isinstance(side, ast.Constant) and isinstance(side.value, (int, float))
-                     and not isinstance(side.value, bool) and side.value != 0 for side in sides)
+        bound = any(
+            any(
+                isinstance(n, (ast.Name, ast.Attribute, ast.Constant))
+                and any(
+                    key in (getattr(n, "id", None) or getattr(n, "attr", None) or str(getattr(n, "value", "")))
+                    for key in SPEEDUP_BOUND
+                )
+                for n in ast.walk(side)
+            )
+            for side in sides
+        )
+        number = any(
+            isinstance(side, ast.Constant)
+            and isinstance(side.value, (int, float))
+            and not isinstance(side.value, bool)
+            and side.value != 0
+            for side in sides
+        )
         if bound and number:
             found.append((node.lineno, ast.unparse(node)))
     return found
 
 
 def test_the_bound_scan_sees_a_bar_compared_on_the_site():
-    caught = bound_comparisons(ast.parse("a = s.speedup_lo > 1.5\nb = (x.speedup_lo or 0) >= 2\nc = ci['speedup_ci'][0] > 1\n"
-                                         "ok = s.speedup_lo is not None and s.speedup_lo > 0\n"))
+    caught = bound_comparisons(
+        ast.parse(
+            "a = s.speedup_lo > 1.5\nb = (x.speedup_lo or 0) >= 2\nc = ci['speedup_ci'][0] > 1\n"
+            "ok = s.speedup_lo is not None and s.speedup_lo > 0\n"
+        )
+    )
     assert [line for line, _ in caught] == [1, 2, 3]
 
 
@@ -219,4 +266,6 @@ def test_the_site_compares_no_speedup_bound_with_a_bar():
             continue
         rel = path.relative_to(ROOT).as_posix()
         offenders += [f"{rel}:{line}: {what}" for line, what in bound_comparisons(ast.parse(path.read_text(), rel))]
-    assert not offenders, "fast_p is the judge's (schema.faster_at); the site compares no bound:\n" + "\n".join(offenders)
+    assert not offenders, "fast_p is the judge's (schema.faster_at); the site compares no bound:\n" + "\n".join(
+        offenders
+    )

@@ -1,4 +1,5 @@
 """benchmarks/throughput.py: the schedule's arithmetic on small synthetic sets (no judge, no site, no GPU)."""
+
 import argparse
 import importlib.util
 import json
@@ -7,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-_SPEC = importlib.util.spec_from_file_location("throughput", Path(__file__).resolve().parents[1] / "benchmarks" /
-                                               "throughput.py")
+_SPEC = importlib.util.spec_from_file_location(
+    "throughput", Path(__file__).resolve().parents[1] / "benchmarks" / "throughput.py"
+)
 throughput = importlib.util.module_from_spec(_SPEC)
 sys.modules["throughput"] = throughput  # its dataclasses look their module up while the class is made
 _SPEC.loader.exec_module(throughput)
@@ -35,8 +37,11 @@ def test_plain_jobs_split_over_workers_and_gpu_held_counts_every_gpu():
 
 
 def test_builds_share_the_slots_and_a_job_waits_for_its_build():
-    files = [compiled("a", 30.0, 5.0, stage_compile=25.0), compiled("b", 30.0, 5.0, stage_compile=25.0),
-             plain("c", 10.0)]
+    files = [
+        compiled("a", 30.0, 5.0, stage_compile=25.0),
+        compiled("b", 30.0, 5.0, stage_compile=25.0),
+        plain("c", 10.0),
+    ]
     one_slot = simulate(files, Layout("1xW1", 1, 1, 1), stage_on=True)
     assert one_slot.wall_s == 65.0  # c 0-10, builds 0-30 and 30-60, a 30-35, b 60-65
     assert one_slot.gpu_held_s == 20.0 and one_slot.build_in_job_s == 0.0 and one_slot.stage_cpu_s == 60.0
@@ -88,18 +93,46 @@ def test_projection_keeps_the_measured_share_of_compiled_files_and_their_medians
 
 
 def test_a_run_summary_is_read_into_phases(tmp_path):
-    document = {"verdict": "correct", "wall_s": 12.0, "build": {"compile_s": 2.0},
-                "phases_s": {"start": 4.0, "judge": 7.5, "close": 0.5, "judge_parts": {
-                    "reference_trial": 1.0, "reference_check": 0.5, "read_outputs": 0.25, "compare": 0.25,
-                    "candidate_trial": 3.0, "reference_time": 1.5, "candidate_time": 1.5, "take_kept": 0.5,
-                    "other": 0.5}}}
-    row = {"file": "attempt_1/1_allreduce_cuda.py", "job": 7, "verdict": "correct", "build_status": "built",
-           "stage_s": 50.0, "stage_compile_s": 45.0, "gpu_held_s": 12.0, "wall_s": 12.0, "compile_in_job_s": 2.0,
-           "phases_s": document["phases_s"], "started_at": "2026-12-05T06:00:00+00:00",
-           "finished_at": "2026-12-05T06:00:15+00:00"}
-    summary = {"profile": "gpu-h200x1", "profile_fields": {"world_size": 1},
-               "passes": {"stage": {"rows": [row], "totals": {"wall_s_created_to_last_finish": 70.0,
-                                                              "gpu_held_s": 12.0}}}}
+    document = {
+        "verdict": "correct",
+        "wall_s": 12.0,
+        "build": {"compile_s": 2.0},
+        "phases_s": {
+            "start": 4.0,
+            "judge": 7.5,
+            "close": 0.5,
+            "judge_parts": {
+                "reference_trial": 1.0,
+                "reference_check": 0.5,
+                "read_outputs": 0.25,
+                "compare": 0.25,
+                "candidate_trial": 3.0,
+                "reference_time": 1.5,
+                "candidate_time": 1.5,
+                "take_kept": 0.5,
+                "other": 0.5,
+            },
+        },
+    }
+    row = {
+        "file": "attempt_1/1_allreduce_cuda.py",
+        "job": 7,
+        "verdict": "correct",
+        "build_status": "built",
+        "stage_s": 50.0,
+        "stage_compile_s": 45.0,
+        "gpu_held_s": 12.0,
+        "wall_s": 12.0,
+        "compile_in_job_s": 2.0,
+        "phases_s": document["phases_s"],
+        "started_at": "2026-12-05T06:00:00+00:00",
+        "finished_at": "2026-12-05T06:00:15+00:00",
+    }
+    summary = {
+        "profile": "gpu-h200x1",
+        "profile_fields": {"world_size": 1},
+        "passes": {"stage": {"rows": [row], "totals": {"wall_s_created_to_last_finish": 70.0, "gpu_held_s": 12.0}}},
+    }
     path = tmp_path / "summary.json"
     path.write_text(json.dumps(summary))
     (tmp_path / "dumps").mkdir()
@@ -126,8 +159,12 @@ def test_a_pass_without_the_stage_from_another_summary_is_attached_by_file_name(
 
 
 def test_a_build_made_inside_the_candidates_first_trial_is_counted_once():
-    document = {"verdict": "correct", "wall_s": 30.0, "build": {"compile_s": 20.0},
-                "phases_s": {"judge_parts": {"candidate_trial": 22.0, "reference_trial": 3.0, "candidate_time": 2.0}}}
+    document = {
+        "verdict": "correct",
+        "wall_s": 30.0,
+        "build": {"compile_s": 20.0},
+        "phases_s": {"judge_parts": {"candidate_trial": 22.0, "reference_trial": 3.0, "candidate_time": 2.0}},
+    }
     f = throughput.from_document("lazy.py", document)
     assert (f.build, f.candidate, f.reference, f.timing) == (20.0, 5.0, 3.0, 2.0)
     assert f.job == pytest.approx(30.0)

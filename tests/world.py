@@ -3,6 +3,7 @@
 For tests and self-checks of trusted code only (references, independent implementations): candidates never run
 through here, they go through the judge's sandboxed rank workers.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,7 +12,8 @@ import os
 import socket
 import tempfile
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -95,9 +97,17 @@ class RankRun:
     output: Any
 
 
-def run_reference(problem_id: int, world_size: int, M: int = 256, N: int = 256, dtype=torch.bfloat16,
-                  seed: int = 0, trial: int = 0, solution: Callable | None = None,
-                  reduced: bool = True) -> list[RankRun]:
+def run_reference(
+    problem_id: int,
+    world_size: int,
+    M: int = 256,
+    N: int = 256,
+    dtype=torch.bfloat16,
+    seed: int = 0,
+    trial: int = 0,
+    solution: Callable | None = None,
+    reduced: bool = True,
+) -> list[RankRun]:
     """Build inputs and run the reference (or ``solution``) on every rank; inputs are captured before the call."""
 
     def body(rank: int, W: int):
@@ -105,8 +115,18 @@ def run_reference(problem_id: int, world_size: int, M: int = 256, N: int = 256, 
         from problems.base import InputContext
 
         problem = problems.get(problem_id)
-        ctx = InputContext(rank=rank, world_size=W, M=M, N=N, dtype=dtype, device="cpu",
-                           seed_base=seed, trial=trial, problem_id=problem.id, reduced=reduced)
+        ctx = InputContext(
+            rank=rank,
+            world_size=W,
+            M=M,
+            N=N,
+            dtype=dtype,
+            device="cpu",
+            seed_base=seed,
+            trial=trial,
+            problem_id=problem.id,
+            reduced=reduced,
+        )
         inputs = problem.make_inputs(ctx)
         saved = to_portable(tuple(inputs))
         output = (solution or problem.solution)(*inputs)

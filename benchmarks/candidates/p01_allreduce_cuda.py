@@ -1,4 +1,5 @@
 """Problem 1 with a CUDA extension: a 16-byte-vectorised copy kernel; the sum is NCCL's (nothing to add at W=1)."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension

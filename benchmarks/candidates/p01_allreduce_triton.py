@@ -1,4 +1,5 @@
 """Problem 1 in Triton: the private copy is one vectorised Triton kernel; the sum is NCCL's (nothing to add at W=1)."""
+
 import torch
 import torch.distributed as dist
 import triton

@@ -1,4 +1,5 @@
 """Problem 8 with a CUDA extension: at W=1 one vectorised copy kernel; otherwise NCCL's all-to-all."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension

@@ -1,4 +1,5 @@
 """Problem 8 in Triton: at W=1 the all-to-all is the identity, so one Triton copy; otherwise NCCL's all-to-all."""
+
 import torch
 import torch.distributed as dist
 import triton

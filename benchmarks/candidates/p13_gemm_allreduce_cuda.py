@@ -1,5 +1,6 @@
 """Problem 13 with a CUDA extension: the per-rank GEMM goes straight to bf16 through cuBLAS (ATen's mm, called from
 the compiled extension) with no fp32 round trip; NCCL's bf16 sum across ranks; nothing to sum at W=1."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension

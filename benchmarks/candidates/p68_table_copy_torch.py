@@ -5,6 +5,7 @@ ranks hold nothing but what the check needs while it runs (evaluator/rank/worker
 until the call returns: freed early, the GEMM's cuBLAS workspace (kept for the process's life) lands inside its
 53 GB segment and pins it, and the next trial's copy no longer fits (seen on the H200: trial 0 correct, trial 1 out
 of memory with 52.90 GiB reserved but unusable)."""
+
 import torch
 
 import problems

@@ -6,6 +6,7 @@ every buffer visible; a grid-stride kernel then reads all W peers' buffers throu
 in rank order in fp32 (the same order on every rank, and exact for the problem's integer inputs); a second barrier
 keeps the next call from overwriting a buffer a peer still reads. No multicast: plain peer pointers only.
 """
+
 import torch
 import torch.distributed as dist
 import torch.distributed._symmetric_memory as symm_mem

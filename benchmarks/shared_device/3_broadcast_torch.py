@@ -3,6 +3,7 @@
 At level k (k = 1, 2, 4, ...) every rank below k that already holds the data sends it to rank + k; a rank in
 [k, 2k) receives from rank - k. log2(W) levels; every rank returns its copy, the root a clone of its input.
 """
+
 import torch
 import torch.distributed as dist
 

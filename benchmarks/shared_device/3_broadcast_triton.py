@@ -5,6 +5,7 @@ compare-and-swap) makes it visible; every rank then reads the root's buffer thro
 device table, cast to a pointer) into its own output with a Triton copy of 32-bit words; a second barrier keeps the
 root's next copy from landing before every rank has read.
 """
+
 import torch
 import torch.distributed as dist
 import torch.distributed._symmetric_memory as symm_mem

@@ -5,6 +5,7 @@ system-scope compare-and-swap) makes the buffers visible; the root alone reads a
 pointers and sums them in rank order in fp32 (exact for the problem's integer inputs); a second barrier keeps every
 rank's next copy from landing before the root has read. Non-roots return a copy of their input, as NCCL leaves it.
 """
+
 import torch
 import torch.distributed as dist
 import torch.distributed._symmetric_memory as symm_mem

@@ -5,6 +5,7 @@ destination, 32-bit words); a Triton signal-pad barrier (one program per peer, s
 every rank its slice has landed; each rank copies its buffer out; a second barrier keeps the root's next pushes from
 landing before every rank has copied.
 """
+
 import torch
 import torch.distributed as dist
 import torch.distributed._symmetric_memory as symm_mem

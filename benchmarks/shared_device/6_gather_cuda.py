@@ -5,6 +5,7 @@ pointer (16-byte words); a signal-pad barrier (one warp, a lane per peer, system
 root every slot is written; the root copies its buffer out, non-roots return their input as the spec says, and a
 second barrier keeps the next call's pushes from landing before the root has copied. No multicast.
 """
+
 import torch
 import torch.distributed as dist
 import torch.distributed._symmetric_memory as symm_mem

@@ -5,6 +5,7 @@ system-scope compare-and-swap on the peers' pads) makes every buffer visible; a 
 ``rank`` of all W peers' buffers through their pointers (loaded from a device table and cast to pointers) and sums
 them in rank order in fp32; a second barrier keeps the next call from overwriting a buffer a peer still reads.
 """
+
 import torch
 import torch.distributed as dist
 import torch.distributed._symmetric_memory as symm_mem

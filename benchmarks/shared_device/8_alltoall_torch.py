@@ -3,6 +3,7 @@
 Block d goes to rank d and slot s receives from rank s, all posted at once with batch_isend_irecv (the rank's own
 block is a local copy).
 """
+
 import torch
 import torch.distributed as dist
 

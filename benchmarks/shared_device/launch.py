@@ -23,6 +23,7 @@ on host copies of the same inputs (CPU gloo, the CPU profile's compat forms), at
 profile. Each side's error is recorded apart, so a failure of gloo itself (on host tensors too) is told from one of
 the staging (CUDA tensors only); where both ran, the outputs are compared as the judge compares them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,12 @@ import time
 import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
-            "TORCH_SYMM_MEM_ALLOW_OVERLAPPING_DEVICES": "1"}
+SAFE_ENV = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+    "TORCH_SYMM_MEM_ALLOW_OVERLAPPING_DEVICES": "1",
+}
 os.environ.update(SAFE_ENV)
 
 
@@ -67,41 +72,50 @@ def _init(rank: int, world: int, port: int, backend: str = "gloo"):
 
 # --- facts ----------------------------------------------------------------------------------------------------------
 
+
 def _gloo_forms(torch, dist, rank: int, world: int, only: list) -> dict:
     """Each collective on CUDA tensors through plain gloo (no compat), checked against its known result."""
     dev = "cuda:0"
     base = torch.arange(world * 4, dtype=torch.float32, device=dev) + 100 * rank
 
     def all_reduce():
-        t = base.clone(); dist.all_reduce(t)
+        t = base.clone()
+        dist.all_reduce(t)
         return t.cpu(), sum(torch.arange(world * 4.0) + 100 * r for r in range(world))
 
     def broadcast():
-        t = base.clone(); dist.broadcast(t, src=0)
+        t = base.clone()
+        dist.broadcast(t, src=0)
         return t.cpu(), torch.arange(world * 4.0)
 
     def reduce():
-        t = base.clone(); dist.reduce(t, dst=0)
+        t = base.clone()
+        dist.reduce(t, dst=0)
         want = sum(torch.arange(world * 4.0) + 100 * r for r in range(world)) if rank == 0 else None
         return (t.cpu() if rank == 0 else None), want
 
     def all_gather_list():
-        out = [torch.empty_like(base) for _ in range(world)]; dist.all_gather(out, base)
+        out = [torch.empty_like(base) for _ in range(world)]
+        dist.all_gather(out, base)
         return torch.stack(out).cpu(), torch.stack([torch.arange(world * 4.0) + 100 * r for r in range(world)])
 
     def all_gather_into_tensor():
-        out = torch.empty(world * base.numel(), device=dev); dist.all_gather_into_tensor(out, base)
+        out = torch.empty(world * base.numel(), device=dev)
+        dist.all_gather_into_tensor(out, base)
         return out.cpu(), torch.cat([torch.arange(world * 4.0) + 100 * r for r in range(world)])
 
     def reduce_scatter_tensor():
-        out = torch.empty(4, device=dev); dist.reduce_scatter_tensor(out, base)
+        out = torch.empty(4, device=dev)
+        dist.reduce_scatter_tensor(out, base)
         full = sum(torch.arange(world * 4.0) + 100 * r for r in range(world))
-        return out.cpu(), full[rank * 4:(rank + 1) * 4]
+        return out.cpu(), full[rank * 4 : (rank + 1) * 4]
 
     def all_to_all_single():
-        out = torch.empty_like(base); dist.all_to_all_single(out, base)
-        return out.cpu(), torch.cat([(torch.arange(world * 4.0) + 100 * s)[rank * 4:(rank + 1) * 4]
-                                     for s in range(world)])
+        out = torch.empty_like(base)
+        dist.all_to_all_single(out, base)
+        return out.cpu(), torch.cat(
+            [(torch.arange(world * 4.0) + 100 * s)[rank * 4 : (rank + 1) * 4] for s in range(world)]
+        )
 
     def send_recv():
         out = torch.empty_like(base)
@@ -120,11 +134,21 @@ def _gloo_forms(torch, dist, rank: int, world: int, only: list) -> dict:
         out = torch.empty(4, device=dev)
         pieces = list(base.chunk(world)) if rank == 0 else None
         dist.scatter(out, pieces, src=0)
-        return out.cpu(), torch.arange(world * 4.0)[rank * 4:(rank + 1) * 4]
+        return out.cpu(), torch.arange(world * 4.0)[rank * 4 : (rank + 1) * 4]
 
     results = {}
-    for fn in (all_reduce, broadcast, reduce, all_gather_list, all_gather_into_tensor, reduce_scatter_tensor,
-               all_to_all_single, send_recv, gather, scatter):
+    for fn in (
+        all_reduce,
+        broadcast,
+        reduce,
+        all_gather_list,
+        all_gather_into_tensor,
+        reduce_scatter_tensor,
+        all_to_all_single,
+        send_recv,
+        gather,
+        scatter,
+    ):
         if fn.__name__ not in only:
             continue
         try:
@@ -151,7 +175,8 @@ def _symm_facts(torch, dist, rank: int, world: int) -> dict:
     handle.barrier(channel=0)
     for mode in ("enqueued", "synchronized"):
         n = 200 if mode == "enqueued" else 50
-        torch.cuda.synchronize(); dist.barrier()
+        torch.cuda.synchronize()
+        dist.barrier()
         began = time.perf_counter()
         for _ in range(n):
             handle.barrier(channel=1)
@@ -162,8 +187,18 @@ def _symm_facts(torch, dist, rank: int, world: int) -> dict:
     return facts
 
 
-FORMS = ["all_reduce", "broadcast", "reduce", "all_gather_list", "all_gather_into_tensor", "reduce_scatter_tensor",
-         "all_to_all_single", "send_recv", "gather", "scatter"]
+FORMS = [
+    "all_reduce",
+    "broadcast",
+    "reduce",
+    "all_gather_list",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor",
+    "all_to_all_single",
+    "send_recv",
+    "gather",
+    "scatter",
+]
 
 
 def facts_rank(rank: int, world: int, port: int, out: str, forms: list, symm: bool) -> None:
@@ -180,13 +215,15 @@ def facts_rank(rank: int, world: int, port: int, out: str, forms: list, symm: bo
     records = [None] * world
     dist.all_gather_object(records, record)
     if rank == 0:
-        record["gloo_cuda_forms"] = {k: sorted({r["gloo_cuda_forms"][k] for r in records})
-                                     for k in record["gloo_cuda_forms"]}
+        record["gloo_cuda_forms"] = {
+            k: sorted({r["gloo_cuda_forms"][k] for r in records}) for k in record["gloo_cuda_forms"]
+        }
         if symm:
             sym = record["symmetric_memory"]
             sym["barrier_us_max_over_ranks"] = {
                 m: max(r["symmetric_memory"].get(f"barrier_us_{m}", -1) for r in records)
-                for m in ("enqueued", "synchronized")}
+                for m in ("enqueued", "synchronized")
+            }
         _emit(pathlib.Path(out) / "facts.jsonl", record)
     dist.destroy_process_group()
 
@@ -195,7 +232,8 @@ def nccl_rank(rank: int, world: int, port: int, out: str) -> None:
     torch, dist = _init(rank, world, port, backend="nccl")
     t = torch.ones(4, device="cuda:0")
     try:
-        dist.all_reduce(t); torch.cuda.synchronize()
+        dist.all_reduce(t)
+        torch.cuda.synchronize()
         message = f"no refusal: result {t.tolist()}"
     except Exception as exc:
         message = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -204,6 +242,7 @@ def nccl_rank(rank: int, world: int, port: int, out: str) -> None:
 
 
 # --- kernels --------------------------------------------------------------------------------------------------------
+
 
 def _load(path: str):
     spec = importlib.util.spec_from_file_location(f"cand_{abs(hash(path))}", path)
@@ -238,16 +277,22 @@ def kernels_rank(rank: int, world: int, port: int, out: str, files: list, progre
         try:
             module = _load(path)
             for trial in range(2):
-                ctx = InputContext(rank=rank, world_size=world, device="cuda:0", seed_base=1000 + trial,
-                                   trial=trial, problem_id=pid)
+                ctx = InputContext(
+                    rank=rank, world_size=world, device="cuda:0", seed_base=1000 + trial, trial=trial, problem_id=pid
+                )
                 inputs = problem.make_inputs(ctx)
                 host = [x.cpu().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
                 dist.barrier()
                 actual = module.solution(*inputs)
                 torch.cuda.synchronize()
                 expected = problem.solution(*host)
-                oks.append(bool(compare_rank(problem, expected, actual.cpu() if isinstance(actual, torch.Tensor)
-                                             else actual, rank, world)["ok"]))
+                oks.append(
+                    bool(
+                        compare_rank(
+                            problem, expected, actual.cpu() if isinstance(actual, torch.Tensor) else actual, rank, world
+                        )["ok"]
+                    )
+                )
         except Exception as exc:
             error = f"{type(exc).__name__}: {str(exc)[:300]}"
             traceback.print_exc()
@@ -259,8 +304,11 @@ def kernels_rank(rank: int, world: int, port: int, out: str, files: list, progre
         except Exception:  # a rank left the world broken: the parent's stall watch records it
             raise
         if rank == 0:
-            record["verdict"] = "correct" if all(r["ok"] for r in records) else (
-                "error" if any(r["error"] for r in records) else "incorrect")
+            record["verdict"] = (
+                "correct"
+                if all(r["ok"] for r in records)
+                else ("error" if any(r["error"] for r in records) else "incorrect")
+            )
             record["errors"] = sorted({r["error"] for r in records if r["error"]})[:2]
             _emit(pathlib.Path(out) / "kernels.jsonl", record)
     if rank == 0:
@@ -291,8 +339,7 @@ def references_rank(rank: int, world: int, port: int, out: str, ids: list, progr
         mine = {"host": None, "staged": None, "ok": None}
         expected = actual = None
         try:
-            ctx = InputContext(rank=rank, world_size=world, device="cuda:0", seed_base=77, problem_id=pid,
-                               reduced=True)
+            ctx = InputContext(rank=rank, world_size=world, device="cuda:0", seed_base=77, problem_id=pid, reduced=True)
             inputs = problem.make_inputs(ctx)
             host = [x.cpu().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         except Exception as exc:
@@ -328,8 +375,13 @@ def references_rank(rank: int, world: int, port: int, out: str, ids: list, progr
             record["wall_s"] = round(time.perf_counter() - began, 2)
             record["host_errors"] = sorted({r["host"] for r in records if r["host"]})[:2]
             record["staged_errors"] = sorted({r["staged"] for r in records if r["staged"]})[:2]
-            record["verdict"] = ("same" if all(r["ok"] for r in records) else
-                                 "host_error" if record["host_errors"] else "staged_differs_or_fails")
+            record["verdict"] = (
+                "same"
+                if all(r["ok"] for r in records)
+                else "host_error"
+                if record["host_errors"]
+                else "staged_differs_or_fails"
+            )
             _emit(pathlib.Path(out) / "references.jsonl", record)
         torch.cuda.empty_cache()
     if rank == 0:
@@ -341,8 +393,9 @@ def _spawn(target, world: int, args: tuple, stall_s: float, progress: str | None
     """Start W rank processes; wait until they end, or until no progress for ``stall_s``. Returns 'done' or 'stalled'."""
     import torch.multiprocessing as mp
 
-    context = mp.start_processes(target, args=(world, _free_port(), *args), nprocs=world, join=False,
-                                 start_method="spawn")
+    context = mp.start_processes(
+        target, args=(world, _free_port(), *args), nprocs=world, join=False, start_method="spawn"
+    )
     last, mark = time.monotonic(), None
     while True:
         try:
@@ -380,13 +433,21 @@ def main() -> None:
     parser.add_argument("--stall", type=float, default=90.0)
     parser.add_argument("--nccl", action="store_true", help="facts: also try NCCL with two ranks on one GPU")
     args = parser.parse_intermixed_args()
-    out = pathlib.Path(args.out); out.mkdir(parents=True, exist_ok=True)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     for world in args.worlds:
         began = time.perf_counter()
         if args.mode == "facts":
             status = _spawn(facts_rank, world, (str(out), [], True), args.stall)
-            _emit(out / "facts.jsonl", {"what": "symmetric_memory_world", "W": world, "status": status,
-                                        "wall_s": round(time.perf_counter() - began, 1)})
+            _emit(
+                out / "facts.jsonl",
+                {
+                    "what": "symmetric_memory_world",
+                    "W": world,
+                    "status": status,
+                    "wall_s": round(time.perf_counter() - began, 1),
+                },
+            )
             continue
         progress = str(out / f"progress_{world}")
         if args.mode == "references":
@@ -398,9 +459,16 @@ def main() -> None:
                 current = pathlib.Path(progress).read_text() if os.path.exists(progress) else ""
                 if not current.isdigit() or int(current) not in ids:
                     break
-                _emit(out / "references.jsonl", {"what": "reference", "problem": int(current), "W": world,
-                                                 "verdict": "hang" if status == "stalled" else "crash"})
-                ids = ids[ids.index(int(current)) + 1:]
+                _emit(
+                    out / "references.jsonl",
+                    {
+                        "what": "reference",
+                        "problem": int(current),
+                        "W": world,
+                        "verdict": "hang" if status == "stalled" else "crash",
+                    },
+                )
+                ids = ids[ids.index(int(current)) + 1 :]
             continue
         files = [str(pathlib.Path(f).resolve()) for f in args.files]
         while files:
@@ -410,23 +478,36 @@ def main() -> None:
             current = pathlib.Path(progress).read_text() if os.path.exists(progress) else ""
             if current not in files:
                 break
-            _emit(out / "kernels.jsonl", {"what": "kernel", "file": os.path.relpath(current, ROOT), "W": world,
-                                          "problem": int(pathlib.Path(current).name.split("_")[0]),
-                                          "verdict": "hang" if status == "stalled" else "crash"})
-            files = files[files.index(current) + 1:]
-        _emit(out / "kernels.jsonl", {"what": "kernels_world", "W": world,
-                                      "wall_s": round(time.perf_counter() - began, 1)})
+            _emit(
+                out / "kernels.jsonl",
+                {
+                    "what": "kernel",
+                    "file": os.path.relpath(current, ROOT),
+                    "W": world,
+                    "problem": int(pathlib.Path(current).name.split("_")[0]),
+                    "verdict": "hang" if status == "stalled" else "crash",
+                },
+            )
+            files = files[files.index(current) + 1 :]
+        _emit(
+            out / "kernels.jsonl",
+            {"what": "kernels_world", "W": world, "wall_s": round(time.perf_counter() - began, 1)},
+        )
     if args.mode == "facts":
         for form in FORMS:  # plain gloo (no compat) on CUDA tensors, each form in its own two-rank world
             status = _spawn(facts_rank, 2, (str(out), [form], False), 60.0)
             if status != "done":
-                _emit(out / "facts.jsonl", {"what": "gloo_cuda_form", "W": 2, "form": form,
-                                            "status": f"world {status} (see facts.log)"})
+                _emit(
+                    out / "facts.jsonl",
+                    {"what": "gloo_cuda_form", "W": 2, "form": form, "status": f"world {status} (see facts.log)"},
+                )
     if args.mode == "facts" and args.nccl:
         began = time.perf_counter()
         status = _spawn(nccl_rank, 2, (str(out),), 60.0)
-        _emit(out / "facts.jsonl", {"what": "nccl_world", "W": 2, "status": status,
-                                    "wall_s": round(time.perf_counter() - began, 1)})
+        _emit(
+            out / "facts.jsonl",
+            {"what": "nccl_world", "W": 2, "status": status, "wall_s": round(time.perf_counter() - began, 1)},
+        )
 
 
 if __name__ == "__main__":

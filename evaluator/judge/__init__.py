@@ -7,6 +7,7 @@ checks, the re-check); schedule.py: the pair's timing blocks; replies.py: what t
 policy.py: the static checks of a candidate's source; selfcheck.py: ``pkb selfcheck`` (references and null
 candidates through the judge).
 """
+
 from evaluator.judge.config import BadRequest, Config
 from evaluator.judge.evaluation import evaluate
 from evaluator.judge.pair import Pair

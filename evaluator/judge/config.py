@@ -1,8 +1,8 @@
 """The judge's request: ``Config`` (what one evaluation is asked to do) and ``BadRequest`` (it cannot start)."""
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 from evaluator.process import sandbox
 
@@ -11,8 +11,10 @@ class BadRequest(ValueError):
     """The evaluation cannot start: unknown problem, missing file, world size not allowed... (CLI exit status 2)."""
 
 
-SHARED_DEVICE_NO_TIMING = ("a shared-device world judges correctness only: its ranks take turns on one GPU, so a timing "
-                           "there measures the time-slicing, nothing a real W-GPU run would do (no --pairs, no timing)")
+SHARED_DEVICE_NO_TIMING = (
+    "a shared-device world judges correctness only: its ranks take turns on one GPU, so a timing "
+    "there measures the time-slicing, nothing a real W-GPU run would do (no --pairs, no timing)"
+)
 
 _sandbox_required_by_default = sandbox.required_by_default  # (inside Config, ``sandbox`` names a field)
 
@@ -22,33 +24,33 @@ class Config:
     world_size: int
     device: str = "cpu"
     trials: int = 5
-    seed: Optional[int] = None
+    seed: int | None = None
     M: int = 1024
     N: int = 1024
     dtype: str = "bfloat16"
     reduced: bool = False
     timing: bool = True
     multicast_allowed: bool = False
-    timeout_s: Optional[float] = None  # per command; default: the problem's own budget
+    timeout_s: float | None = None  # per command; default: the problem's own budget
     startup_timeout_s: float = 600.0
-    timing_budget_ms: Optional[float] = None  # per side; default 2000 on GPU, 600 on CPU
+    timing_budget_ms: float | None = None  # per side; default 2000 on GPU, 600 on CPU
     max_attempts: int = 2  # infrastructure failures are retried, never scored
     # Hidden checks the candidate cannot predict (docs/threat-model.md, "hard-coded W or shapes"): one more trial at
     # a shape (M', N') the judge draws, and a correctness-only run at another world size.
     hidden_shape: bool = False
-    hidden_world_size: Optional[int] = None
+    hidden_world_size: int | None = None
     # False: candidate ranks run without uid/network isolation and are not paused (debugging, red-team tests).
     # PKB_SANDBOX=0 in the judge's environment switches it off for a whole deployment.
     sandbox: bool = dataclasses.field(default_factory=sandbox.enabled_by_default)
     # Fail closed: with every sandbox layer or not at all (an infra_error naming what is missing). Every ranked
     # profile's jobs ask for it; PKB_SANDBOX=required asks for it for a whole deployment.
     sandbox_required: bool = dataclasses.field(default_factory=_sandbox_required_by_default)
-    light_ceilings: Optional[dict] = None  # peak rates for the speed-of-light floor; default: the GPU's, none on CPU
+    light_ceilings: dict | None = None  # peak rates for the speed-of-light floor; default: the GPU's, none on CPU
     # Explicit, published trial seeds (feedback runs): each carries PUBLIC_SEED_BIT, which the judge's own secret
     # draws never do, so public and hidden seeds cannot mix. ``trials`` + 1 of them (the last re-checks after timing).
-    seeds: Optional[list] = None
+    seeds: list | None = None
     # Profile mode: torch profiler traces of both groups (evaluator/rank/profiling.py).
-    profile_dir: Optional[str] = None
+    profile_dir: str | None = None
     # Time in this many fresh process pairs and combine them (evaluator/timing/pairs.py); 1: one pair, the 8.3% floor.
     pairs: int = 1
     # A calibration switch, not a production setting (the site never sets it; docs/calibration.md): each timing
@@ -58,13 +60,13 @@ class Config:
     # Pairs 2..K: the first pair's per-call estimate. Their single trial is each process's first call, which is cold,
     # and a cold estimate sets a judge's spin many times too long, whose wall then varies with the GPU clock and reads
     # as a candidate's unexplained time (honest candidates flagged; docs/calibration.md).
-    timing_estimate_ms: Optional[float] = None
+    timing_estimate_ms: float | None = None
     # The same for the reference's own call alone: what the judge's spin starts from (evaluator/judge/schedule.py), so
     # that a candidate's reported call time cannot lengthen it.
-    timing_reference_estimate_ms: Optional[float] = None
+    timing_reference_estimate_ms: float | None = None
     # Timing blocks with no spin, after the spun ones (evaluator/judge/schedule.py, _probe_check); None: three on CUDA
     # (their median is read), none on CPU, where no block spins.
-    probe: Optional[int] = None
+    probe: int | None = None
     # A calibration switch, not a production setting: probe blocks in every pair, also where the candidate cannot be
     # faster. Kept because benchmarks/judge_gpu.py measures the probe check's honest noise with it, and red-team tests
     # use it to run the probe check on candidates that would otherwise skip it.

@@ -8,6 +8,7 @@ block on freshly built inputs with rotating clones of the timed argument; then o
 the candidate's outputs after the timed loop. The candidate never sees expected outputs: they never leave the
 reference's processes, which are stopped whenever the candidate's ranks run.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,7 +18,6 @@ import random
 import shutil
 import tempfile
 import time
-from typing import Optional
 
 import torch
 
@@ -67,15 +67,23 @@ def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool
     result.pop("_final", None)
     unjudged = result.pop("_unjudged", None)
     if unjudged and result["verdict"] == schema.INFRA_ERROR:
-        result.update(verdict=schema.UNVERIFIED, timing=None, flags=[],
-                      message=f"{unjudged} could not be judged in {attempt} attempts, so correctness is unverified: "
-                              f"{result.get('message', '')}")
+        result.update(
+            verdict=schema.UNVERIFIED,
+            timing=None,
+            flags=[],
+            message=f"{unjudged} could not be judged in {attempt} attempts, so correctness is unverified: "
+            f"{result.get('message', '')}",
+        )
     # A cross-check flag in the first pair is weighed with the other pairs' (timing/pairs.py, triage); any other flag is
     # final. One pair (the default) whose cross-check was suspect is timed once more in fresh processes: honest
     # candidates sometimes exceed the allowance (docs/calibration.md), and a flag keeps a result off the rankings.
     flags = set(result.get("flags") or [])
-    if (result["verdict"] == schema.CORRECT and result.get("timing") and not flags - {schema.FLAG_TIMING_CROSSCHECK}
-            and (cfg.pairs > 1 or schema.FLAG_TIMING_CROSSCHECK in flags)):
+    if (
+        result["verdict"] == schema.CORRECT
+        and result.get("timing")
+        and not flags - {schema.FLAG_TIMING_CROSSCHECK}
+        and (cfg.pairs > 1 or schema.FLAG_TIMING_CROSSCHECK in flags)
+    ):
         _more_pairs(prob, candidate, cfg, base, result, pool, count=max(cfg.pairs, 2))
     if cfg.hidden_world_size and result["verdict"] == schema.CORRECT:
         _hidden_world(prob, candidate, cfg, base, result)
@@ -108,9 +116,15 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
     in a pair is the verdict, as in the first one. With ``cfg.pairs`` = 1 this is the retiming of a suspect pair: the
     result is flagged only if the second pair is suspect too, and otherwise takes the second pair's timing."""
     # ``pairs`` stays K: every pair times its 1/K share (evaluator/judge/schedule.py).
-    one = dataclasses.replace(cfg, trials=1, hidden_shape=False, hidden_world_size=None, profile_dir=None,
-                              timing_estimate_ms=result["timing"].get("estimate_ms"),
-                              timing_reference_estimate_ms=result["timing"].get("reference_estimate_ms"))
+    one = dataclasses.replace(
+        cfg,
+        trials=1,
+        hidden_shape=False,
+        hidden_world_size=None,
+        profile_dir=None,
+        timing_estimate_ms=result["timing"].get("estimate_ms"),
+        timing_reference_estimate_ms=result["timing"].get("reference_estimate_ms"),
+    )
     timed, dropped = [(1, result["timing"])], []
     flags = set(result.get("flags") or [])
     for k in range(2, count + 1):
@@ -125,8 +139,12 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
             continue
         result["trials"] = result.get("trials", []) + [dict(t, pair=k) for t in outcome.get("trials", [])]
         if outcome["verdict"] != schema.CORRECT:
-            result.update(verdict=outcome["verdict"], timing=None, flags=[],
-                          message=f"in timing pair {k} of {count}: {outcome.get('message', '')}")
+            result.update(
+                verdict=outcome["verdict"],
+                timing=None,
+                flags=[],
+                message=f"in timing pair {k} of {count}: {outcome.get('message', '')}",
+            )
             return
         flags |= set(outcome.get("flags") or [])
         timed.append((k, outcome["timing"]))
@@ -139,8 +157,9 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
         flags.add(schema.FLAG_TIMING_CROSSCHECK)
     result["flags"] = sorted(flags)
     if len(combined) > 1:
-        result["timing"] = pairs.combine_evidence([t for _, t in combined], cfg.device, HOST_BOUND_NOISE_FLOOR, dropped,
-                                                  aside)
+        result["timing"] = pairs.combine_evidence(
+            [t for _, t in combined], cfg.device, HOST_BOUND_NOISE_FLOOR, dropped, aside
+        )
     else:  # one pair left: its own document, with the one-pair floor it was judged with
         result["timing"] = dict(combined[0][1], pairs={"count": 1, "dropped": dropped, "set_aside": aside})
     result["timing"]["pairs"]["probe"] = pooled
@@ -166,17 +185,26 @@ def _hidden_world(prob, candidate: str, cfg: Config, base: dict, result: dict) -
                 break
         record.update(verdict=outcome["verdict"], message=outcome.get("message", ""), attempts=attempt)
         if outcome["verdict"] == schema.INFRA_ERROR:
-            result.update(verdict=schema.UNVERIFIED, timing=None, flags=[],
-                          message=f"the hidden world-size check at W={W} could not be judged twice, so correctness "
-                                  f"is unverified: {outcome.get('message', '')}")
+            result.update(
+                verdict=schema.UNVERIFIED,
+                timing=None,
+                flags=[],
+                message=f"the hidden world-size check at W={W} could not be judged twice, so correctness "
+                f"is unverified: {outcome.get('message', '')}",
+            )
         elif outcome["verdict"] != schema.CORRECT:
-            result.update(verdict=outcome["verdict"], timing=None, flags=[],
-                          message=f"at the hidden world size W={W}: {outcome.get('message', '')}")
+            result.update(
+                verdict=outcome["verdict"],
+                timing=None,
+                flags=[],
+                message=f"at the hidden world size W={W}: {outcome.get('message', '')}",
+            )
             result["trials"] = result.get("trials", []) + [dict(t, world_size=W) for t in outcome.get("trials", [])]
     result["hidden_world_size"] = record
 
 
 # --- preparation ------------------------------------------------------------------------------------------------------
+
 
 def _resolve(problem, cfg: Config):
     try:
@@ -190,19 +218,23 @@ def _resolve(problem, cfg: Config):
     if cfg.device == "cuda" and cfg.shared_device and torch.cuda.device_count() < 1:
         raise BadRequest("a shared-device world needs one GPU; this host has none")
     if cfg.device == "cuda" and not cfg.shared_device and torch.cuda.device_count() < cfg.world_size:
-        raise BadRequest(f"world size {cfg.world_size} needs {cfg.world_size} GPUs; "
-                         f"this host has {torch.cuda.device_count()} (--shared-device runs every rank on one)")
+        raise BadRequest(
+            f"world size {cfg.world_size} needs {cfg.world_size} GPUs; "
+            f"this host has {torch.cuda.device_count()} (--shared-device runs every rank on one)"
+        )
     if cfg.trials < 1:
         raise BadRequest("at least one trial is needed")
     if not 1 <= cfg.pairs <= pairs.MAX_PAIRS:
         raise BadRequest(f"pairs must be between 1 and {pairs.MAX_PAIRS}, not {cfg.pairs}")
-    if cfg.seeds is not None and (len(cfg.seeds) < cfg.trials + 1 or any(
-            not isinstance(s, int) or not PUBLIC_SEED_BIT <= s < 2 * PUBLIC_SEED_BIT for s in cfg.seeds)):
+    if cfg.seeds is not None and (
+        len(cfg.seeds) < cfg.trials + 1
+        or any(not isinstance(s, int) or not PUBLIC_SEED_BIT <= s < 2 * PUBLIC_SEED_BIT for s in cfg.seeds)
+    ):
         raise BadRequest(f"explicit seeds must be at least trials + 1 = {cfg.trials + 1} public seeds (bit 62 set)")
     return prob
 
 
-def _read_candidate(candidate: str) -> tuple[Optional[str], str]:
+def _read_candidate(candidate: str) -> tuple[str | None, str]:
     if candidate == "reference" or candidate.startswith("null:"):
         return None, ""
     if not os.path.isfile(candidate):
@@ -216,11 +248,22 @@ def _read_candidate(candidate: str) -> tuple[Optional[str], str]:
 
 def _skeleton(prob, candidate: str, digest: str, cfg: Config) -> dict:
     return {
-        "schema": schema.SCHEMA_VERSION, "problem": prob.stem, "problem_id": prob.id, "candidate": candidate,
-        "candidate_sha256": digest, "world_size": cfg.world_size, "device": cfg.device,
+        "schema": schema.SCHEMA_VERSION,
+        "problem": prob.stem,
+        "problem_id": prob.id,
+        "candidate": candidate,
+        "candidate_sha256": digest,
+        "world_size": cfg.world_size,
+        "device": cfg.device,
         "shape": {"M": cfg.M, "N": cfg.N, "dtype": cfg.dtype, "reduced": cfg.reduced},
-        "verdict": None, "message": "", "flags": [], "trials": [], "timing": None, "environment": _devices(),
-        "logs": [], "attempts": 0,
+        "verdict": None,
+        "message": "",
+        "flags": [],
+        "trials": [],
+        "timing": None,
+        "environment": _devices(),
+        "logs": [],
+        "attempts": 0,
     }
 
 
@@ -229,7 +272,7 @@ def _devices() -> dict:
     return {"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
 
 
-def _static_checks(source: Optional[str], cfg: Config, filename: str = "") -> Optional[dict]:
+def _static_checks(source: str | None, cfg: Config, filename: str = "") -> dict | None:
     if source is None:
         return None
     violation = policy.scan(source, cfg.multicast_allowed)
@@ -250,12 +293,13 @@ PUBLIC_SEED_BIT = schema.PUBLIC_SEED_BIT  # set in every published seed; never i
 
 def _seeds(cfg: Config) -> list[int]:
     if cfg.seeds is not None:
-        return list(cfg.seeds[:cfg.trials]) + [cfg.seeds[-1]]
+        return list(cfg.seeds[: cfg.trials]) + [cfg.seeds[-1]]
     rng = random.Random(cfg.seed) if cfg.seed is not None else random.SystemRandom()
     return [rng.getrandbits(62) for _ in range(cfg.trials + 1)]  # the last one re-checks after timing
 
 
 # --- one attempt ------------------------------------------------------------------------------------------------------
+
 
 def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, pool=None) -> dict:
     result = dict(base, trials=[], flags=[], logs=[], timing=None)
@@ -272,13 +316,25 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
         if spare:
             ref, cand = spare.ref, spare.cand
         else:
-            common = dict(world_size=cfg.world_size, device=cfg.device, problem=str(prob.id), M=cfg.M, N=cfg.N,
-                          dtype=cfg.dtype, reduced=cfg.reduced)
-            ref = RankGroup("ref", candidate="reference", workdir=os.path.join(workdir, "ref"), trusted=True,
-                            **common)
-            cand = RankGroup("cand", candidate=candidate, workdir=os.path.join(workdir, "cand"),
-                             trusted=candidate == "reference" or candidate.startswith("null:"), isolate=cfg.sandbox,
-                             required=cfg.sandbox_required, **common)
+            common = dict(
+                world_size=cfg.world_size,
+                device=cfg.device,
+                problem=str(prob.id),
+                M=cfg.M,
+                N=cfg.N,
+                dtype=cfg.dtype,
+                reduced=cfg.reduced,
+            )
+            ref = RankGroup("ref", candidate="reference", workdir=os.path.join(workdir, "ref"), trusted=True, **common)
+            cand = RankGroup(
+                "cand",
+                candidate=candidate,
+                workdir=os.path.join(workdir, "cand"),
+                trusted=candidate == "reference" or candidate.startswith("null:"),
+                isolate=cfg.sandbox,
+                required=cfg.sandbox_required,
+                **common,
+            )
         pair = Pair(prob, ref, cand, cfg, bystanders=pool)
         outcome = pair.start()
         if outcome is None and spare:
@@ -288,6 +344,7 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
             outcome = pair.judge(seeds)
             if cfg.profile_dir and outcome.get("verdict") in (schema.CORRECT, schema.INCORRECT):
                 from evaluator.rank import profiling
+
                 outcome["profile"] = profiling.record(pair, seeds[0], cfg.profile_dir)
         result.update(outcome)
         result["environment"] = dict(pair.environment, warm_start=spare is not None, **_devices())
@@ -337,7 +394,7 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
     return result
 
 
-def attribute(exc: BaseException, cand: Optional[RankGroup], when: str = "") -> dict:
+def attribute(exc: BaseException, cand: RankGroup | None, when: str = "") -> dict:
     """The one rule for an exception that escaped judging (docs/threat-model.md, attribution): what went wrong while
     the judge read, waited on, froze, killed or cleaned up after the candidate's group, once the candidate's code may
     have run, is the candidate's verdict (a CandidateFault, raised by RankGroup.acting and the box); anything else is
@@ -355,8 +412,19 @@ def _blame(prob, cfg: Config, command: dict, result: dict) -> None:
     workdir = tempfile.mkdtemp(prefix="pkb-blame-")
     group = None
     try:
-        group = RankGroup("ref", cfg.world_size, cfg.device, str(prob.id), "reference", os.path.join(workdir, "ref"),
-                          cfg.M, cfg.N, cfg.dtype, cfg.reduced, True)
+        group = RankGroup(
+            "ref",
+            cfg.world_size,
+            cfg.device,
+            str(prob.id),
+            "reference",
+            os.path.join(workdir, "ref"),
+            cfg.M,
+            cfg.N,
+            cfg.dtype,
+            cfg.reduced,
+            True,
+        )
         group.collect(cfg.startup_timeout_s)
         if command.get("cmd") != "noop":  # "noop": it failed while starting up
             group.command(command, (cfg.timeout_s or prob.timeout_s) * 2)
@@ -368,6 +436,10 @@ def _blame(prob, cfg: Config, command: dict, result: dict) -> None:
             group.close()
         shutil.rmtree(workdir, ignore_errors=True)
     result["blame"] = "the reference passes the same command when run without the candidate"
-    result.update(verdict=schema.RUNTIME_ERROR, timing=None, flags=[],
-                  message="the candidate interfered with the reference ranks, which failed only while it ran "
-                          f"(and pass alone): {result.get('message', '')}")
+    result.update(
+        verdict=schema.RUNTIME_ERROR,
+        timing=None,
+        flags=[],
+        message="the candidate interfered with the reference ranks, which failed only while it ran "
+        f"(and pass alone): {result.get('message', '')}",
+    )

@@ -7,6 +7,7 @@ Read from ``nvidia-smi`` (``PKB_NVIDIA_SMI`` names another binary: tests use a s
 packages' metadata (torch's CUDA version from its version.py); nothing here initialises CUDA, so a worker can take its
 record without holding a GPU.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,6 @@ import platform
 import re
 import subprocess
 from importlib import metadata
-from typing import Optional
 
 
 def _smi(*args: str) -> str:
@@ -26,14 +26,14 @@ def _smi(*args: str) -> str:
     return done.stdout if done.returncode == 0 else ""
 
 
-def _version(name: str) -> Optional[str]:
+def _version(name: str) -> str | None:
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
 
 
-def _torch_cuda() -> Optional[str]:
+def _torch_cuda() -> str | None:
     """The CUDA version torch was built for, read from its version.py without importing torch (seconds, and the
     record must not touch a GPU); None for a CPU build or no torch."""
     try:
@@ -58,7 +58,7 @@ def _links(topology: str, devices: list[int]) -> dict:
             header = [c for c in cells if c.startswith("GPU")]
             continue
         if header and cells[0].startswith("GPU") and cells[0][3:].isdigit():
-            rows[int(cells[0][3:])] = cells[1:1 + len(header)]
+            rows[int(cells[0][3:])] = cells[1 : 1 + len(header)]
     links = {}
     for i in devices:
         for j in devices:
@@ -67,26 +67,35 @@ def _links(topology: str, devices: list[int]) -> dict:
     return links
 
 
-def record(devices: Optional[list[int]] = None) -> dict:
+def record(devices: list[int] | None = None) -> dict:
     """The host as a worker for ``devices`` (all GPUs when None) sees it."""
     gpus = []
     for line in _smi("--query-gpu=index,name,uuid,driver_version,memory.total", "--format=csv,noheader").splitlines():
         cells = [c.strip() for c in line.split(",")]
         if len(cells) >= 5 and cells[0].isdigit():
-            gpus.append({"index": int(cells[0]), "name": cells[1], "uuid": cells[2], "driver": cells[3],
-                         "memory": cells[4]})
+            gpus.append(
+                {"index": int(cells[0]), "name": cells[1], "uuid": cells[2], "driver": cells[3], "memory": cells[4]}
+            )
     chosen = [g for g in gpus if devices is None or g["index"] in devices]
     indexes = [g["index"] for g in chosen]
-    return {"host": platform.node(), "python": platform.python_version(), "torch": _version("torch"),
-            "triton": _version("triton"), "cuda": _torch_cuda(),
-            "driver": chosen[0]["driver"] if chosen else None, "devices": devices,
-            "visible": ",".join(map(str, indexes)),
-            "gpus": chosen, "missing": sorted(set(devices or []) - set(indexes)),
-            "links": _links(_smi("topo", "-m"), indexes) if len(indexes) > 1 else {}}
+    return {
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "torch": _version("torch"),
+        "triton": _version("triton"),
+        "cuda": _torch_cuda(),
+        "driver": chosen[0]["driver"] if chosen else None,
+        "devices": devices,
+        "visible": ",".join(map(str, indexes)),
+        "gpus": chosen,
+        "missing": sorted(set(devices or []) - set(indexes)),
+        "links": _links(_smi("topo", "-m"), indexes) if len(indexes) > 1 else {},
+    }
 
 
-def mismatch(host: dict, world_size: int, gpu_model: Optional[str] = None, nvlink: bool = False,
-             shared_device: bool = False) -> Optional[str]:
+def mismatch(
+    host: dict, world_size: int, gpu_model: str | None = None, nvlink: bool = False, shared_device: bool = False
+) -> str | None:
     """Why ``host`` cannot serve a profile of ``world_size`` ranks on ``gpu_model`` GPUs (linked by NVLink when
     ``nvlink``), or None. A ``shared_device`` profile runs every rank on one GPU (pkb eval --shared-device): one GPU
     of the right model serves it, and no link between GPUs matters."""
@@ -106,6 +115,7 @@ def mismatch(host: dict, world_size: int, gpu_model: Optional[str] = None, nvlin
     if nvlink and world_size > 1:
         loose = sorted(pair for pair, link in (host.get("links") or {}).items() if not link.startswith("NV"))
         if loose or len(host.get("links") or {}) < world_size * (world_size - 1) // 2:
-            return ("the profile needs its GPUs linked by NVLink, and these pairs are not: "
-                    + (", ".join(f"{p} ({host['links'][p]})" for p in loose) or "unknown (no topology)"))
+            return "the profile needs its GPUs linked by NVLink, and these pairs are not: " + (
+                ", ".join(f"{p} ({host['links'][p]})" for p in loose) or "unknown (no topology)"
+            )
     return None

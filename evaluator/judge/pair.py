@@ -1,16 +1,16 @@
 """One pair of process groups, reference and candidate, and what the judge does with them (``Pair``): start-up,
 trials and their checks, the timing blocks (evaluator/judge/schedule.py), the timed outputs' check and the re-check."""
+
 from __future__ import annotations
 
 import collections
 import math
 import random
 import time
-from typing import Optional
 
 from evaluator import schema
 from evaluator.judge.config import Config
-from evaluator.judge.replies import _Stop, _call_ms
+from evaluator.judge.replies import _call_ms, _Stop
 from evaluator.judge.schedule import Schedule
 from evaluator.process.group import RankGroup, close_all
 from evaluator.process.protocol import GroupFailure
@@ -29,7 +29,7 @@ class Pair:
         self.build_ms = 0.0
         self.last_wall_ms = 0.0
         self.output_bytes = 0  # the largest output a reference rank held: what a candidate's file may take (outputs)
-        self.held_command: Optional[dict] = None  # the trial whose outputs the reference's ranks hold
+        self.held_command: dict | None = None  # the trial whose outputs the reference's ranks hold
         # Where the judging phase's wall time goes, in seconds (``phases_s["judge_parts"]``): the two groups'
         # commands by kind, reading their output files, comparing. What the overhead benchmark needs to say which
         # part of a slow problem to shorten.
@@ -47,8 +47,11 @@ class Pair:
         except GroupFailure as exc:
             # A check needs the output held from its trial: the trial is what a fresh reference re-runs alone.
             again = self.held_command if cmd.get("cmd") == "check" else cmd
-            raise _Stop(schema.INFRA_ERROR, f"reference rank {exc.rank} failed ({exc.kind}): {exc.message}",
-                        reference_command=None if exc.kind == schema.INFRA_ERROR else again)
+            raise _Stop(
+                schema.INFRA_ERROR,
+                f"reference rank {exc.rank} failed ({exc.kind}): {exc.message}",
+                reference_command=None if exc.kind == schema.INFRA_ERROR else again,
+            )
         finally:
             self.cand.resume()
 
@@ -72,33 +75,40 @@ class Pair:
             return group.command(cmd, timeout)
         finally:
             self.last_wall_ms = (time.monotonic() - began) * 1e3
-            self.spent[f"{'reference' if group is self.ref else 'candidate'}_{cmd.get('cmd')}"] += \
+            self.spent[f"{'reference' if group is self.ref else 'candidate'}_{cmd.get('cmd')}"] += (
                 self.last_wall_ms / 1e3
+            )
             if quiet:
                 self.bystanders.release()
 
-    def start(self) -> Optional[dict]:
+    def start(self) -> dict | None:
         try:
             try:
                 ready = self.ref.collect(self.cfg.startup_timeout_s)
             except GroupFailure as exc:
                 # An init failure (kind infra_error) is the platform's; a reference rank dying or hanging after it
                 # could be the candidate's doing (it started at the same time): _run_once checks which.
-                raise _Stop(schema.INFRA_ERROR, f"reference ranks failed to start ({exc.kind}): {exc.message}",
-                            reference_command=None if exc.kind == schema.INFRA_ERROR else {"cmd": "noop"})
+                raise _Stop(
+                    schema.INFRA_ERROR,
+                    f"reference ranks failed to start ({exc.kind}): {exc.message}",
+                    reference_command=None if exc.kind == schema.INFRA_ERROR else {"cmd": "noop"},
+                )
             self.environment = ready[0].get("env") or {}
             try:
                 self.cand.collect(self.cfg.startup_timeout_s)
             except GroupFailure as exc:
                 if exc.kind == schema.INFRA_ERROR and self.cand.sandbox is not None and self.cand.sandbox.enabled:
-                    raise _Stop(schema.INFRA_ERROR, f"candidate ranks could not start inside the sandbox (before any "
-                                                    f"candidate code ran): rank {exc.rank}: {exc.message}")
+                    raise _Stop(
+                        schema.INFRA_ERROR,
+                        f"candidate ranks could not start inside the sandbox (before any "
+                        f"candidate code ran): rank {exc.rank}: {exc.message}",
+                    )
                 raise _Stop(_candidate_verdict(exc.kind, loading=True), f"rank {exc.rank}: {exc.message}")
         except _Stop as stop:
             return stop.as_result()
         return None
 
-    def load(self, candidate: str, shape: Optional[dict] = None) -> Optional[dict]:
+    def load(self, candidate: str, shape: dict | None = None) -> dict | None:
         """Switch both groups to this problem: a trusted self-check's next problem, or a warm spare's job (with the
         job's ``shape``; the candidate's code runs for the first time in those processes here)."""
         problem = str(self.prob.id)
@@ -109,7 +119,7 @@ class Pair:
             return stop.as_result()
         return None
 
-    def judge(self, seeds: list[int], timing: Optional[bool] = None) -> dict:
+    def judge(self, seeds: list[int], timing: bool | None = None) -> dict:
         trials: list[dict] = []
         try:
             estimates = []
@@ -118,8 +128,11 @@ class Pair:
                 trials.append(record)
                 estimates.append(est)
                 if record["verdict"] != schema.CORRECT:
-                    return {"verdict": schema.INCORRECT, "trials": trials,
-                            "message": f"trial {t}: {_first_mismatch(record)}"}
+                    return {
+                        "verdict": schema.INCORRECT,
+                        "trials": trials,
+                        "message": f"trial {t}: {_first_mismatch(record)}",
+                    }
             timing_doc = None
             if self.cfg.timing if timing is None else timing:
                 estimate = min(estimates[1:] or estimates + [self.cfg.timing_estimate_ms or math.inf])
@@ -130,14 +143,22 @@ class Pair:
                 checks, problem = self._verify_timed(kept)
                 timing_doc["verified_timed_calls"] = checks
                 if problem:
-                    return {"verdict": schema.INCORRECT, "trials": trials, "timing": None,
-                            "message": f"a timed call's output was wrong: {problem}"}
+                    return {
+                        "verdict": schema.INCORRECT,
+                        "trials": trials,
+                        "timing": None,
+                        "message": f"a timed call's output was wrong: {problem}",
+                    }
                 record, _ = self._trial(len(seeds) - 1, seeds[-1], tag="post")
                 record["after_timing"] = True
                 trials.append(record)
                 if record["verdict"] != schema.CORRECT:
-                    return {"verdict": schema.INCORRECT, "trials": trials, "timing": None,
-                            "message": f"outputs changed after the timed loop: {_first_mismatch(record)}"}
+                    return {
+                        "verdict": schema.INCORRECT,
+                        "trials": trials,
+                        "timing": None,
+                        "message": f"outputs changed after the timed loop: {_first_mismatch(record)}",
+                    }
             hidden_note = None
             if self.cfg.hidden_shape:
                 try:
@@ -152,17 +173,25 @@ class Pair:
                     trials.append(record)
                     if record["verdict"] != schema.CORRECT:
                         shape = record["hidden_shape"]
-                        return {"verdict": schema.INCORRECT, "trials": trials, "timing": None,
-                                "message": f"at the hidden shape M={shape['M']}, N={shape['N']}: "
-                                           f"{_first_mismatch(record)}"}
+                        return {
+                            "verdict": schema.INCORRECT,
+                            "trials": trials,
+                            "timing": None,
+                            "message": f"at the hidden shape M={shape['M']}, N={shape['N']}: {_first_mismatch(record)}",
+                        }
             flags = list(timing_doc.pop("_flags")) if timing_doc else []
             message = f"all {len(trials)} trials correct on {self.cfg.world_size} rank(s)"
             differs = _dtype_differs(trials)
             if differs:  # correct within tolerance in another floating dtype: shown, never faster (docs/dtype.md)
                 flags.append(schema.FLAG_DTYPE_DIFFERS)
                 message += f"; output dtype differs from the reference's ({differs}): flagged, never faster"
-            out = {"verdict": schema.CORRECT, "trials": trials, "timing": timing_doc, "flags": flags,
-                   "message": message}
+            out = {
+                "verdict": schema.CORRECT,
+                "trials": trials,
+                "timing": timing_doc,
+                "flags": flags,
+                "message": message,
+            }
             if hidden_note:  # asked for but not run: say so, rather than leave no trace
                 out["hidden_shape"] = hidden_note
             return out
@@ -185,7 +214,7 @@ class Pair:
         self.output_bytes = max([self.output_bytes] + [x["nbytes"] for x in replies if type(x.get("nbytes")) is int])
         return replies
 
-    def _check(self, tag: str, directory: str, files: list[Optional[str]]) -> list[Optional[dict]]:
+    def _check(self, tag: str, directory: str, files: list[str | None]) -> list[dict | None]:
         """Each reference rank compares ``directory/files[rank]`` (a candidate's output; None: none on that rank) with
         the output it holds from trial ``tag``: the ranks' comparison records. The candidate is stopped meanwhile (no
         write can land while its file is read). The slowest rank's reading and comparing are counted apart from the
@@ -204,7 +233,7 @@ class Pair:
             entry.pop("compare_s", None)
         return entries
 
-    def _trial(self, index: int, seed: int, tag: str, shape: Optional[dict] = None) -> tuple[dict, float]:
+    def _trial(self, index: int, seed: int, tag: str, shape: dict | None = None) -> tuple[dict, float]:
         cmd = dict({"cmd": "trial", "trial": index, "seed": seed, "tag": tag}, **(shape or {}))
         ref_replies = self._hold_reference(cmd)
         cand_replies = self._cand_command(cmd, self.timeout)
@@ -214,20 +243,30 @@ class Pair:
         ref_ms, cand_ms = _call_ms(ref_replies, "ref"), min(_call_ms(cand_replies, "cand"), cand_wall_ms)
         self.build_ms = max(self.build_ms, max(float(x.get("build_ms", 0.0)) for x in ref_replies))
         self.inside_s += (ref_ms + cand_ms) / 1e3
-        record = {"trial": index, "seed": seed, "verdict": schema.CORRECT if ok else schema.INCORRECT,
-                  "ranks": ranks, "output_shapes": ref_replies[0].get("shapes"), "reference_call_ms": round(ref_ms, 4),
-                  "candidate_call_ms": round(cand_ms, 4)}
+        record = {
+            "trial": index,
+            "seed": seed,
+            "verdict": schema.CORRECT if ok else schema.INCORRECT,
+            "ranks": ranks,
+            "output_shapes": ref_replies[0].get("shapes"),
+            "reference_call_ms": round(ref_ms, 4),
+            "candidate_call_ms": round(cand_ms, 4),
+        }
         return record, max(ref_ms, cand_ms)
 
     def _hidden_shape_trial(self, seed: int) -> dict:
         """One more trial at a shape the judge draws now; a ``skipped`` record where there is none to draw or the
         reference cannot run it."""
         rng = random.Random(self._secret_seed([seed], "hidden-shape"))
-        shape = {"M": _other_size(self.cfg.M, self.cfg.world_size, rng),
-                 "N": _other_size(self.cfg.N, self.cfg.world_size, rng)}
+        shape = {
+            "M": _other_size(self.cfg.M, self.cfg.world_size, rng),
+            "N": _other_size(self.cfg.N, self.cfg.world_size, rng),
+        }
         if shape == {"M": self.cfg.M, "N": self.cfg.N}:
-            return {"verdict": "skipped",
-                    "message": f"M={self.cfg.M}, N={self.cfg.N} are too small to draw another shape"}
+            return {
+                "verdict": "skipped",
+                "message": f"M={self.cfg.M}, N={self.cfg.N} are too small to draw another shape",
+            }
         hidden_seed = self._secret_seed([seed], "hidden-trial")
         probe = {"cmd": "trial", "trial": 0, "seed": hidden_seed, "tag": "probe", "hold": True, **shape}
         self.cand.pause()
@@ -236,26 +275,31 @@ class Pair:
         except GroupFailure as exc:
             if exc.kind == schema.RUNTIME_ERROR:
                 # The reference's own code refuses that shape: nothing to hold the candidate to.
-                return {"verdict": "skipped",
-                        "message": f"the reference does not run at the drawn shape M={shape['M']}, N={shape['N']}: "
-                                   f"{exc.message[:300]}"}
+                return {
+                    "verdict": "skipped",
+                    "message": f"the reference does not run at the drawn shape M={shape['M']}, N={shape['N']}: "
+                    f"{exc.message[:300]}",
+                }
             # Died, hung or garbled (kind exited, timeout, protocol): not a property of the shape, so the check was
             # not judged, which is never a pass (re-run, then unverified; a fresh reference passing it alone makes it
             # the candidate's interference, evaluation._blame).
-            raise _Stop(schema.INFRA_ERROR, f"reference rank {exc.rank} failed ({exc.kind}) at the hidden shape "
-                                            f"M={shape['M']}, N={shape['N']}: {exc.message}",
-                        reference_command=dict(probe, hold=False))
+            raise _Stop(
+                schema.INFRA_ERROR,
+                f"reference rank {exc.rank} failed ({exc.kind}) at the hidden shape "
+                f"M={shape['M']}, N={shape['N']}: {exc.message}",
+                reference_command=dict(probe, hold=False),
+            )
         finally:
             self.cand.resume()
         record, _ = self._trial(0, hidden_seed, tag="hidden", shape=shape)
         record["hidden_shape"] = shape
         return record
 
-    def _time(self, seeds: list[int], estimate_ms: float, reference_estimate_ms: Optional[float] = None) -> dict:
+    def _time(self, seeds: list[int], estimate_ms: float, reference_estimate_ms: float | None = None) -> dict:
         """The timing blocks (evaluator/judge/schedule.py): the pair's timing document."""
         return Schedule(self, seeds, estimate_ms, reference_estimate_ms).run()
 
-    def _verify_timed(self, kept: list[dict]) -> tuple[int, Optional[str]]:
+    def _verify_timed(self, kept: list[dict]) -> tuple[int, str | None]:
         """Run the reference on the inputs of every kept timed call and compare."""
         by_seed: dict[int, list[dict]] = {}
         for item in kept:
@@ -263,7 +307,7 @@ class Pair:
         checks = 0
         for n, (seed, items) in enumerate(by_seed.items()):
             self._hold_reference({"cmd": "trial", "trial": 0, "seed": seed, "tag": f"v{n}"})
-            files: list[Optional[str]] = [None] * self.cfg.world_size
+            files: list[str | None] = [None] * self.cfg.world_size
             for item in items:
                 files[item["rank"]] = item["file"]
             entries = self._check(f"v{n}", self.ref.out_dir, files)
@@ -272,8 +316,10 @@ class Pair:
                 checks += 1
                 if not entry["ok"]:
                     where = entry.get("where") or "output"
-                    return checks, (f"block {item['block']}, call {item['call']}, rank {item['rank']}, {where}: "
-                                    f"{entry.get('message')}")
+                    return checks, (
+                        f"block {item['block']}, call {item['call']}, rank {item['rank']}, {where}: "
+                        f"{entry.get('message')}"
+                    )
         return checks, None
 
     def close(self):
@@ -289,8 +335,11 @@ def _other_size(size: int, world_size: int, rng: random.Random) -> int:
 
 def _dtype_differs(trials: list[dict]) -> str:
     """The comparisons' notes of floating outputs that passed in another dtype (problems/tolerance.py), first one."""
-    notes = list(dict.fromkeys(note for t in trials for entry in t.get("ranks") or [] if entry
-                               for note in entry.get("dtype_differs") or []))
+    notes = list(
+        dict.fromkeys(
+            note for t in trials for entry in t.get("ranks") or [] if entry for note in entry.get("dtype_differs") or []
+        )
+    )
     return notes[0] + (f" and {len(notes) - 1} more" if len(notes) > 1 else "") if notes else ""
 
 

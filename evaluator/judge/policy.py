@@ -4,11 +4,11 @@ NVLink multicast (the ``multimem`` PTX instructions, the CUDA driver's multicast
 multicast pointers, NVSHMEM/NCCL NVLS switches) can take a shared host's GPUs out of service; hosts whose profile
 forbids it refuse such candidates with verdict ``policy_violation`` and the offending line.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Optional
 
 # NAME then quotes, brackets, spaces, '=', ':' or ',' then the value: os.environ["NAME"] = "1", NAME=1, {"NAME": "1"}.
 _SETTING = r"{name}['\"\]\s:=,]*['\"]?{value}\b"
@@ -20,7 +20,10 @@ MULTICAST_PATTERNS = [
     (re.compile(r"\bmulticast_ptr\b"), "symmetric-memory multicast pointer"),
     (re.compile(r"\bmc_ptr\b|\bmulticast_addr\b"), "multicast address"),
     (re.compile(_SETTING.format(name="NCCL_NVLS_ENABLE", value="1")), "re-enabling NCCL NVLink SHARP (NVLS)"),
-    (re.compile(_SETTING.format(name="TORCH_SYMM_MEM_DISABLE_MULTICAST", value="0")), "re-enabling symmetric-memory multicast"),
+    (
+        re.compile(_SETTING.format(name="TORCH_SYMM_MEM_DISABLE_MULTICAST", value="0")),
+        "re-enabling symmetric-memory multicast",
+    ),
     (re.compile(_SETTING.format(name="NVSHMEM_DISABLE_NVLS", value="0")), "re-enabling NVSHMEM NVLS"),
 ]
 
@@ -35,7 +38,7 @@ class Violation:
         return f"line {self.line}: {self.rule} is not allowed on this host profile: {self.text.strip()[:200]}"
 
 
-def scan(source: str, multicast_allowed: bool) -> Optional[Violation]:
+def scan(source: str, multicast_allowed: bool) -> Violation | None:
     if multicast_allowed:
         return None
     for number, line in enumerate(source.splitlines(), start=1):

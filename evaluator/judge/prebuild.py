@@ -21,6 +21,7 @@ Run the stage with ``CUDA_VISIBLE_DEVICES`` empty and ``TORCH_CUDA_ARCH_LIST`` s
 evaluator/contract.py) does both. A ``compile_error`` comes with the file's result document (:func:`result_document`),
 which the site stores as the job's verdict without a GPU job.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,6 @@ import os
 import platform
 import socket
 import time
-from typing import Optional
 
 import problems
 from evaluator import schema
@@ -44,27 +44,43 @@ def smallest_world_size(prob) -> int:
     return next(w for w in range(1, 9) if prob.allows_world_size(w))
 
 
-def prebuild(problem, candidate: str, target_device: str = "cuda", timeout_s: float = 900.0,
-             required: Optional[bool] = None) -> dict:
+def prebuild(
+    problem, candidate: str, target_device: str = "cuda", timeout_s: float = 900.0, required: bool | None = None
+) -> dict:
     """Build ``candidate``'s extensions for ``problem``'s GPU job and keep them in the build cache; see the module
     docstring for the outcomes. ``required``: the whole sandbox or no run (default: ``PKB_SANDBOX``)."""
     prob = problems.get(problem)
     began = time.monotonic()
-    report = {"problem": prob.stem, "problem_id": prob.id, "candidate": os.path.basename(candidate),
-              "candidate_sha256": _sha256(candidate), "target_device": target_device,
-              "arch": os.environ.get("TORCH_CUDA_ARCH_LIST", "")}
+    report = {
+        "problem": prob.stem,
+        "problem_id": prob.id,
+        "candidate": os.path.basename(candidate),
+        "candidate_sha256": _sha256(candidate),
+        "target_device": target_device,
+        "arch": os.environ.get("TORCH_CUDA_ARCH_LIST", ""),
+    }
     if builds.cache_root() is None:
-        return dict(report, status="nothing_built", message="the build cache is off (PKB_BUILD_CACHE=off)",
-                    seconds=0.0)
+        return dict(report, status="nothing_built", message="the build cache is off (PKB_BUILD_CACHE=off)", seconds=0.0)
     required = sandbox.required_by_default() if required is None else required
     world_size = smallest_world_size(prob)
     workdir = warm.make_workdir()
     group = None
     logs: list = []
     try:
-        group = RankGroup("cand", world_size, "cpu", str(prob.id), candidate, os.path.join(workdir, "cand"),
-                          reduced=True, trusted=False, isolate=sandbox.enabled_by_default(), required=required,
-                          build_device=target_device, **SHAPE)
+        group = RankGroup(
+            "cand",
+            world_size,
+            "cpu",
+            str(prob.id),
+            candidate,
+            os.path.join(workdir, "cand"),
+            reduced=True,
+            trusted=False,
+            isolate=sandbox.enabled_by_default(),
+            required=required,
+            build_device=target_device,
+            **SHAPE,
+        )
         failure = None
         try:
             group.collect(timeout_s)
@@ -72,8 +88,12 @@ def prebuild(problem, candidate: str, target_device: str = "cuda", timeout_s: fl
         except GroupFailure as exc:
             failure = exc
     except sandbox.SandboxUnavailable as exc:
-        return dict(report, status=schema.INFRA_ERROR, message=f"sandbox unavailable: {exc}",
-                    seconds=round(time.monotonic() - began, 3))
+        return dict(
+            report,
+            status=schema.INFRA_ERROR,
+            message=f"sandbox unavailable: {exc}",
+            seconds=round(time.monotonic() - began, 3),
+        )
     finally:
         close_all([group])
         built = group.build_report() if group is not None else {}
@@ -87,9 +107,13 @@ def prebuild(problem, candidate: str, target_device: str = "cuda", timeout_s: fl
     if built.get("compiled") or built.get("loaded_built") or built.get("from_cache"):
         return dict(report, status="built", message="built before the GPU job; it loads the build")
     if failure is not None:
-        return dict(report, status="unreached", message=f"no compile call before it failed on CPU "
-                                                        f"({failure.kind}: {failure.message[:300]}); the GPU job "
-                                                        "builds as without a stage")
+        return dict(
+            report,
+            status="unreached",
+            message=f"no compile call before it failed on CPU "
+            f"({failure.kind}: {failure.message[:300]}); the GPU job "
+            "builds as without a stage",
+        )
     return dict(report, status="nothing_built", message="its first call made no compile call")
 
 
@@ -101,15 +125,30 @@ def result_document(report: dict) -> dict:
 
     stage = {k: report.get(k) for k in ("status", "target_device", "arch", "seconds", "world_size")}
     return {
-        "schema": schema.SCHEMA_VERSION, "problem": report["problem"], "problem_id": report.get("problem_id"),
-        "candidate": report.get("candidate", ""), "candidate_sha256": report.get("candidate_sha256", ""),
-        "world_size": report.get("world_size"), "device": "cpu", "shape": dict(SHAPE, reduced=True),
+        "schema": schema.SCHEMA_VERSION,
+        "problem": report["problem"],
+        "problem_id": report.get("problem_id"),
+        "candidate": report.get("candidate", ""),
+        "candidate_sha256": report.get("candidate_sha256", ""),
+        "world_size": report.get("world_size"),
+        "device": "cpu",
+        "shape": dict(SHAPE, reduced=True),
         "verdict": schema.COMPILE_ERROR,
         "message": f"{report.get('message', '')} (the build stage, before the {report.get('target_device')} job)",
-        "flags": [], "trials": [], "timing": None,
-        "environment": {"host": socket.gethostname(), "python": platform.python_version(), "torch": torch.__version__,
-                        "backend": "gloo", "build_stage": True},
-        "logs": report.get("logs") or [], "attempts": 1, "build": report.get("build") or {}, "build_stage": stage,
+        "flags": [],
+        "trials": [],
+        "timing": None,
+        "environment": {
+            "host": socket.gethostname(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "backend": "gloo",
+            "build_stage": True,
+        },
+        "logs": report.get("logs") or [],
+        "attempts": 1,
+        "build": report.get("build") or {},
+        "build_stage": stage,
     }
 
 

@@ -1,20 +1,20 @@
 """Reading what rank processes reply to a timing command: numbers checked before use (a candidate's rank may lie about
 its own figures, and a malformed reply is its fault, ``_Stop``)."""
+
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 from evaluator import schema
 from evaluator.timing.calibration import SPIN_MAX_US
 
 
 class _Stop(Exception):
-    def __init__(self, verdict: str, message: str, reference_command: Optional[dict] = None):
+    def __init__(self, verdict: str, message: str, reference_command: dict | None = None):
         super().__init__(message)
         self.verdict, self.message = verdict, message
         self.reference_command = reference_command
-        self.unjudged: Optional[str] = None  # the hidden check this infra_error kept from being judged, if any
+        self.unjudged: str | None = None  # the hidden check this infra_error kept from being judged, if any
 
     def as_result(self) -> dict:
         out = {"verdict": self.verdict, "message": self.message}
@@ -41,8 +41,9 @@ def _reported(values: list, side: str, what: str, valid=lambda v: True) -> list:
     the candidate's fault on its side (as malformed samples are, _samples), never an infra_error it could cause at
     will."""
     if not all(_is_number(v) and valid(v) for v in values):
-        raise _Stop(schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR,
-                    f"{side} ranks returned a malformed {what}")
+        raise _Stop(
+            schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR, f"{side} ranks returned a malformed {what}"
+        )
     return values
 
 
@@ -53,8 +54,7 @@ def _call_ms(replies: list[dict], side: str) -> float:
 
 def _host_share(replies: list[dict], side: str) -> float:
     """The largest share of host-paced calls a side's ranks report, clamped to [0, 1]."""
-    return min(1.0, max(0.0, max(_reported([x.get("host_bound") or 0.0 for x in replies], side,
-                                           "host-bound share"))))
+    return min(1.0, max(0.0, max(_reported([x.get("host_bound") or 0.0 for x in replies], side, "host-bound share"))))
 
 
 def _spin_wanted(replies: list[dict]) -> float:
@@ -68,8 +68,10 @@ def _spin_wanted(replies: list[dict]) -> float:
 def _samples(replies: list[dict], iters: int, side: str) -> list[float]:
     samples = replies[0].get("samples")
     if not isinstance(samples, list) or len(samples) != iters or not all(isinstance(x, (int, float)) for x in samples):
-        raise _Stop(schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR,
-                    f"{side} rank 0 returned malformed timing samples")
+        raise _Stop(
+            schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR,
+            f"{side} rank 0 returned malformed timing samples",
+        )
     if any(not (x >= 0.0) or x == float("inf") for x in samples):
         raise _Stop(schema.INFRA_ERROR if side == "ref" else schema.RUNTIME_ERROR, f"{side} reported negative times")
     return [float(x) for x in samples]

@@ -2,15 +2,15 @@
 which side goes first, the probe blocks, the judge's wall clock around each block and the outputs kept from timed
 calls. What a rank does inside one block: evaluator/rank/timed.py; the rules that read the blocks:
 evaluator/timing/rules.py."""
+
 from __future__ import annotations
 
 import os
 import statistics
 import time
-from typing import Optional
 
 from evaluator import schema
-from evaluator.judge.replies import _Stop, _host_share, _samples, _share, _spin_wanted
+from evaluator.judge.replies import _host_share, _samples, _share, _spin_wanted, _Stop
 from evaluator.rank import outputs
 from evaluator.rank.timed import timing_set_seed
 from evaluator.timing.calibration import CANDIDATE_SPIN_SHARE, MAX_ITERS, PROBE_CALLS_FACTOR
@@ -22,7 +22,7 @@ class Schedule:
     be faster) ``cfg.probe_blocks`` blocks with no spin. ``estimate_ms``: the slower side's call in the trials (how
     many calls fit a block); ``reference_estimate_ms``: the reference's alone (where the spin starts: trusted)."""
 
-    def __init__(self, pair, seeds: list[int], estimate_ms: float, reference_estimate_ms: Optional[float] = None):
+    def __init__(self, pair, seeds: list[int], estimate_ms: float, reference_estimate_ms: float | None = None):
         cfg = self.cfg = pair.cfg
         self.pair, self.estimate_ms = pair, estimate_ms
         # With K pairs each pair times 1/K of one pair's calls: the pairs' offsets, not the calls within a pair, are
@@ -72,15 +72,24 @@ class Schedule:
         # samples are host-paced and stay out of the speedup; _probe_check compares their walls with the claims of
         # the spun blocks (PROBE_CALLS_FACTOR).
         estimate_ms = self.estimate_ms
-        probe_iters = int(iters * min(PROBE_CALLS_FACTOR, max(1.0, (self.spins[-1] / 1e3 + estimate_ms)
-                                                               / (estimate_ms + 0.1))))
+        probe_iters = int(
+            iters * min(PROBE_CALLS_FACTOR, max(1.0, (self.spins[-1] / 1e3 + estimate_ms) / (estimate_ms + 0.1)))
+        )
         # Each block's spin per call of the blocks the cross-check reads (not block 0): one warm-up, no spin.
         spins_ms = [x / 1e3 * iters / (iters + 1) for x in self.spins]
-        doc = pair_evidence(self.blocks["ref"], self.blocks["cand"], self.walls, cfg, self.pair.prob,
-                            self.pair.environment, calls=iters + 1,
-                            host_bound={side: statistics.median(v) for side, v in self.host_bound.items()},
-                            spin_ms=statistics.median(spins_ms[1:] or spins_ms), spins_ms=spins_ms,
-                            reference_spin_short=self.spin_short["ref"])
+        doc = pair_evidence(
+            self.blocks["ref"],
+            self.blocks["cand"],
+            self.walls,
+            cfg,
+            self.pair.prob,
+            self.pair.environment,
+            calls=iters + 1,
+            host_bound={side: statistics.median(v) for side, v in self.host_bound.items()},
+            spin_ms=statistics.median(spins_ms[1:] or spins_ms),
+            spins_ms=spins_ms,
+            reference_spin_short=self.spin_short["ref"],
+        )
         # The probe blocks guard "faster" (they cost a noticeable share of a judgement): a pair whose spun blocks
         # cannot make the candidate faster skips them, unless a calibration run asks for them always. They do not
         # change the speedup, so the document above only takes their check (_add_probe).
@@ -91,25 +100,40 @@ class Schedule:
             self.probe["calls"] = probe_iters + 1
             _add_probe(doc, self.blocks["ref"], self.blocks["cand"], self.probe, cfg)
         elif cfg.probe_blocks:
-            doc["probe_skipped"] = ("the spun blocks cannot make this candidate faster (speedup "
-                                    f"{doc['speedup']}, interval {doc['speedup_ci']}): nothing for the probe to guard")
-        doc.update(distinct_input_sets_per_block=self.sets, calls_per_block=iters + 1, _kept=self.kept,
-                   estimate_ms=round(estimate_ms, 6), reference_estimate_ms=round(self.basis_ms, 6),
-                   spin_us_per_block=[round(x, 1) for x in self.spins],
-                   spin_short_per_block={"reference": self.spin_short["ref"], "candidate": self.spin_short["cand"]})
+            doc["probe_skipped"] = (
+                "the spun blocks cannot make this candidate faster (speedup "
+                f"{doc['speedup']}, interval {doc['speedup_ci']}): nothing for the probe to guard"
+            )
+        doc.update(
+            distinct_input_sets_per_block=self.sets,
+            calls_per_block=iters + 1,
+            _kept=self.kept,
+            estimate_ms=round(estimate_ms, 6),
+            reference_estimate_ms=round(self.basis_ms, 6),
+            spin_us_per_block=[round(x, 1) for x in self.spins],
+            spin_short_per_block={"reference": self.spin_short["ref"], "candidate": self.spin_short["cand"]},
+        )
         return doc
 
     def block(self, b: int, n: int, warmup: int, spin: float, exact: bool, is_probe: bool = False) -> None:
         """Timing block ``b`` on both sides: ``warmup`` + ``n`` calls each, ``spin`` us ahead of each timed call."""
         pair, cfg = self.pair, self.cfg
-        cmd = {"cmd": "time", "trial": 0, "seed": self.block_seeds[b], "iters": n, "warmup": warmup,
-               "spin_us": spin, "spin_exact": exact, "replace_memory": cfg.replace_memory}
+        cmd = {
+            "cmd": "time",
+            "trial": 0,
+            "seed": self.block_seeds[b],
+            "iters": n,
+            "warmup": warmup,
+            "spin_us": spin,
+            "spin_exact": exact,
+            "replace_memory": cfg.replace_memory,
+        }
         if self.verify:  # both sides keep one timed output (same harness cost); only the candidate's is checked
             cmd["tag"] = f"b{b}"
         timeout = pair.timeout + (n + warmup) * (5 * self.estimate_ms + 2 * pair.build_ms) / 1e3
         # Alternate which side goes first so neither always follows the other.
         order = (("ref", pair._ref_command), ("cand", pair._cand_command))
-        for side, run in (order if b % 2 == 0 else order[::-1]):
+        for side, run in order if b % 2 == 0 else order[::-1]:
             replies = run(cmd, timeout)
             wall_ms = pair.last_wall_ms
             # The kept output leaves the rank in a command of its own, off the wall clock just read: its write
@@ -133,8 +157,9 @@ class Schedule:
                     self.kept.extend(self.collect_kept(cmd, replies, b))
                 # Shown only (distinct_input_sets_per_block): a rank's value that is not a count is ignored, so
                 # that a forged one cannot end the run as a platform failure.
-                self.sets = max([self.sets] + [x["sets"] for x in replies
-                                               if type(x.get("sets")) is int and x["sets"] >= 0])
+                self.sets = max(
+                    [self.sets] + [x["sets"] for x in replies if type(x.get("sets")) is int and x["sets"] >= 0]
+                )
 
     def collect_kept(self, cmd: dict, replies: list[dict], block: int) -> list[dict]:
         """Take the outputs each rank kept in this block out of the candidate's reach right away (a copy in the
@@ -150,13 +175,25 @@ class Schedule:
                     raise _Stop(schema.RUNTIME_ERROR, f"rank {r} reported no valid kept call for timing block {block}")
                 name = f"{cmd['tag']}_r{r}.pt"
                 try:
-                    outputs.take(os.path.join(pair.cand.out_dir, name), os.path.join(pair.ref.out_dir, f"kept_{name}"),
-                                 max_bytes=outputs.size_limit(pair.output_bytes))
+                    outputs.take(
+                        os.path.join(pair.cand.out_dir, name),
+                        os.path.join(pair.ref.out_dir, f"kept_{name}"),
+                        max_bytes=outputs.size_limit(pair.output_bytes),
+                    )
                 except Exception as exc:  # noqa: BLE001
-                    raise _Stop(schema.INCORRECT, f"rank {r}: the output of timed call {call} of block {block} is "
-                                                  f"unreadable: {exc}")
-                out.append({"rank": r, "block": block, "call": call, "file": f"kept_{name}",
-                            "seed": timing_set_seed(cmd["seed"], call)})  # the judge's own derivation, not the reply's
+                    raise _Stop(
+                        schema.INCORRECT,
+                        f"rank {r}: the output of timed call {call} of block {block} is unreadable: {exc}",
+                    )
+                out.append(
+                    {
+                        "rank": r,
+                        "block": block,
+                        "call": call,
+                        "file": f"kept_{name}",
+                        "seed": timing_set_seed(cmd["seed"], call),
+                    }
+                )  # the judge's own derivation, not the reply's
         finally:
             pair.cand.resume()
             pair.spent["take_kept"] += time.monotonic() - began

@@ -4,6 +4,7 @@
 References are trusted, so one launch of a reference group and a "candidate" group serves all problems of a world
 size (the groups switch problem with the ``load`` command); real candidates always get fresh processes per problem.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,15 +23,38 @@ from evaluator.timing import verdict
 NULLS = ("zeros", "inputs", "nocomm")
 
 
-def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: int = 1024, reduced: bool = False,
-        trials: int = 5, nulls: bool = True, seed: int | None = None, on_row=None, aa_repeats: int = 1,
-        timing_budget_ms: float | None = None, timing: bool = True, shared_device: bool = False) -> dict:
+def run(
+    ids: list[int],
+    world_size: int,
+    device: str = "cpu",
+    M: int = 1024,
+    N: int = 1024,
+    reduced: bool = False,
+    trials: int = 5,
+    nulls: bool = True,
+    seed: int | None = None,
+    on_row=None,
+    aa_repeats: int = 1,
+    timing_budget_ms: float | None = None,
+    timing: bool = True,
+    shared_device: bool = False,
+) -> dict:
     """``aa_repeats`` > 1 judges each reference against itself that many times (fresh seeds each, the same two
     groups of processes), for A/A precision sweeps (benchmarks/judge_gpu.py selfcheck-aa). ``timing_budget_ms``: each
     side's timing budget (the judge's default when None); a check of the references' correctness needs little.
     ``timing=False``: correctness and nulls only."""
-    cfg = Config(world_size=world_size, device=device, trials=trials, seed=seed, M=M, N=N, reduced=reduced,
-                 timing_budget_ms=timing_budget_ms, timing=timing, shared_device=shared_device)
+    cfg = Config(
+        world_size=world_size,
+        device=device,
+        trials=trials,
+        seed=seed,
+        M=M,
+        N=N,
+        reduced=reduced,
+        timing_budget_ms=timing_budget_ms,
+        timing=timing,
+        shared_device=shared_device,
+    )
     rows = []
     session = None
     try:
@@ -41,8 +65,15 @@ def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: 
                 rows.append({"id": pid, "verdict": "missing", "ok": False, "message": str(exc)})
                 continue
             if not prob.allows_world_size(world_size):
-                rows.append({"id": pid, "stem": prob.stem, "verdict": "skipped", "ok": True,
-                             "message": f"W={world_size} not allowed ({prob.world_size_rule})"})
+                rows.append(
+                    {
+                        "id": pid,
+                        "stem": prob.stem,
+                        "verdict": "skipped",
+                        "ok": True,
+                        "message": f"W={world_size} not allowed ({prob.world_size_rule})",
+                    }
+                )
                 continue
             started = time.monotonic()
             if session is None:
@@ -58,16 +89,31 @@ def run(ids: list[int], world_size: int, device: str = "cpu", M: int = 1024, N: 
     finally:
         if session is not None:
             session.close()
-    return {"world_size": world_size, "device": device, "M": M, "N": N, "reduced": reduced, "rows": rows,
-            "ok": all(row["ok"] for row in rows)}
+    return {
+        "world_size": world_size,
+        "device": device,
+        "M": M,
+        "N": N,
+        "reduced": reduced,
+        "rows": rows,
+        "ok": all(row["ok"] for row in rows),
+    }
 
 
 class _Session:
     def __init__(self, prob, cfg: Config):
         self.cfg = cfg
         self.workdir = tempfile.mkdtemp(prefix="pkb-selfcheck-")
-        common = dict(world_size=cfg.world_size, device=cfg.device, problem=str(prob.id), M=cfg.M, N=cfg.N,
-                      dtype=cfg.dtype, reduced=cfg.reduced, trusted=True)
+        common = dict(
+            world_size=cfg.world_size,
+            device=cfg.device,
+            problem=str(prob.id),
+            M=cfg.M,
+            N=cfg.N,
+            dtype=cfg.dtype,
+            reduced=cfg.reduced,
+            trusted=True,
+        )
         self.ref = RankGroup("ref", candidate="reference", workdir=os.path.join(self.workdir, "ref"), **common)
         self.cand = RankGroup("cand", candidate="reference", workdir=os.path.join(self.workdir, "cand"), **common)
         self.fresh = True
@@ -99,9 +145,15 @@ class _Session:
                 break
             again = dataclasses.replace(self.cfg, seed=None if self.cfg.seed is None else self.cfg.seed + 7919 * rep)
             repeats.append(self._judged(pair, _seeds(again)))
-        row = {"id": prob.id, "stem": prob.stem, "verdict": outcome["verdict"], "message": outcome.get("message", ""),
-               "output_shapes": (outcome.get("trials") or [{}])[0].get("output_shapes"),
-               "timing": outcome.get("timing"), "nulls": {}}
+        row = {
+            "id": prob.id,
+            "stem": prob.stem,
+            "verdict": outcome["verdict"],
+            "message": outcome.get("message", ""),
+            "output_shapes": (outcome.get("trials") or [{}])[0].get("output_shapes"),
+            "timing": outcome.get("timing"),
+            "nulls": {},
+        }
         # An A/A run must never be "faster". CPU timings are unranked (gloo on a shared host), so there a "faster" is
         # reported in the row but is not a failure of the reference.
         row["aa"] = [aa_summary(o) for o in repeats]
@@ -121,8 +173,10 @@ class _Session:
                     row["nulls"][kind] = "identity_at_W1"
                 elif null["verdict"] == schema.CORRECT and prob.null_exemption(kind, self.cfg.world_size):
                     row["nulls"][kind] = "exempt"
-                    row["message"] += (f"; null '{kind}' passes by the spec's semantics: "
-                                       f"{prob.null_exemption(kind, self.cfg.world_size)}")
+                    row["message"] += (
+                        f"; null '{kind}' passes by the spec's semantics: "
+                        f"{prob.null_exemption(kind, self.cfg.world_size)}"
+                    )
                 elif null["verdict"] == schema.CORRECT:
                     row["ok"] = False
                     row["message"] += f"; null answer '{kind}' PASSED the check"
@@ -149,21 +203,33 @@ def aa_summary(outcome: dict) -> dict:
     timing = outcome.get("timing") or {}
     ci = timing.get("speedup_ci") or [None, None]
     paired = timing.get("pairs") or {}
-    return {"verdict": outcome["verdict"], "speedup": timing.get("speedup"), "ci": ci,
-            "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1], "faster": bool(timing.get("faster")),
-            "reference_ms": timing.get("reference_ms"), "bootstrap_ci": timing.get("bootstrap_ci"),
-            "host_bound": timing.get("host_bound"), "host_bound_share": timing.get("host_bound_share"),
-            "flags": outcome.get("flags") or [], "crosscheck": timing.get("crosscheck"),
-            "pairs": paired.get("each"), "set_aside": paired.get("set_aside"), "dropped": paired.get("dropped"),
-            "spin_us_per_block": timing.get("spin_us_per_block"),
-            "spin_short_per_block": timing.get("spin_short_per_block"), "probe_pooled": paired.get("probe"),
-            "faster_withheld": bool(timing.get("reference_blocks_spun_short")
-                                    or timing.get("reference_spun_short_pairs"))}
+    return {
+        "verdict": outcome["verdict"],
+        "speedup": timing.get("speedup"),
+        "ci": ci,
+        "contains_1": bool(timing) and ci[0] <= 1.0 <= ci[1],
+        "faster": bool(timing.get("faster")),
+        "reference_ms": timing.get("reference_ms"),
+        "bootstrap_ci": timing.get("bootstrap_ci"),
+        "host_bound": timing.get("host_bound"),
+        "host_bound_share": timing.get("host_bound_share"),
+        "flags": outcome.get("flags") or [],
+        "crosscheck": timing.get("crosscheck"),
+        "pairs": paired.get("each"),
+        "set_aside": paired.get("set_aside"),
+        "dropped": paired.get("dropped"),
+        "spin_us_per_block": timing.get("spin_us_per_block"),
+        "spin_short_per_block": timing.get("spin_short_per_block"),
+        "probe_pooled": paired.get("probe"),
+        "faster_withheld": bool(timing.get("reference_blocks_spun_short") or timing.get("reference_spun_short_pairs")),
+    }
 
 
 def render(report: dict) -> str:
-    lines = [f"selfcheck W={report['world_size']} {report['device']} M={report['M']} N={report['N']}"
-             f"{' reduced' if report['reduced'] else ''}"]
+    lines = [
+        f"selfcheck W={report['world_size']} {report['device']} M={report['M']} N={report['N']}"
+        f"{' reduced' if report['reduced'] else ''}"
+    ]
     lines.extend(render_row(row) for row in report["rows"])
     bad = sum(not r["ok"] for r in report["rows"])
     lines.append(f"{len(report['rows']) - bad} ok, {bad} bad")
@@ -174,6 +240,8 @@ def render_row(row: dict) -> str:
     timing = row.get("timing") or {}
     t = f"ref {timing['reference_ms']:.3f} ms A/A {timing['speedup']:.3f}x" if timing else ""
     nulls = " ".join(f"{k}={v}" for k, v in row.get("nulls", {}).items())
-    return (f"{'ok ' if row['ok'] else 'BAD'} {row['id']:>3} {row.get('stem', ''):<46} {row['verdict']:<14} "
-            f"{t:<32} {nulls}  {row.get('seconds', '')}s  shapes={row.get('output_shapes')}"
-            + ("" if row["ok"] else f"  <- {row['message'][:300]}"))
+    return (
+        f"{'ok ' if row['ok'] else 'BAD'} {row['id']:>3} {row.get('stem', ''):<46} {row['verdict']:<14} "
+        f"{t:<32} {nulls}  {row.get('seconds', '')}s  shapes={row.get('output_shapes')}"
+        + ("" if row["ok"] else f"  <- {row['message'][:300]}")
+    )

@@ -6,24 +6,28 @@ one GPU of the judge's device set, the process group on gloo with CUDA tensors s
 run proves and what it does not is part of every result it produces (:func:`label`): it is correctness only, never
 timed (evaluator/judge/config.py refuses timing), never ranked and never faster.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
-from typing import Optional
 
 from evaluator import schema
 
 ENVIRONMENT_KEY = "shared_device"
 
-PROVES = ("shared-device world (every rank on one GPU, gloo process group): it shows the candidate's multi-rank "
-          "logic is correct on CUDA; it does not exercise NVLink transfers or NCCL itself, and it times nothing")
+PROVES = (
+    "shared-device world (every rank on one GPU, gloo process group): it shows the candidate's multi-rank "
+    "logic is correct on CUDA; it does not exercise NVLink transfers or NCCL itself, and it times nothing"
+)
 
-TIMEOUT_NOTE = ("in a shared-device world the ranks take turns on one GPU, so a rank spinning on a peer's flag "
-                "waits for the peer's time slice; a kernel that needs its peers resident at once never finishes here")
+TIMEOUT_NOTE = (
+    "in a shared-device world the ranks take turns on one GPU, so a rank spinning on a peer's flag "
+    "waits for the peer's time slice; a kernel that needs its peers resident at once never finishes here"
+)
 
 
-def first_device(visible: Optional[str]) -> str:
+def first_device(visible: str | None) -> str:
     """The one GPU of a device set (``CUDA_VISIBLE_DEVICES`` as a worker pinned it, or unset: device 0) that a
     shared world runs on."""
     entries = [e.strip() for e in (visible or "").split(",") if e.strip()]

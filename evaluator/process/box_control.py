@@ -3,13 +3,14 @@ group runs, reading whether its memory limit killed it, and ending it. Ending it
 candidate did: every step runs whatever the ones before met, and a box whose processes or control group would not go
 is quarantined (evaluator/process/boxes.py) and reported as the candidate's fault once everything else is done.
 """
+
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from evaluator.process import processes
 from evaluator.process.protocol import CandidateFault
@@ -59,16 +60,22 @@ class BoxControl:
         if self.cgroup is not None:
             ours = {self.init_pid, self.holder.pid if self.holder else None}
             report["killed_outliving"] = len([p for p in self.cgroup.pids() if p not in ours])
-            self.notes["memory"] = {"limit_bytes": self.memory_bytes, "peak_bytes": self.cgroup.memory_peak(),
-                                    "oom_kills": self.cgroup.oom_kills()}
+            self.notes["memory"] = {
+                "limit_bytes": self.memory_bytes,
+                "peak_bytes": self.cgroup.memory_peak(),
+                "oom_kills": self.cgroup.oom_kills(),
+            }
             self.cgroup.kill()
             if self.cgroup.left:
                 self.failures.append(f"processes {self.cgroup.left[:10]} outlived the kill")
         if self.pause_s:
             ordered = sorted(self.pause_s)
-            self.notes["pauses"] = {"how": "freezer" if self.cgroup is not None else "SIGSTOP passes",
-                                    "count": len(ordered), "median_ms": round(ordered[len(ordered) // 2] * 1e3, 3),
-                                    "max_ms": round(ordered[-1] * 1e3, 3)}
+            self.notes["pauses"] = {
+                "how": "freezer" if self.cgroup is not None else "SIGSTOP passes",
+                "count": len(ordered),
+                "median_ms": round(ordered[len(ordered) // 2] * 1e3, 3),
+                "max_ms": round(ordered[-1] * 1e3, 3),
+            }
         self._stop_holder()
         try:
             swept = processes.reap(self.uid, None if self.cgroup is not None else self.scratch_root)

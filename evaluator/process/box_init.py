@@ -12,6 +12,7 @@ It makes the box's namespaces and keeps them alive while the box lives:
 
 The parent prints ``ok PID`` (pid 1's pid as the judge sees it) and waits for its standard input to close.
 """
+
 import ctypes
 import fcntl
 import os
@@ -36,8 +37,12 @@ def main() -> None:
     flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]
     fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", flags | 0x1 | 0x40))
     s.close()
-    for name, value in (("shmmax", shm_bytes), ("shmall", max(1, shm_bytes // PAGE)), ("shmmni", 64),
-                        ("shm_rmid_forced", 1)):
+    for name, value in (
+        ("shmmax", shm_bytes),
+        ("shmall", max(1, shm_bytes // PAGE)),
+        ("shmmni", 64),
+        ("shm_rmid_forced", 1),
+    ):
         with open("/proc/sys/kernel/" + name, "w") as f:
             f.write(str(value))
     pid = os.fork()

@@ -12,6 +12,7 @@ A box whose clean-up did not finish (a process that would not die, a control gro
 would not be removed) is quarantined: ``ROOT/quarantine/ID`` says why, no judge takes the id while it is there, and
 the next sweep (``pkb sweep``, run by every worker at boot) tries again and lifts it once the box is clean.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -20,7 +21,6 @@ import fcntl
 import os
 import random
 import tempfile
-from typing import Optional
 
 from evaluator.process import processes, removal
 
@@ -54,13 +54,13 @@ class Box:
 
     def __init__(self, box_id: int, lock_fd: int, base: str):
         self.id, self.uid = box_id, UID_BASE + box_id
-        self.lock_fd: Optional[int] = lock_fd
+        self.lock_fd: int | None = lock_fd
         self.dir = os.path.join(base, str(box_id))
         self.fs = os.path.join(self.dir, "fs")  # the bounded tmpfs: tmp/ and shm/
         self.etc = os.path.join(self.dir, "etc")
         self.empty = os.path.join(self.dir, "empty")
         self.mounted = False
-        self.scratch: Optional[str] = None  # the group's scratch directory, a bounded tmpfs mounted by the box
+        self.scratch: str | None = None  # the group's scratch directory, a bounded tmpfs mounted by the box
 
     @property
     def name(self) -> str:
@@ -78,8 +78,10 @@ class Box:
         os.chmod(self.empty, 0o555)
         os.chmod(self.etc, 0o755)
         name = self.user_name
-        files = {"passwd": f"root:x:0:0:root:/root:/usr/sbin/nologin\n{name}:x:{self.uid}:{self.uid}::/tmp:/bin/sh\n",
-                 "group": f"root:x:0:\n{name}:x:{self.uid}:\n"}
+        files = {
+            "passwd": f"root:x:0:0:root:/root:/usr/sbin/nologin\n{name}:x:{self.uid}:{self.uid}::/tmp:/bin/sh\n",
+            "group": f"root:x:0:\n{name}:x:{self.uid}:\n",
+        }
         for filename, text in files.items():
             path = os.path.join(self.etc, filename)
             with open(path, "w") as f:
@@ -106,8 +108,11 @@ class Box:
         made again on the tmpfs, except those named in ``keep`` (the judge's own, such as its logs), which are bound
         back from the disk so that they outlive the scratch."""
         existing = sorted(e.name for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
-        kept = {name: os.open(os.path.join(path, name), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-                for name in existing if name in keep}
+        kept = {
+            name: os.open(os.path.join(path, name), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            for name in existing
+            if name in keep
+        }
         try:
             mode = os.stat(path).st_mode & 0o777
             options = f"size={int(size_bytes)},nr_inodes={int(files)},mode={mode:o}".encode()
@@ -117,8 +122,13 @@ class Box:
             self.scratch = path
             for name in existing:
                 os.mkdir(os.path.join(path, name), 0o700)
-                if name in kept and _LIBC.mount(f"/proc/self/fd/{kept[name]}".encode(),
-                                                os.path.join(path, name).encode(), None, MS_BIND, None) != 0:
+                if (
+                    name in kept
+                    and _LIBC.mount(
+                        f"/proc/self/fd/{kept[name]}".encode(), os.path.join(path, name).encode(), None, MS_BIND, None
+                    )
+                    != 0
+                ):
                     err = ctypes.get_errno()
                     raise OSError(err, f"cannot bind {name} back into the scratch: {os.strerror(err)}")
         finally:
@@ -164,7 +174,7 @@ class Box:
                 self.lock_fd = None
 
 
-def acquire(count: Optional[int] = None) -> Box:
+def acquire(count: int | None = None) -> Box:
     """Take a free box id (from a random start, so judges starting together rarely try the same one first), clear
     its leftovers' files and processes of its uid, and return it held. The caller removes the id's control group
     (evaluator/process/cgroups.py does that when it creates one of the same name)."""
@@ -201,7 +211,7 @@ def acquire(count: Optional[int] = None) -> Box:
     raise BoxesExhausted(f"all {count} sandbox box ids under {base} are held by running judges or quarantined")
 
 
-def quarantined(base: Optional[str] = None) -> dict[int, str]:
+def quarantined(base: str | None = None) -> dict[int, str]:
     """The quarantined box ids and why."""
     folder = os.path.join(base or root(), "quarantine")
     found = {}
@@ -226,7 +236,7 @@ def _release_lock(fd: int) -> None:
         os.close(fd)
 
 
-def sweep_free(count: Optional[int] = None) -> int:
+def sweep_free(count: int | None = None) -> int:
     """Clear every box id that no live judge holds but that a dead one left something of (a control group, a
     mount, a directory), and try every quarantined one again, lifting its quarantine once it is clean: what a worker
     does when it starts. Returns how many it cleared; ``quarantined()`` lists what stays."""
@@ -239,7 +249,7 @@ def sweep_free(count: Optional[int] = None) -> int:
     count = count or int(os.environ.get("PKB_BOX_COUNT", BOX_COUNT))
     held = quarantined(base)
     for name in os.listdir(os.path.join(base, "locks")):
-        stem = name[:-len(".lock")] if name.endswith(".lock") else ""
+        stem = name[: -len(".lock")] if name.endswith(".lock") else ""
         if not stem.isdigit() or int(stem) >= count:
             continue
         box_id = int(stem)

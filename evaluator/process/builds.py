@@ -16,6 +16,7 @@ another submission. The cache is never readable by candidates: its contents are 
 files; the oldest entries go first); one entry holds at most ENTRY_LIMIT_BYTES and ENTRY_LIMIT_FILES (a build
 directory of 100,000 empty files is not kept).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,7 +26,6 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Optional
 
 ENTRY_LIMIT_BYTES = 2 * 2**30  # one job's builds; a larger build directory is not kept
 ENTRY_LIMIT_FILES = 10_000  # nor one of more files (a torch extension's build is tens, a Triton cache hundreds)
@@ -34,14 +34,14 @@ LOG_NAME = "builds.log"  # one JSON line per compile_cuda_extension call (utils/
 LOG_LIMIT_BYTES = 256 * 1024
 
 
-def cache_root() -> Optional[str]:
+def cache_root() -> str | None:
     value = os.environ.get("PKB_BUILD_CACHE", "")
     if value.lower() in ("off", "0", "none"):
         return None
     return value or os.path.join(os.path.expanduser("~"), ".cache", "pkb-arena", "builds")
 
 
-def key(candidate_path: str, device: str) -> Optional[str]:
+def key(candidate_path: str, device: str) -> str | None:
     """The cache key of a candidate file on this toolchain, or None (no file, e.g. "reference")."""
     try:
         with open(candidate_path, "rb") as f:
@@ -55,7 +55,7 @@ def key(candidate_path: str, device: str) -> Optional[str]:
     return digest.hexdigest()
 
 
-def restore(entry_key: Optional[str], build_dir: str, uid: Optional[int]) -> bool:
+def restore(entry_key: str | None, build_dir: str, uid: int | None) -> bool:
     """Copy a cached build into the group's (empty) build directory, owned by the candidate's uid. True on a hit."""
     root = cache_root()
     if not entry_key or root is None:
@@ -72,7 +72,7 @@ def restore(entry_key: Optional[str], build_dir: str, uid: Optional[int]) -> boo
     return True
 
 
-def harvest(entry_key: Optional[str], build_dir: str) -> bool:
+def harvest(entry_key: str | None, build_dir: str) -> bool:
     """Keep what the group built (when it built anything and the cache has no entry yet). True if kept."""
     root = cache_root()
     if not entry_key or root is None or not _has_build(build_dir):
@@ -83,8 +83,9 @@ def harvest(entry_key: Optional[str], build_dir: str) -> bool:
     os.makedirs(root, mode=0o700, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".incoming-", dir=root)
     try:
-        if not _copy_plain(build_dir, staging, limit=ENTRY_LIMIT_BYTES, uid=None, skip=(LOG_NAME,),
-                           limit_files=ENTRY_LIMIT_FILES):
+        if not _copy_plain(
+            build_dir, staging, limit=ENTRY_LIMIT_BYTES, uid=None, skip=(LOG_NAME,), limit_files=ENTRY_LIMIT_FILES
+        ):
             return False
         os.rename(staging, entry)
         staging = None
@@ -93,8 +94,11 @@ def harvest(entry_key: Optional[str], build_dir: str) -> bool:
     finally:
         if staging:
             shutil.rmtree(staging, ignore_errors=True)
-    _evict(root, int(os.environ.get("PKB_BUILD_CACHE_BYTES", 20 * 2**30)),
-           int(os.environ.get("PKB_BUILD_CACHE_FILES", CACHE_FILES)))
+    _evict(
+        root,
+        int(os.environ.get("PKB_BUILD_CACHE_BYTES", 20 * 2**30)),
+        int(os.environ.get("PKB_BUILD_CACHE_FILES", CACHE_FILES)),
+    )
     return True
 
 
@@ -122,8 +126,13 @@ def report(build_dir: str) -> dict:
                 loaded += 1
         except (ValueError, TypeError, AttributeError):
             continue
-    return {"compiled": compiled, "loaded_built": loaded, "failed": failed, "compile_s": round(seconds, 3),
-            "fingerprints": sorted(fingerprints)[:8]}
+    return {
+        "compiled": compiled,
+        "loaded_built": loaded,
+        "failed": failed,
+        "compile_s": round(seconds, 3),
+        "fingerprints": sorted(fingerprints)[:8],
+    }
 
 
 def _has_build(build_dir: str) -> bool:
@@ -133,8 +142,7 @@ def _has_build(build_dir: str) -> bool:
     return False
 
 
-def _copy_plain(src: str, dst: str, limit: int, uid: Optional[int], skip=(), limit_files: int = ENTRY_LIMIT_FILES
-                ) -> bool:
+def _copy_plain(src: str, dst: str, limit: int, uid: int | None, skip=(), limit_files: int = ENTRY_LIMIT_FILES) -> bool:
     """Copy regular files and directories only (no links, devices or fifos), at most ``limit`` bytes and
     ``limit_files`` files and directories. False when the tree is over a limit (nothing is promised about what was
     copied then)."""

@@ -15,6 +15,7 @@ bwrap runs as root (it needs to mount), drops every capability except the three 
 ``no_new_privs`` and a parent-death signal (a uid change clears the one set before). The network and IPC namespaces
 are joined before bwrap starts (evaluator/process/sandbox.py), so every rank of a group shares them.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -22,7 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The parts of the repository a rank imports; the site (leaderboard/), its settings and data stay out of view.
@@ -32,23 +33,46 @@ REPO_PARTS = ("evaluator", "problems")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
 # What a Python, CUDA or compiler process reads of /etc; everything else there (the site's env files, shadow, the
 # services' configuration) stays out of the view. ``python3*`` covers Debian's sitecustomize.
-ETC_SHOWN = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.preload", "nsswitch.conf", "hosts", "host.conf",
-             "gai.conf", "ssl", "ca-certificates", "ca-certificates.conf", "alternatives", "localtime", "timezone",
-             "mime.types", "protocols", "services", "os-release", "debian_version", "lsb-release", "mtab",
-             "OpenCL", "vulkan", "glvnd", "nvidia")
+ETC_SHOWN = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "ld.so.preload",
+    "nsswitch.conf",
+    "hosts",
+    "host.conf",
+    "gai.conf",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "alternatives",
+    "localtime",
+    "timezone",
+    "mime.types",
+    "protocols",
+    "services",
+    "os-release",
+    "debian_version",
+    "lsb-release",
+    "mtab",
+    "OpenCL",
+    "vulkan",
+    "glvnd",
+    "nvidia",
+)
 ETC_SHOWN_PREFIXES = ("python3",)
 # The box's own, written by evaluator/process/boxes.py: root and the box's uid, nothing of the host's users.
 ETC_OWN = ("passwd", "group")
 CAPS_FOR_SETPRIV = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
 
 
-def executable() -> Optional[str]:
+def executable() -> str | None:
     """The bwrap binary: ``PKB_BWRAP`` (a path), else the one on PATH."""
     path = os.environ.get("PKB_BWRAP") or shutil.which("bwrap")
     return path if path and os.access(path, os.X_OK) else None
 
 
-def setpriv() -> Optional[str]:
+def setpriv() -> str | None:
     path = os.environ.get("PKB_SETPRIV") or shutil.which("setpriv") or "/usr/bin/setpriv"
     return path if os.access(path, os.X_OK) else None
 
@@ -93,9 +117,20 @@ def etc_entries(etc_dir: str) -> list[str]:
     return args
 
 
-def command(argv: list[str], uid: int, rank_dir: str, writable: Iterable[str], readable: Iterable[str],
-            tmp_dir: str, shm_dir: str, etc_dir: str, pidns_fd: Optional[int] = None, devices: Iterable[str] = (),
-            seccomp_fd: Optional[int] = None, setenv: Optional[dict] = None) -> list[str]:
+def command(
+    argv: list[str],
+    uid: int,
+    rank_dir: str,
+    writable: Iterable[str],
+    readable: Iterable[str],
+    tmp_dir: str,
+    shm_dir: str,
+    etc_dir: str,
+    pidns_fd: int | None = None,
+    devices: Iterable[str] = (),
+    seccomp_fd: int | None = None,
+    setenv: dict | None = None,
+) -> list[str]:
     """bwrap + setpriv + ``argv``: ``argv`` runs as ``uid`` in its own mount namespace where it sees the system
     directories, /etc's whitelist with the box's passwd and group (``etc_dir``), the interpreter, ``evaluator/`` and
     ``problems/`` read-only, ``readable`` read-only, ``writable`` and ``rank_dir`` read-write, ``tmp_dir`` as /tmp
@@ -136,12 +171,23 @@ def command(argv: list[str], uid: int, rank_dir: str, writable: Iterable[str], r
     args += ["--chdir", rank_dir]
     for cap in CAPS_FOR_SETPRIV:
         args += ["--cap-add", cap]
-    args += ["--", sp, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-             "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "KILL", "--"]
+    args += [
+        "--",
+        sp,
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--pdeathsig",
+        "KILL",
+        "--",
+    ]
     return args + list(argv)
 
 
-def works(uid: int, scratch: str, etc_dir: str, timeout: float = 60.0) -> Optional[str]:
+def works(uid: int, scratch: str, etc_dir: str, timeout: float = 60.0) -> str | None:
     """None if a command can run inside the view as ``uid`` and import what a rank imports (torch, the evaluator,
     the problems) from its interpreter; otherwise the reason, for the sandbox's notes."""
     if executable() is None:
@@ -153,13 +199,25 @@ def works(uid: int, scratch: str, etc_dir: str, timeout: float = 60.0) -> Option
     for path in (tmp, shm):
         os.makedirs(path, exist_ok=True)
         os.chown(path, uid, uid)
-    probe = ("import os, sys; import torch, evaluator.rank.worker, problems; "
-             "assert os.getuid() == %d and not os.access('/root', os.W_OK); print('ok')" % uid)
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": REPO_ROOT, "PYTHONNOUSERSITE": "1", "HOME": scratch,
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    probe = (
+        "import os, sys; import torch, evaluator.rank.worker, problems; "
+        "assert os.getuid() == %d and not os.access('/root', os.W_OK); print('ok')" % uid
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": REPO_ROOT,
+        "PYTHONNOUSERSITE": "1",
+        "HOME": scratch,
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     try:
-        out = subprocess.run(command([sys.executable, "-c", probe], uid, scratch, [], [], tmp, shm, etc_dir), env=env,
-                             capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(
+            command([sys.executable, "-c", probe], uid, scratch, [], [], tmp, shm, etc_dir),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bwrap could not start: {exc}"
     if out.returncode != 0 or out.stdout.strip() != "ok":

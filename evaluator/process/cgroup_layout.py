@@ -3,10 +3,10 @@ pids, freezer, and cpuset where it is mounted), found once per judge process. Th
 (pids.max: a share of the host's pid space) and hands its controllers down. See evaluator/process/cgroups.py for a
 box's own group, and docs/threat-model.md, section 6.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 from evaluator.process import limits
 
@@ -35,7 +35,7 @@ def _mounts() -> list[tuple[str, str, list[str]]]:
     return found
 
 
-def _own_path(controller: Optional[str]) -> str:
+def _own_path(controller: str | None) -> str:
     """The judge's own group in one hierarchy (``None``: the v2 one), from /proc/self/cgroup."""
     try:
         with open("/proc/self/cgroup") as f:
@@ -129,8 +129,10 @@ def _find_layout() -> Layout:
     for controller in V1_CONTROLLERS:
         point = next((m[0] for m in mounts if m[1] == "cgroup" and controller in m[2]), None)
         if point is None:
-            raise CgroupUnavailable(f"no cgroup v2 hierarchy with {', '.join(V2_CONTROLLERS)} and no cgroup v1 "
-                                    f"{controller} hierarchy is mounted")
+            raise CgroupUnavailable(
+                f"no cgroup v2 hierarchy with {', '.join(V2_CONTROLLERS)} and no cgroup v1 "
+                f"{controller} hierarchy is mounted"
+            )
         base = configured or os.path.join(_own_path(controller).strip("/"), PARENT_NAME)
         parent = os.path.join(point, base)
         try:
@@ -157,8 +159,7 @@ def _v1_cpuset_parent(parent: str) -> None:
     parent's, or no task could join."""
     missing = []
     path = parent
-    while not os.path.exists(os.path.join(path, "cpuset.cpus")) or not _read(
-            os.path.join(path, "cpuset.cpus")).strip():
+    while not os.path.exists(os.path.join(path, "cpuset.cpus")) or not _read(os.path.join(path, "cpuset.cpus")).strip():
         missing.append(path)
         path = os.path.dirname(path)
     for directory in reversed(missing):

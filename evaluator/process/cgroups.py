@@ -8,16 +8,15 @@ a systemd slice with ``Delegate=yes``); otherwise ``pkb-arena/`` below the judge
 host puts on the judge holds for its boxes too), and at the top of the v2 hierarchy, since v2 forbids controllers in a
 group that holds processes (the judge's own). See docs/threat-model.md, section 6.
 """
+
 from __future__ import annotations
 
 import os
 import signal
 import time
-from typing import Optional
 
 from evaluator.process import limits
-from evaluator.process.cgroup_layout import (CgroupUnavailable, Layout, _layout_cache, _read, _write,  # noqa: F401
-                                             layout)
+from evaluator.process.cgroup_layout import CgroupUnavailable, Layout, _layout_cache, _read, _write, layout  # noqa: F401
 from evaluator.process.protocol import CandidateFault
 
 FREEZE_TIMEOUT_S = 10.0
@@ -27,8 +26,15 @@ KILL_TIMEOUT_S = 20.0  # a torch-sized process tree at the pids limit dies in se
 class BoxCgroup:
     """One box's control group (in each v1 hierarchy, or the one v2 group)."""
 
-    def __init__(self, name: str, memory_bytes: int, pids_max: int, where: Optional[Layout] = None,
-                 create: bool = True, cpus: Optional[list[int]] = None):
+    def __init__(
+        self,
+        name: str,
+        memory_bytes: int,
+        pids_max: int,
+        where: Layout | None = None,
+        create: bool = True,
+        cpus: list[int] | None = None,
+    ):
         self.where = where or layout()
         self.name, self.memory_bytes, self.pids_max = name, memory_bytes, pids_max
         self.cpus = cpus if cpus is not None else limits.box_cpus()
@@ -64,8 +70,10 @@ class BoxCgroup:
             return
         if self.where.cpuset:  # v1: cores and memory nodes both, or no task may join
             _write(self._file("cpuset", "cpuset.cpus"), limits.cpu_list(self.cpus))
-            _write(self._file("cpuset", "cpuset.mems"), _read(os.path.join(self.where.parents["cpuset"],
-                                                                            "cpuset.mems")).strip())
+            _write(
+                self._file("cpuset", "cpuset.mems"),
+                _read(os.path.join(self.where.parents["cpuset"], "cpuset.mems")).strip(),
+            )
         _write(self._file("memory", "memory.limit_in_bytes"), str(self.memory_bytes))
         memsw = self._file("memory", "memory.memsw.limit_in_bytes")
         if os.path.exists(memsw):  # no swap beyond the limit either, where the host accounts swap
@@ -88,6 +96,7 @@ class BoxCgroup:
             for path in files:
                 with open(path, "w") as f:
                     f.write(pid)
+
         return join
 
     # --- reading ------------------------------------------------------------------------------------------------------
@@ -108,7 +117,7 @@ class BoxCgroup:
         except (OSError, ValueError, IndexError):
             return 0
 
-    def memory_peak(self) -> Optional[int]:
+    def memory_peak(self) -> int | None:
         name = "memory.peak" if self.v2 else "memory.max_usage_in_bytes"
         try:
             return int(_read(self._file("memory", name)).strip())
@@ -132,11 +141,18 @@ class BoxCgroup:
             if time.monotonic() - began > timeout:
                 blocking = sorted(self.unfrozen_tasks(), key=lambda t: "exec" not in t[2])  # de_thread first
                 self.kill()
-                what = "; ".join(f"pid {pid} thread {tid} waiting in {wchan or 'user space'}"
-                                 for pid, tid, wchan in blocking[:4]) or "its tasks kept changing"
-                raise CandidateFault(f"the box could not be frozen within {timeout:.0f} s ({what}): a process that "
-                                     "keeps the box from stopping while the reference runs is not allowed, and the box "
-                                     "was killed", verdict="policy_violation")
+                what = (
+                    "; ".join(
+                        f"pid {pid} thread {tid} waiting in {wchan or 'user space'}" for pid, tid, wchan in blocking[:4]
+                    )
+                    or "its tasks kept changing"
+                )
+                raise CandidateFault(
+                    f"the box could not be frozen within {timeout:.0f} s ({what}): a process that "
+                    "keeps the box from stopping while the reference runs is not allowed, and the box "
+                    "was killed",
+                    verdict="policy_violation",
+                )
             time.sleep(delay)
             delay = min(delay * 2, 0.01)
         return time.monotonic() - began
@@ -256,7 +272,7 @@ def _pids_in(directory: str) -> list[int]:
         return []
 
 
-def remove_leftover(name: str, where: Optional[Layout] = None) -> bool:
+def remove_leftover(name: str, where: Layout | None = None) -> bool:
     """Kill and remove a box's group that a dead judge left (without creating one). True when it is gone."""
     group = BoxCgroup(name, 0, 0, where, create=False, cpus=[])
     return not any(os.path.isdir(d) for d in group.dirs.values())

@@ -9,10 +9,10 @@ location), and names them to CUDA by UUID, so CUDA finds them whatever it number
 Where the device set cannot be mapped to nodes (no driver record, a MIG instance, an index out of range) every node is
 bound and the sandbox notes say so: a view that cannot start CUDA would fail every job on that host.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
 DRIVER_GPUS = "/proc/driver/nvidia/gpus"
@@ -43,7 +43,7 @@ def driver_gpus(root: str = DRIVER_GPUS) -> list[dict]:
     return found
 
 
-def select(visible: Optional[str], gpus: list[dict], present: list[str]) -> tuple[list[str], Optional[str], str]:
+def select(visible: str | None, gpus: list[dict], present: list[str]) -> tuple[list[str], str | None, str]:
     """(the /dev nodes to bind, the CUDA_VISIBLE_DEVICES to set inside or None to leave it, a note) for the judge's
     ``visible`` device set (its CUDA_VISIBLE_DEVICES; None when unset), the driver's ``gpus`` (driver_gpus) and the
     names ``present`` under /dev."""
@@ -62,14 +62,17 @@ def select(visible: Optional[str], gpus: list[dict], present: list[str]) -> tupl
         elif entry.startswith("GPU-"):
             gpu = next((g for g in gpus if g["uuid"] and g["uuid"].startswith(entry)), None)
         if gpu is None or not gpu["uuid"] or f"nvidia{gpu['minor']}" not in present:
-            return (control + every, None,
-                    f"every GPU of the host: the device set {visible!r} could not be mapped to device nodes")
+            return (
+                control + every,
+                None,
+                f"every GPU of the host: the device set {visible!r} could not be mapped to device nodes",
+            )
         chosen.append(gpu)
     nodes = [f"/dev/nvidia{g['minor']}" for g in chosen]
     return control + nodes, ",".join(g["uuid"] for g in chosen), "only the judge's GPUs: " + ", ".join(nodes)
 
 
-def for_this_judge() -> tuple[list[str], Optional[str], str]:
+def for_this_judge() -> tuple[list[str], str | None, str]:
     """select() for this judge process and host."""
     try:
         present = sorted(os.listdir("/dev"))

@@ -22,6 +22,7 @@ run beside the others', so a one-shot judgement there gains nothing and starts a
 the side-by-side numbers; the forked reference timed as the fresh one did). Any failure of the server (it would not
 start, died, did not answer) falls back to a fresh process: it is never the candidate's fault.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -38,7 +39,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import Optional
 
 from evaluator.process import environment
 
@@ -73,13 +73,13 @@ class ForkedProcess:
     Its pid is the server's answer, read when first asked for, so that starting a group never waits for the server
     (whose first answer follows its own imports) while the other group's fresh processes could be starting."""
 
-    def __init__(self, server: "ForkServer", stdin_fd: int, status_fd: int):
+    def __init__(self, server: ForkServer, stdin_fd: int, status_fd: int):
         self._server = server
-        self._pid: Optional[int] = None
+        self._pid: int | None = None
         self.stdin = os.fdopen(stdin_fd, "wb")
-        self.returncode: Optional[int] = None
+        self.returncode: int | None = None
         self.server_lost = False
-        self._status_fd: Optional[int] = status_fd
+        self._status_fd: int | None = status_fd
 
     @property
     def pid(self) -> int:
@@ -87,19 +87,19 @@ class ForkedProcess:
             self._server.resolve(self)
         return self._pid
 
-    def poll(self) -> Optional[int]:
+    def poll(self) -> int | None:
         if self.returncode is None:
             self._read_status(0)
         return self.returncode
 
-    def wait(self, timeout: Optional[float] = None) -> int:
+    def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
             self._read_status(timeout)
             if self.returncode is None:
                 raise subprocess.TimeoutExpired("a forked rank", timeout)
         return self.returncode
 
-    def _read_status(self, timeout: Optional[float]) -> None:
+    def _read_status(self, timeout: float | None) -> None:
         if self._status_fd is None:
             return
         ready, _, _ = select.select([self._status_fd], [], [], timeout)
@@ -127,9 +127,15 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             env = environment.shared_environment(home)
-            self.proc = subprocess.Popen([sys.executable, "-m", "evaluator.process.forkserver", str(theirs.fileno())],
-                                         pass_fds=[theirs.fileno()], env=env, cwd=home, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "evaluator.process.forkserver", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                env=env,
+                cwd=home,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except BaseException:
             ours.close()
             shutil.rmtree(home, ignore_errors=True)
@@ -145,14 +151,16 @@ class ForkServer:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def spawn(self, args: list, env: dict, cwd: str, stdout_path: str, stderr_path: str,
-              reply_fd: int) -> ForkedProcess:
+    def spawn(
+        self, args: list, env: dict, cwd: str, stdout_path: str, stderr_path: str, reply_fd: int
+    ) -> ForkedProcess:
         """A rank running ``python -m evaluator.rank.worker *args`` (whose --reply-fd must be REPLY_FD). Raises
         ForkServerError if the request cannot be sent (the caller then starts a fresh process)."""
         stdin_r, stdin_w = os.pipe()
         status_r, status_w = os.pipe()
-        request = json.dumps({"args": [str(a) for a in args], "env": env, "cwd": cwd,
-                              "cores": sorted(os.sched_getaffinity(0))}).encode()
+        request = json.dumps(
+            {"args": [str(a) for a in args], "env": env, "cwd": cwd, "cores": sorted(os.sched_getaffinity(0))}
+        ).encode()
         try:
             with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err, self.lock:
                 socket.send_fds(self.sock, [request], [stdin_r, out.fileno(), err.fileno(), reply_fd, status_w])
@@ -192,14 +200,14 @@ class ForkServer:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-_server: Optional[ForkServer] = None
+_server: ForkServer | None = None
 _server_pid = 0  # the process that started _server: a judge that forked starts its own
 _broken = False
 _retired: list = []  # servers given up on, with the pid that started each: closed when the judge exits
 _server_lock = threading.Lock()
 
 
-def server() -> Optional[ForkServer]:
+def server() -> ForkServer | None:
     """This judge's server, started on first use; None once it has failed (fresh processes from then on)."""
     global _server, _server_pid, _broken
     with _server_lock:
@@ -310,7 +318,7 @@ def _reap(children: dict) -> None:
                 os.close(fd)
 
 
-def _fork(request: dict, fds: list) -> Optional[int]:
+def _fork(request: dict, fds: list) -> int | None:
     stdin, stdout, stderr, reply, _status = fds
     # The answer waits until the child leads its own session: the judge signals ranks by process group at once.
     in_session, session_ready = os.pipe()
@@ -334,8 +342,9 @@ def _fork(request: dict, fds: list) -> Optional[int]:
     return pid
 
 
-def _become_rank(request: dict, stdin: int, stdout: int, stderr: int, reply: int, server_pid: int,
-                 session_ready: int) -> int:
+def _become_rank(
+    request: dict, stdin: int, stdout: int, stderr: int, reply: int, server_pid: int, session_ready: int
+) -> int:
     """In the forked child: turn into the rank ``request`` describes and run it. Returns its exit code."""
     os.setsid()
     os.write(session_ready, b"1")

@@ -4,6 +4,7 @@ Each rank is its own process, in its own process session so that the whole group
 killed at once on a timeout, a deadlock or the end of the job. Replies come back on a private pipe; stdout and stderr
 go to files whose tails end up in the result.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -16,7 +17,6 @@ import stat
 import subprocess
 import sys
 import time
-from typing import Optional
 
 from evaluator import schema
 from evaluator.process import builds, environment, forkserver, processes, protocol, sandbox
@@ -32,9 +32,23 @@ def free_port() -> int:
 
 
 class RankGroup:
-    def __init__(self, role: str, world_size: int, device: str, problem: str, candidate: str, workdir: str,
-                 M: int, N: int, dtype: str, reduced: bool, trusted: bool, isolate: bool = True,
-                 required: bool = False, build_device: Optional[str] = None):
+    def __init__(
+        self,
+        role: str,
+        world_size: int,
+        device: str,
+        problem: str,
+        candidate: str,
+        workdir: str,
+        M: int,
+        N: int,
+        dtype: str,
+        reduced: bool,
+        trusted: bool,
+        isolate: bool = True,
+        required: bool = False,
+        build_device: str | None = None,
+    ):
         self.role = role
         self.world_size = world_size
         self.workdir = workdir
@@ -51,8 +65,8 @@ class RankGroup:
         self.build_device = build_device or device
         # Untrusted groups build in one directory for all their ranks, seeded from the judge's cache of earlier
         # jobs of the same file (evaluator/process/builds.py); the reference never compiles.
-        self.build_dir: Optional[str] = None if trusted else os.path.join(workdir, "build")
-        self.build_key: Optional[str] = None
+        self.build_dir: str | None = None if trusted else os.path.join(workdir, "build")
+        self.build_key: str | None = None
         self.build_restored = False
         # Untrusted ranks get a sandbox (evaluator/process/sandbox.py; a required one that the host cannot give raises
         # SandboxUnavailable here, before anything starts); trusted ones only the scrubbed environment.
@@ -60,8 +74,7 @@ class RankGroup:
         # out/, rank*/ and tmp/ belong to the candidate's uid, logs/ and src/ stay the judge's, so the candidate can
         # neither swap the log files the judge reads back nor rename out/. Inside the filesystem view a rank sees
         # src/ read-only, out/ and its own rank directory read-write, and nothing else of the job.
-        self.sandbox = None if trusted else sandbox.Sandbox(enabled=isolate, required=required,
-                                                             world_size=world_size)
+        self.sandbox = None if trusted else sandbox.Sandbox(enabled=isolate, required=required, world_size=world_size)
         os.makedirs(workdir, exist_ok=True)
         os.chmod(workdir, 0o700 if trusted else 0o711)
         port = free_port()
@@ -110,10 +123,30 @@ class RankGroup:
         stderr_path = os.path.join(log_dir, f"rank{rank}.stderr.log")
 
         def worker_args(reply_fd: int) -> list:
-            return ["--role", role, "--rank", str(rank), "--world-size", str(world_size), "--device", device,
-                    "--problem", str(problem), "--candidate", candidate, "--M", str(M), "--N", str(N),
-                    "--dtype", dtype, "--out", self.out_dir, "--reply-fd", str(reply_fd)] + (
-                        ["--reduced"] if reduced else [])
+            return [
+                "--role",
+                role,
+                "--rank",
+                str(rank),
+                "--world-size",
+                str(world_size),
+                "--device",
+                device,
+                "--problem",
+                str(problem),
+                "--candidate",
+                candidate,
+                "--M",
+                str(M),
+                "--N",
+                str(N),
+                "--dtype",
+                dtype,
+                "--out",
+                self.out_dir,
+                "--reply-fd",
+                str(reply_fd),
+            ] + (["--reduced"] if reduced else [])
 
         argv = [sys.executable, "-m", "evaluator.rank.worker"] + worker_args(write_fd)
         box = self.sandbox
@@ -122,25 +155,38 @@ class RankGroup:
             if box is None:
                 group_tmp = os.path.join(self.workdir, "tmp")
                 os.makedirs(group_tmp, exist_ok=True)
-                env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=True,
-                                                   group_tmp=group_tmp)
-                proc = self._forked(worker_args(forkserver.REPLY_FD), env, rank_dir, stdout_path, stderr_path,
-                                    write_fd)
+                env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=True, group_tmp=group_tmp)
+                proc = self._forked(worker_args(forkserver.REPLY_FD), env, rank_dir, stdout_path, stderr_path, write_fd)
                 preexec = environment.die_with_judge
             else:
-                env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=False,
-                                                   loopback_only=box.loopback_only, user=box.user_name,
-                                                   build_dir=self.build_dir,
-                                                   group_tmp="/tmp" if box.filesystem else self._box_tmp(box))
+                env = environment.rank_environment(
+                    rank,
+                    world_size,
+                    port,
+                    rank_dir,
+                    trusted=False,
+                    loopback_only=box.loopback_only,
+                    user=box.user_name,
+                    build_dir=self.build_dir,
+                    group_tmp="/tmp" if box.filesystem else self._box_tmp(box),
+                )
                 box.own(rank_dir)
                 proc, preexec = None, box.preexec()
-                argv = box.command(argv, rank_dir, writable=[self.out_dir, self.build_dir],
-                                   readable=[self.src_dir])
+                argv = box.command(argv, rank_dir, writable=[self.out_dir, self.build_dir], readable=[self.src_dir])
                 fds += box.pass_fds()
             if proc is None:
                 with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-                    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err, env=env,
-                                            cwd=rank_dir, pass_fds=fds, start_new_session=True, preexec_fn=preexec)
+                    proc = subprocess.Popen(
+                        argv,
+                        stdin=subprocess.PIPE,
+                        stdout=out,
+                        stderr=err,
+                        env=env,
+                        cwd=rank_dir,
+                        pass_fds=fds,
+                        start_new_session=True,
+                        preexec_fn=preexec,
+                    )
         finally:
             os.close(write_fd)
         os.set_blocking(read_fd, False)
@@ -165,7 +211,7 @@ class RankGroup:
             forkserver.broken(str(exc))
             return None
 
-    def load_command(self, problem: str, candidate: str, shape: Optional[dict] = None) -> dict:
+    def load_command(self, problem: str, candidate: str, shape: dict | None = None) -> dict:
         """The ``load`` that switches the ranks to ``problem`` and ``candidate`` (a self-check's next problem, or a
         warm spare's job, with that job's ``shape``: M, N, dtype, reduced). A sandboxed group reads a private copy."""
         if self.sandbox is not None:
@@ -219,11 +265,12 @@ class RankGroup:
             yield
         except (CandidateFault, protocol.GroupFailure):
             raise
-        except Exception as exc:  # noqa: BLE001 - re-raised, with whose fault it is
+        except Exception as exc:
             if not self.candidate_ran():
                 raise
-            raise CandidateFault(f"the judge could not {what} the candidate's processes: {type(exc).__name__}: "
-                                 f"{exc}") from exc
+            raise CandidateFault(
+                f"the judge could not {what} the candidate's processes: {type(exc).__name__}: {exc}"
+            ) from exc
 
     def sandbox_notes(self) -> dict:
         return dict(self.sandbox.notes) if self.sandbox is not None else {}
@@ -240,7 +287,7 @@ class RankGroup:
                 pass  # noticed by collect() as an early exit
         return self.seq
 
-    def collect(self, timeout: float, expect_seq: Optional[int] = None, grace: float = 3.0) -> list[dict]:
+    def collect(self, timeout: float, expect_seq: int | None = None, grace: float = 3.0) -> list[dict]:
         """Wait for one reply per rank (evaluator/process/protocol.py): GroupFailure on an error reply, an early exit
         or the deadline. A box that reached its memory limit says so, whatever its ranks said as they died."""
         try:
@@ -248,8 +295,11 @@ class RankGroup:
                 return protocol.collect(self.ranks, self.trusted, timeout, expect_seq, grace)
         except protocol.GroupFailure as exc:
             if self.sandbox is not None and self.sandbox.out_of_memory():
-                raise protocol.GroupFailure(schema.RUNTIME_ERROR, f"{self.sandbox.memory_message()} (the kernel "
-                                            f"killed it inside its box; {exc.message})", exc.rank) from exc
+                raise protocol.GroupFailure(
+                    schema.RUNTIME_ERROR,
+                    f"{self.sandbox.memory_message()} (the kernel killed it inside its box; {exc.message})",
+                    exc.rank,
+                ) from exc
             raise
 
     def command(self, cmd: dict, timeout: float) -> list[dict]:
@@ -333,9 +383,16 @@ class RankGroup:
         return dict(report, from_cache=self.build_restored)
 
     def logs(self) -> list[dict]:
-        return [{"role": "candidate" if self.role == "cand" else "reference", "rank": r.rank,
-                 "exit_code": r.proc.returncode,
-                 "stdout": _tail(r.stdout_path), "stderr": _tail(r.stderr_path)} for r in self.ranks]
+        return [
+            {
+                "role": "candidate" if self.role == "cand" else "reference",
+                "rank": r.rank,
+                "exit_code": r.proc.returncode,
+                "stdout": _tail(r.stdout_path),
+                "stderr": _tail(r.stderr_path),
+            }
+            for r in self.ranks
+        ]
 
 
 def close_all(groups: list, timeout: float = 10.0) -> None:
@@ -353,7 +410,7 @@ def close_all(groups: list, timeout: float = 10.0) -> None:
                 r.proc.wait(max(0.1, end - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-    failure: Optional[BaseException] = None
+    failure: BaseException | None = None
     for group in groups:
         try:
             group.kill()

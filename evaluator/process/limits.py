@@ -2,15 +2,17 @@
 the kernel enforces for the whole box (evaluator/process/cgroups.py, boxes.py), sized here from the host and the
 operator's settings, so one box can neither take the host nor starve the boxes beside it.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 FILE_SIZE_LIMIT = 2 * 2**30  # one file a candidate writes (logs included)
 PROCESS_LIMIT = 8192  # processes and threads of one box at most (its cgroup's pids.max and its uid's RLIMIT_NPROC)
 RANK_MEMORY = 8 * 2**30  # host memory a rank may take by default: torch, a CUDA context, an nvcc build
-TMPFS_MAX = 4 * 2**30  # the box's /tmp + /dev/shm (and its System V shared memory) at most; its memory limit bounds both
+TMPFS_MAX = (
+    4 * 2**30
+)  # the box's /tmp + /dev/shm (and its System V shared memory) at most; its memory limit bounds both
 TMPFS_FILES = 65536  # inodes of the box's /tmp + /dev/shm
 SCRATCH_MAX = 8 * 2**30  # the group's scratch (rank directories, outputs, builds) at most: a tmpfs of its own
 SCRATCH_FILES = 65536  # inodes of the group's scratch: a build or a Triton cache needs hundreds, not 100,000
@@ -89,7 +91,7 @@ def box_pids() -> int:
     return max(256, min(PROCESS_LIMIT, all_boxes_pids() // 4))
 
 
-def box_cpus(allowed: Optional[set[int]] = None) -> list[int]:
+def box_cpus(allowed: set[int] | None = None) -> list[int]:
     """The cores a box may run on: the judge's own (the worker pins its judges to its share of the host; a candidate
     never widens past them). ``PKB_BOX_CPUS`` (``0-3,8``) narrows them further."""
     cpus = set(allowed if allowed is not None else os.sched_getaffinity(0))

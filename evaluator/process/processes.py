@@ -3,6 +3,7 @@
 Used by the sandbox at the end of every candidate group, and by a worker that restarts after a crash for the scratch
 of jobs it no longer holds. Works from /proc alone (no psutil), so it runs in the judge without extra packages.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,13 +12,12 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Optional
 
 UID_RANGE = (3_000_000, 4_000_000)  # candidate uids: numeric only, one per box id (evaluator/process/boxes.py)
 SWEPT_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable places whose candidate-owned entries are removed
 
 
-def reap(uid: Optional[int], scratch_root: Optional[str]) -> dict:
+def reap(uid: int | None, scratch_root: str | None) -> dict:
     """Kill every process of ``uid`` and every process whose scratch path lies under ``scratch_root``, then remove
     the uid's files in shared places. Returns counts."""
     report = {"killed_outliving": 0, "removed_files": 0}
@@ -132,19 +132,25 @@ def as_user(uid: int):
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
+
     return drop
 
 
 def kill_as(uid: int) -> None:
     try:
-        subprocess.run([sys.executable, "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
-                       preexec_fn=as_user(uid), env={}, timeout=10, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
+            preexec_fn=as_user(uid),
+            env={},
+            timeout=10,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError):
         pass
 
 
-def stop_all(pgids, uid: Optional[int], scratch_root: Optional[str]) -> set:
+def stop_all(pgids, uid: int | None, scratch_root: str | None) -> set:
     """SIGSTOP for a group without a control group (the sandbox's fallback): its ranks' process groups, then all of
     the uid's processes, or without one those carrying the group's scratch path. Best effort only: a process that
     forks and exits between sweeps has a new pid each time, which is why a box freezes its control group instead.

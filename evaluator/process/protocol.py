@@ -3,6 +3,7 @@ stdin, one JSON reply line comes back per rank on a private pipe. ``collect`` wa
 an error reply, an early exit or a missed deadline into one ``GroupFailure``, naming the root cause rather than the
 peers whose collectives broke because of it. The rank side of the protocol: evaluator/rank/worker.py.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,6 @@ import selectors
 import signal
 import subprocess
 import time
-from typing import Optional
-
 
 # ``--problem`` (and ``--candidate``) of a warm spare's ranks (evaluator/process/warm.py, evaluator/rank/worker.py):
 # start the process group, then wait for the job's first ``load``.
@@ -24,7 +23,7 @@ DEFERRED = "-"
 class GroupFailure(Exception):
     """A command did not complete on every rank. ``kind`` is a verdict-like word; ``rank`` the first rank at fault."""
 
-    def __init__(self, kind: str, message: str, rank: Optional[int] = None):
+    def __init__(self, kind: str, message: str, rank: int | None = None):
         super().__init__(message)
         self.kind = kind
         self.rank = rank
@@ -58,8 +57,9 @@ class Rank:
     initialized: bool = False  # past process-group init: the candidate's code may have run since
 
 
-def collect(ranks: list[Rank], trusted: bool, timeout: float, expect_seq: Optional[int] = None,
-            grace: float = 3.0) -> list[dict]:
+def collect(
+    ranks: list[Rank], trusted: bool, timeout: float, expect_seq: int | None = None, grace: float = 3.0
+) -> list[dict]:
     """Wait for one reply from each of ``ranks`` (``trusted``: a reference group's). Raises GroupFailure on an error
     reply, an early exit or the deadline.
 
@@ -88,12 +88,18 @@ def collect(ranks: list[Rank], trusted: bool, timeout: float, expect_seq: Option
                 missing = [r.rank for r in ranks if r.rank not in replies]
                 if not trusted and not candidate_ran(ranks):
                     stuck = [r.rank for r in ranks if not r.initialized]
-                    raise GroupFailure("infra_error", f"ranks {stuck} did not finish process-group start-up "
-                                                      f"within {timeout:.0f} s (before any candidate code ran)",
-                                       stuck[0])
-                raise GroupFailure("timeout", f"ranks {missing} did not answer within {timeout:.0f} s "
-                                              "(hang or distributed deadlock); the process group was killed",
-                                   missing[0])
+                    raise GroupFailure(
+                        "infra_error",
+                        f"ranks {stuck} did not finish process-group start-up "
+                        f"within {timeout:.0f} s (before any candidate code ran)",
+                        stuck[0],
+                    )
+                raise GroupFailure(
+                    "timeout",
+                    f"ranks {missing} did not answer within {timeout:.0f} s "
+                    "(hang or distributed deadlock); the process group was killed",
+                    missing[0],
+                )
             for key, _ in selector.select(timeout=min(0.2, max(0.0, deadline - now))):
                 r = key.data
                 for reply in read(r):
@@ -118,6 +124,7 @@ def collect(ranks: list[Rank], trusted: bool, timeout: float, expect_seq: Option
     finally:
         selector.close()
 
+
 def candidate_ran(ranks: list[Rank]) -> bool:
     """Whether the candidate's code may have run in this group: once any rank is past process-group start-up. Its
     ranks share one uid and box, so from then on any rank of the group (one still starting up included) may have been
@@ -130,8 +137,9 @@ def _accept(r: Rank, reply: dict, trusted: bool, expect_seq, replies: dict, fail
         r.initialized = True
         return
     if expect_seq is not None and reply.get("seq") not in (None, expect_seq):
-        fail(GroupFailure("protocol", f"rank {r.rank} answered out of turn (seq {_text(reply.get('seq'), 40)})",
-                          r.rank))
+        fail(
+            GroupFailure("protocol", f"rank {r.rank} answered out of turn (seq {_text(reply.get('seq'), 40)})", r.rank)
+        )
         return
     if r.rank in replies:
         return
@@ -194,8 +202,13 @@ def read(r: Rank) -> list[dict]:
         if len(r.buffer) > MAX_LINE_BYTES:
             r.overflowed = True
             r.buffer = bytearray()
-            out.append({"ok": False, "kind": "protocol",
-                        "error": f"rank {r.rank} wrote a reply line longer than {MAX_LINE_BYTES} bytes"})
+            out.append(
+                {
+                    "ok": False,
+                    "kind": "protocol",
+                    "error": f"rank {r.rank} wrote a reply line longer than {MAX_LINE_BYTES} bytes",
+                }
+            )
     return out
 
 
@@ -208,8 +221,7 @@ def parse(line: bytes) -> dict:
     try:
         value = json.loads(line)
     except (ValueError, RecursionError, MemoryError) as exc:  # UnicodeDecodeError is a ValueError
-        return {"ok": False, "kind": "protocol",
-                "error": f"unreadable reply ({type(exc).__name__}): {line[:200]!r}"}
+        return {"ok": False, "kind": "protocol", "error": f"unreadable reply ({type(exc).__name__}): {line[:200]!r}"}
     if not isinstance(value, dict):
         return {"ok": False, "kind": "protocol", "error": f"a reply that is not a JSON object: {line[:200]!r}"}
     return value
@@ -236,9 +248,19 @@ def _nesting(line: bytes) -> int:
 
 
 # Text of errors that a rank raises only because a peer failed (its collective lost the other side).
-_PEER_FAILURE_MARKERS = ("Connection closed by peer", "Connection reset", "remote worker", "Broken pipe",
-                         "communicator was aborted", "NCCL Error", "ncclRemoteError", "Socket Timeout",
-                         "Connection refused", "peer", "Timed out")
+_PEER_FAILURE_MARKERS = (
+    "Connection closed by peer",
+    "Connection reset",
+    "remote worker",
+    "Broken pipe",
+    "communicator was aborted",
+    "NCCL Error",
+    "ncclRemoteError",
+    "Socket Timeout",
+    "Connection refused",
+    "peer",
+    "Timed out",
+)
 
 
 def _root_cause(failures: list[GroupFailure]) -> GroupFailure:
@@ -256,7 +278,7 @@ def _root_cause(failures: list[GroupFailure]) -> GroupFailure:
     return best
 
 
-def _exit_message(rank: int, code: Optional[int]) -> str:
+def _exit_message(rank: int, code: int | None) -> str:
     if code is not None and code < 0:
         try:
             name = signal.Signals(-code).name

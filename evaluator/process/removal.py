@@ -11,13 +11,13 @@ below the tree is unmounted lazily first (``MNT_DETACH``: a process still inside
 Standard library only: the judge, its ``sweep`` command (the site worker's boot sweep and runner's clean-up) and the
 box's clean-up all use it.
 """
+
 from __future__ import annotations
 
 import ctypes
 import errno
 import os
 import stat
-from typing import Optional
 
 MNT_DETACH = 2
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -37,8 +37,8 @@ def _unescape(field: str) -> str:
     """mountinfo escapes space, tab, newline and backslash as octal."""
     out, i = [], 0
     while i < len(field):
-        if field[i] == "\\" and i + 4 <= len(field) and field[i + 1:i + 4].isdigit():
-            out.append(chr(int(field[i + 1:i + 4], 8)))
+        if field[i] == "\\" and i + 4 <= len(field) and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
             i += 4
         else:
             out.append(field[i])
@@ -100,7 +100,7 @@ def remove_tree(path: str) -> dict:
     return report
 
 
-def _open_dir(parent_fd: int, name: str) -> Optional[int]:
+def _open_dir(parent_fd: int, name: str) -> int | None:
     """Open ``name`` under ``parent_fd`` as a directory (never through a link), making it readable and searchable
     first if its mode (000) forbids it."""
     try:
@@ -165,7 +165,7 @@ def _identity(fd: int) -> tuple[int, int]:
     return info.st_dev, info.st_ino
 
 
-def _first_subdir_after_clearing(fd: int, report: dict, aside: set) -> Optional[str]:
+def _first_subdir_after_clearing(fd: int, report: dict, aside: set) -> str | None:
     """Unlink every non-directory in ``fd``'s directory; return the name of one subdirectory left, or None."""
     try:
         os.fchmod(fd, 0o700)  # a writable parent is what unlinking needs

@@ -27,6 +27,7 @@ CLI's default) runs with the layers the host allows; :attr:`Sandbox.complete` is
 result ``unsandboxed`` (never ranked), saying so in one line (:attr:`Sandbox.summary`). See docs/threat-model.md,
 section E.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -35,11 +36,11 @@ import resource
 import signal
 import subprocess
 import sys
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from evaluator.process import boxes, bwrap, cgroups, devices, limits, probes, processes, seccomp
-from evaluator.process.environment import _LIBC, PR_SET_PDEATHSIG
 from evaluator.process.box_control import BoxControl
+from evaluator.process.environment import _LIBC, PR_SET_PDEATHSIG
 from evaluator.process.limits import FILE_SIZE_LIMIT, PROCESS_LIMIT, RANK_MEMORY, TMPFS_MAX, memory_limit  # noqa: F401
 
 UID_RANGE = processes.UID_RANGE
@@ -82,35 +83,41 @@ def host_support() -> dict:
     worker's start-up check and the site's banner."""
     box = Sandbox(enabled=True, required=False)
     try:
-        return {"complete": box.complete, "summary": box.summary, "missing": list(box.missing),
-                **{k: box.notes[k] for k in ("user", "network", "filesystem", "box")}}
+        return {
+            "complete": box.complete,
+            "summary": box.summary,
+            "missing": list(box.missing),
+            **{k: box.notes[k] for k in ("user", "network", "filesystem", "box")},
+        }
     finally:
         box.close()
 
 
 # --- the candidate group's sandbox ------------------------------------------------------------------------------------
 
+
 class Sandbox(BoxControl):
     """One box for one candidate group (all its ranks); see the module docstring. ``enabled=False`` keeps only the
     scrubbed environment and the rlimits (for debugging, and to test what the other layers defend against)."""
 
-    def __init__(self, enabled: bool = True, required: bool = False, world_size: int = 1,
-                 memory_bytes: Optional[int] = None):
+    def __init__(
+        self, enabled: bool = True, required: bool = False, world_size: int = 1, memory_bytes: int | None = None
+    ):
         self.enabled = enabled
         self.required = required
-        self.uid: Optional[int] = None
-        self.box: Optional[boxes.Box] = None
-        self.cgroup: Optional[cgroups.BoxCgroup] = None
-        self.holder: Optional[subprocess.Popen] = None  # the box's init's parent (evaluator/process/box_init.py)
-        self.init_pid: Optional[int] = None
-        self.netns_fd: Optional[int] = None
-        self.ipcns_fd: Optional[int] = None
-        self.pidns_fd: Optional[int] = None
+        self.uid: int | None = None
+        self.box: boxes.Box | None = None
+        self.cgroup: cgroups.BoxCgroup | None = None
+        self.holder: subprocess.Popen | None = None  # the box's init's parent (evaluator/process/box_init.py)
+        self.init_pid: int | None = None
+        self.netns_fd: int | None = None
+        self.ipcns_fd: int | None = None
+        self.pidns_fd: int | None = None
         self.filesystem = False  # ranks start inside a bwrap view (evaluator/process/bwrap.py)
-        self.scratch_root: Optional[str] = None  # set by the group: its directory, in each rank's PKB_SCRATCH
-        self.shared_tmp: Optional[str] = None
-        self.shared_shm: Optional[str] = None
-        self.etc_dir: Optional[str] = None  # the box's passwd and group
+        self.scratch_root: str | None = None  # set by the group: its directory, in each rank's PKB_SCRATCH
+        self.shared_tmp: str | None = None
+        self.shared_shm: str | None = None
+        self.etc_dir: str | None = None  # the box's passwd and group
         self.paused = False
         self.closed = False
         self.missing: list[str] = []
@@ -122,15 +129,30 @@ class Sandbox(BoxControl):
         self.scratch_bytes, self.scratch_files = limits.scratch_bytes(self.memory_bytes), limits.scratch_files()
         self.pids_max, self.cpus = limits.box_pids(), limits.box_cpus()
         self.devices, self.device_env, device_note = devices.for_this_judge()
-        self._seccomp_fd: Optional[int] = None  # the current rank's copy of the filter (evaluator/process/seccomp.py)
-        self.notes: dict = {"enabled": enabled, "required": required, "box": None, "devices": device_note,
-                            "limits": {"file_size_bytes": FILE_SIZE_LIMIT, "core": 0, "processes": self.pids_max,
-                                       "oom_score_adj": 1000, "memory_bytes": self.memory_bytes,
-                                       "tmpfs_bytes": self.tmpfs_bytes, "scratch_bytes": self.scratch_bytes,
-                                       "scratch_files": self.scratch_files, "cpus": limits.cpu_list(self.cpus)}}
+        self._seccomp_fd: int | None = None  # the current rank's copy of the filter (evaluator/process/seccomp.py)
+        self.notes: dict = {
+            "enabled": enabled,
+            "required": required,
+            "box": None,
+            "devices": device_note,
+            "limits": {
+                "file_size_bytes": FILE_SIZE_LIMIT,
+                "core": 0,
+                "processes": self.pids_max,
+                "oom_score_adj": 1000,
+                "memory_bytes": self.memory_bytes,
+                "tmpfs_bytes": self.tmpfs_bytes,
+                "scratch_bytes": self.scratch_bytes,
+                "scratch_files": self.scratch_files,
+                "cpus": limits.cpu_list(self.cpus),
+            },
+        }
         if not enabled:
-            self.notes.update(user="judge's own (sandbox switched off)", network="host (sandbox switched off)",
-                              filesystem="host (sandbox switched off)")
+            self.notes.update(
+                user="judge's own (sandbox switched off)",
+                network="host (sandbox switched off)",
+                filesystem="host (sandbox switched off)",
+            )
             self.missing.append("the sandbox is switched off (PKB_SANDBOX=off)")
         else:
             try:
@@ -142,8 +164,10 @@ class Sandbox(BoxControl):
         self.notes["summary"] = self.summary
         if self.required and not self.complete:
             self.close()
-            raise SandboxUnavailable("this job runs candidates only inside the whole sandbox, and this host cannot "
-                                     "give one: " + "; ".join(self.missing))
+            raise SandboxUnavailable(
+                "this job runs candidates only inside the whole sandbox, and this host cannot "
+                "give one: " + "; ".join(self.missing)
+            )
 
     @property
     def complete(self) -> bool:
@@ -153,9 +177,11 @@ class Sandbox(BoxControl):
     def summary(self) -> str:
         """One line for people: what confined the candidate, or that nothing did."""
         if self.complete:
-            return (f"sandboxed: box {self.box.id} (uid {self.uid}), own control group (memory "
-                    f"{self.memory_bytes / 2**30:.1f} GB), own pid, network and IPC namespaces (loopback only), "
-                    "private filesystem view, no process outlives the job")
+            return (
+                f"sandboxed: box {self.box.id} (uid {self.uid}), own control group (memory "
+                f"{self.memory_bytes / 2**30:.1f} GB), own pid, network and IPC namespaces (loopback only), "
+                "private filesystem view, no process outlives the job"
+            )
         return "UNSANDBOXED (do not run code you do not trust this way): " + "; ".join(self.missing)
 
     # --- set-up ---------------------------------------------------------------------------------------------------
@@ -164,8 +190,10 @@ class Sandbox(BoxControl):
             self.notes["user"] = f"judge's own uid {os.geteuid()} (the judge is not root, so it cannot switch users)"
             self.notes["filesystem"] = "host (a mount namespace needs a root judge)"
             self.notes["network"] = "host (the judge is not root, so it cannot create a network namespace)"
-            self.missing.append("the judge is not root, so candidates cannot get a box (own uid, control group, "
-                                "namespaces, filesystem view)")
+            self.missing.append(
+                "the judge is not root, so candidates cannot get a box (own uid, control group, "
+                "namespaces, filesystem view)"
+            )
             return
         try:
             self.box = boxes.acquire()
@@ -181,17 +209,25 @@ class Sandbox(BoxControl):
         self._set_up_namespaces()
         if seccomp.program() is None:
             self.missing.append("no seccomp filter for this machine's architecture (user namespaces inside the box)")
-        self.notes["box"] = {"id": self.box.id, "uid": self.uid, "dir": self.box.dir,
-                             "cgroup": (f"{self.cgroup.where.describe()}, {self.cgroup.name}" if self.cgroup
-                                        else None)}
+        self.notes["box"] = {
+            "id": self.box.id,
+            "uid": self.uid,
+            "dir": self.box.dir,
+            "cgroup": (f"{self.cgroup.where.describe()}, {self.cgroup.name}" if self.cgroup else None),
+        }
 
     def _set_up_cgroup(self) -> None:
         try:
             self.cgroup = cgroups.BoxCgroup(self.box.name, self.memory_bytes, self.pids_max, cpus=self.cpus)
-            cores = (f"cores {limits.cpu_list(self.cpus)} (cpuset)" if self.cgroup.where.cpuset else
-                     f"cores {limits.cpu_list(self.cpus)} (affinity only: no cpuset controller)")
-            self.notes["cgroup"] = (f"{self.cgroup.where.describe()}: memory {self.memory_bytes} bytes (shared "
-                                    f"memory and tmpfs included), {self.pids_max} processes, {cores}, freezer")
+            cores = (
+                f"cores {limits.cpu_list(self.cpus)} (cpuset)"
+                if self.cgroup.where.cpuset
+                else f"cores {limits.cpu_list(self.cpus)} (affinity only: no cpuset controller)"
+            )
+            self.notes["cgroup"] = (
+                f"{self.cgroup.where.describe()}: memory {self.memory_bytes} bytes (shared "
+                f"memory and tmpfs included), {self.pids_max} processes, {cores}, freezer"
+            )
         except cgroups.CgroupUnavailable as exc:
             self.notes["cgroup"] = f"none ({exc})"
             self.missing.append(f"no control group for the box: {exc}")
@@ -206,8 +242,10 @@ class Sandbox(BoxControl):
         view = probes.filesystem_view(_probe_cache)
         if view is None and self.box.mounted:
             self.filesystem = True
-            self.notes["filesystem"] = ("private view (bwrap): system, a whitelist of /etc, interpreter, evaluator/ "
-                                        "and problems/ read-only; own scratch; the box's tmpfs as /tmp and /dev/shm")
+            self.notes["filesystem"] = (
+                "private view (bwrap): system, a whitelist of /etc, interpreter, evaluator/ "
+                "and problems/ read-only; own scratch; the box's tmpfs as /tmp and /dev/shm"
+            )
         else:
             reason = view or "the box has no tmpfs for /tmp and /dev/shm"
             self.notes["filesystem"] = f"host ({reason})"
@@ -236,9 +274,14 @@ class Sandbox(BoxControl):
                 pass
 
         try:
-            self.holder = subprocess.Popen([sys.executable, "-S", BOX_INIT, self.box.empty, str(self.tmpfs_bytes)],
-                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                           env={"PATH": "/usr/bin:/bin"}, preexec_fn=preexec)
+            self.holder = subprocess.Popen(
+                [sys.executable, "-S", BOX_INIT, self.box.empty, str(self.tmpfs_bytes)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env={"PATH": "/usr/bin:/bin"},
+                preexec_fn=preexec,
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             self.notes["network"] = f"host (cannot start the box's init: {exc})"
             self.missing.append(f"no namespaces for the box: {exc}")
@@ -262,7 +305,7 @@ class Sandbox(BoxControl):
         self.notes["pid"] = "own pid namespace with the box's init as pid 1 (it reaps every orphan)"
 
     @property
-    def user_name(self) -> Optional[str]:
+    def user_name(self) -> str | None:
         return self.box.user_name if self.box is not None and self.uid is not None else None
 
     @property
@@ -302,9 +345,20 @@ class Sandbox(BoxControl):
         self._close_seccomp()
         self._seccomp_fd = seccomp.open_program()
         setenv = {"CUDA_VISIBLE_DEVICES": self.device_env} if self.device_env else None
-        return bwrap.command(argv, self.uid, rank_dir, writable, readable, self.shared_tmp, self.shared_shm,
-                             etc_dir=self.etc_dir, pidns_fd=self.pidns_fd, devices=self.devices,
-                             seccomp_fd=self._seccomp_fd, setenv=setenv)
+        return bwrap.command(
+            argv,
+            self.uid,
+            rank_dir,
+            writable,
+            readable,
+            self.shared_tmp,
+            self.shared_shm,
+            etc_dir=self.etc_dir,
+            pidns_fd=self.pidns_fd,
+            devices=self.devices,
+            seccomp_fd=self._seccomp_fd,
+            setenv=setenv,
+        )
 
     def pass_fds(self) -> tuple:
         """Descriptors the last command()'s bwrap needs open: the box's pid namespace, which bwrap joins itself so

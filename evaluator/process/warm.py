@@ -16,13 +16,13 @@ What stays as it was:
 Only jobs whose world size, device and sandbox setting match the pool's use it; any other job, and any retry after an
 infrastructure failure, starts cold.
 """
+
 from __future__ import annotations
 
 import collections
 import dataclasses
 import os
 import tempfile
-from typing import Optional
 
 from evaluator.process import removal
 from evaluator.process import sandbox as sandboxing
@@ -49,7 +49,7 @@ def make_workdir() -> str:
 
 
 class WarmPool:
-    def __init__(self, world_size: int, device: str, depth: int = 2, sandbox: Optional[bool] = None):
+    def __init__(self, world_size: int, device: str, depth: int = 2, sandbox: bool | None = None):
         if depth < 1:
             raise ValueError("a warm pool needs a depth of at least 1")
         self.world_size, self.device, self.depth = world_size, device, depth
@@ -60,10 +60,14 @@ class WarmPool:
         self._fill()
 
     def matches(self, cfg) -> bool:
-        return (not self.closed and cfg.world_size == self.world_size and cfg.device == self.device
-                and cfg.sandbox == self.sandbox)
+        return (
+            not self.closed
+            and cfg.world_size == self.world_size
+            and cfg.device == self.device
+            and cfg.sandbox == self.sandbox
+        )
 
-    def take(self, cfg) -> Optional[Spare]:
+    def take(self, cfg) -> Spare | None:
         """A started pair for this job (its replacement starts now), or None: the job starts cold."""
         if not self.matches(cfg):
             self.cold += 1
@@ -104,7 +108,7 @@ class WarmPool:
         while self.spares:
             _discard(self.spares.popleft())
 
-    def __enter__(self) -> "WarmPool":
+    def __enter__(self) -> WarmPool:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -117,14 +121,20 @@ class WarmPool:
     def _start(self) -> Spare:
         workdir = make_workdir()
         # The shape given here is a placeholder: the job's own arrives with its load.
-        common = dict(world_size=self.world_size, device=self.device, problem=DEFERRED, M=1, N=1, dtype="bfloat16",
-                      reduced=False)
+        common = dict(
+            world_size=self.world_size, device=self.device, problem=DEFERRED, M=1, N=1, dtype="bfloat16", reduced=False
+        )
         ref = cand = None
         try:
-            ref = RankGroup("ref", candidate="reference", workdir=os.path.join(workdir, "ref"), trusted=True,
-                            **common)
-            cand = RankGroup("cand", candidate=DEFERRED, workdir=os.path.join(workdir, "cand"), trusted=False,
-                             isolate=self.sandbox, **common)
+            ref = RankGroup("ref", candidate="reference", workdir=os.path.join(workdir, "ref"), trusted=True, **common)
+            cand = RankGroup(
+                "cand",
+                candidate=DEFERRED,
+                workdir=os.path.join(workdir, "cand"),
+                trusted=False,
+                isolate=self.sandbox,
+                **common,
+            )
         except BaseException:
             close_all([cand, ref])
             removal.remove_tree(workdir)

@@ -5,6 +5,7 @@ torch.cuda.Event, torch.cuda.synchronize or torch.distributed in the candidate's
 harness calls. (A candidate can still patch these names here: nothing in a candidate's process is trusted; the judge
 cross-checks every block against its own clock.)
 """
+
 from __future__ import annotations
 
 import os

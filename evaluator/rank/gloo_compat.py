@@ -22,6 +22,7 @@ NCCL ranks never do. A candidate may undo the patch in its own process; it then 
 Forms still out of reach on the CPU profile are CUDA-only by nature (symmetric memory, NVSHMEM, custom CUDA or Triton
 kernels, CUDA streams and events): docs/cpu-profile.md lists them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -55,18 +56,20 @@ def all_gather_into_tensor(original, output_tensor, input_tensor, group=None, as
     if _on_gloo(group) and isinstance(output_tensor, torch.Tensor) and isinstance(input_tensor, torch.Tensor):
         W = _world(group)
         flat_shape = (W * input_tensor.shape[0], *input_tensor.shape[1:]) if input_tensor.dim() else None
-        if (output_tensor.numel() == W * input_tensor.numel() and tuple(output_tensor.shape) != flat_shape
-                and _flat(output_tensor) is not None):
+        if (
+            output_tensor.numel() == W * input_tensor.numel()
+            and tuple(output_tensor.shape) != flat_shape
+            and _flat(output_tensor) is not None
+        ):
             return original(_flat(output_tensor), input_tensor.contiguous().view(-1), group=group, async_op=async_op)
     return original(output_tensor, input_tensor, group=group, async_op=async_op)
 
 
-def reduce_scatter_tensor(original, output, input, op=dist.ReduceOp.SUM, group=None, async_op=False):  # noqa: A002
+def reduce_scatter_tensor(original, output, input, op=dist.ReduceOp.SUM, group=None, async_op=False):
     if _on_gloo(group) and isinstance(output, torch.Tensor) and isinstance(input, torch.Tensor):
         W = _world(group)
         flat_shape = (W * output.shape[0], *output.shape[1:]) if output.dim() else None
-        if (input.numel() == W * output.numel() and tuple(input.shape) != flat_shape
-                and _flat(output) is not None):
+        if input.numel() == W * output.numel() and tuple(input.shape) != flat_shape and _flat(output) is not None:
             return original(_flat(output), input.contiguous().view(-1), op=op, group=group, async_op=async_op)
     return original(output, input, op=op, group=group, async_op=async_op)
 
@@ -84,21 +87,29 @@ def _exchange(outputs: list, inputs: list, group) -> None:
     c10d.all_to_all_single(recv, send, [t.numel() for t in outputs], [t.numel() for t in inputs], group=group)
     offset = 0
     for out in outputs:
-        out.copy_(recv[offset:offset + out.numel()].view(out.shape))
+        out.copy_(recv[offset : offset + out.numel()].view(out.shape))
         offset += out.numel()
 
 
 def all_to_all(original, output_tensor_list, input_tensor_list, group=None, async_op=False):
-    if (_on_gloo(group) and len({t.dtype for t in list(output_tensor_list) + list(input_tensor_list)}) == 1
-            and len(output_tensor_list) == len(input_tensor_list) == _world(group)):
+    if (
+        _on_gloo(group)
+        and len({t.dtype for t in list(output_tensor_list) + list(input_tensor_list)}) == 1
+        and len(output_tensor_list) == len(input_tensor_list) == _world(group)
+    ):
         _exchange(list(output_tensor_list), list(input_tensor_list), group)
         return Done() if async_op else None
     return original(output_tensor_list, input_tensor_list, group=group, async_op=async_op)
 
 
 def all_gather(original, tensor_list, tensor, group=None, async_op=False):
-    if (_on_gloo(group) and isinstance(tensor, torch.Tensor) and _uneven(list(tensor_list) + [tensor])
-            and all(t.dtype == tensor.dtype for t in tensor_list) and len(tensor_list) == _world(group)):
+    if (
+        _on_gloo(group)
+        and isinstance(tensor, torch.Tensor)
+        and _uneven(list(tensor_list) + [tensor])
+        and all(t.dtype == tensor.dtype for t in tensor_list)
+        and len(tensor_list) == _world(group)
+    ):
         _exchange(list(tensor_list), [tensor] * len(tensor_list), group)
         return Done() if async_op else None
     return original(tensor_list, tensor, group=group, async_op=async_op)
@@ -118,12 +129,24 @@ def reduce(original, tensor, dst=None, op=dist.ReduceOp.SUM, group=None, async_o
     return original(tensor, **kwargs)
 
 
-ADAPTED = {"all_gather_into_tensor": all_gather_into_tensor, "reduce_scatter_tensor": reduce_scatter_tensor,
-           "all_to_all": all_to_all, "all_gather": all_gather, "reduce": reduce}
+ADAPTED = {
+    "all_gather_into_tensor": all_gather_into_tensor,
+    "reduce_scatter_tensor": reduce_scatter_tensor,
+    "all_to_all": all_to_all,
+    "all_gather": all_gather,
+    "reduce": reduce,
+}
 # The names torch 2.13 gives the two tensor forms (the old ones now call these): the same rewrites.
-ADAPTED.update({name: adapter for name, adapter in (("all_gather_single", all_gather_into_tensor),
-                                                    ("reduce_scatter_single", reduce_scatter_tensor))
-                if hasattr(c10d, name)})
+ADAPTED.update(
+    {
+        name: adapter
+        for name, adapter in (
+            ("all_gather_single", all_gather_into_tensor),
+            ("reduce_scatter_single", reduce_scatter_tensor),
+        )
+        if hasattr(c10d, name)
+    }
+)
 
 
 def _wrap(adapter, original):

@@ -12,6 +12,7 @@ on (or seen completed), as NCCL's is only valid then.
 Correctness only: the copies cost time that nothing here measures (shared worlds are never timed). The logic is the
 same for CPU tensors, which is how tests/evaluator/test_gloo_compat.py checks every form (``stage_host``).
 """
+
 from __future__ import annotations
 
 import collections

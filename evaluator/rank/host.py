@@ -1,4 +1,5 @@
 """A rank's host: what it reports of it (``environment``: GPUs, driver, versions) and the cores it runs on."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,17 @@ def _driver_version():
     try:
         import subprocess
 
-        return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20).stdout.split("\n")[0].strip() or None
+        return (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
+            .stdout.split("\n")[0]
+            .strip()
+            or None
+        )
     except Exception:  # noqa: BLE001 - informative only
         return None
 
@@ -27,8 +37,17 @@ def environment(backend: str) -> dict:
     import platform
     import socket
 
-    env = {"host": socket.gethostname(), "python": platform.python_version(), "torch": torch.__version__,
-           "backend": backend, "gpus": [], "driver": None, "cuda": torch.version.cuda, "nccl": None, "triton": None}
+    env = {
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "backend": backend,
+        "gpus": [],
+        "driver": None,
+        "cuda": torch.version.cuda,
+        "nccl": None,
+        "triton": None,
+    }
     if torch.cuda.is_available():
         env["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
         try:
@@ -54,6 +73,6 @@ def pin_to_cores(rank: int, world_size: int) -> None:
     per_rank = max(1, len(cpus) // max(1, world_size))
     start = (rank * per_rank) % len(cpus)
     try:
-        os.sched_setaffinity(0, cpus[start:start + per_rank])
+        os.sched_setaffinity(0, cpus[start : start + per_rank])
     except OSError:
         pass

@@ -9,13 +9,14 @@ traceback still goes to the rank's stderr (the owner's log).
 A build failure (an extension that does not compile or link, a Triton kernel that does not compile) and a candidate
 module that cannot be imported are ``compile_error``; any other exception is ``runtime_error``.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import subprocess
 import traceback
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 COMPILE_ERROR = "compile_error"
 RUNTIME_ERROR = "runtime_error"
@@ -48,7 +49,7 @@ def _is_compiler_call(exc: subprocess.CalledProcessError) -> bool:
     return bool(cmd) and os.path.basename(str(cmd[0])) in _COMPILERS
 
 
-def build_failure(exc: BaseException) -> Optional[BaseException]:
+def build_failure(exc: BaseException) -> BaseException | None:
     """The exception in ``exc``'s chain that says a build failed, or None."""
     for e in _chain(exc):
         if isinstance(e, BuildError):
@@ -77,7 +78,7 @@ def kind_of(exc: BaseException, loading: bool = False) -> str:
 _ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?:[^\s/:'\"()\[\],;<>]+/)+(?=[^\s/:'\"()\[\],;<>])")
 
 
-def scrub(text: str, candidate: Optional[str] = None) -> str:
+def scrub(text: str, candidate: str | None = None) -> str:
     """``text`` without the server's absolute paths: the upload's directory goes from paths into it, any other
     absolute path keeps only its last component."""
     if candidate:
@@ -86,13 +87,13 @@ def scrub(text: str, candidate: Optional[str] = None) -> str:
     return _ABSOLUTE.sub("", text)
 
 
-def _is_candidate_file(filename: str, candidate: Optional[str]) -> bool:
+def _is_candidate_file(filename: str, candidate: str | None) -> bool:
     if not candidate or not filename:
         return False
     return os.path.dirname(os.path.abspath(filename)) == os.path.dirname(os.path.abspath(candidate))
 
 
-def candidate_frame(exc: BaseException, candidate: Optional[str]) -> Optional[traceback.FrameSummary]:
+def candidate_frame(exc: BaseException, candidate: str | None) -> traceback.FrameSummary | None:
     """The innermost frame in the candidate's own file(s), looking through the chain if the exception itself was
     raised outside it."""
     for e in _chain(exc):
@@ -102,18 +103,21 @@ def candidate_frame(exc: BaseException, candidate: Optional[str]) -> Optional[tr
     return None
 
 
-def _frame_line(frame: traceback.FrameSummary, candidate: Optional[str]) -> str:
+def _frame_line(frame: traceback.FrameSummary, candidate: str | None) -> str:
     name = os.path.relpath(os.path.abspath(frame.filename), os.path.dirname(os.path.abspath(candidate)))
     where = f"  at {name}, line {frame.lineno}, in {frame.name}"
     return where + (f": {frame.line.strip()}" if frame.line else "")
 
 
-def first_error_line(log: str) -> Optional[str]:
+def first_error_line(log: str) -> str | None:
     """The compiler's first error: the first line saying ``error:`` (gcc, nvcc, ptxas, ld), else ``error``, else
     ninja's ``FAILED:``."""
     lines = log.splitlines()
-    for pattern in (re.compile(r"\berror\b\s*:", re.IGNORECASE), re.compile(r"\berror\b", re.IGNORECASE),
-                    re.compile(r"^FAILED:")):
+    for pattern in (
+        re.compile(r"\berror\b\s*:", re.IGNORECASE),
+        re.compile(r"\berror\b", re.IGNORECASE),
+        re.compile(r"^FAILED:"),
+    ):
         for line in lines:
             if pattern.search(line):
                 return line.strip()
@@ -148,7 +152,7 @@ def tail(log: str, lines: int = LOG_TAIL_LINES, chars: int = LOG_TAIL_CHARS) -> 
     return text[-chars:]
 
 
-def describe(exc: BaseException, candidate: Optional[str] = None) -> str:
+def describe(exc: BaseException, candidate: str | None = None) -> str:
     """The message a user sees for ``exc`` raised by the candidate at ``candidate`` (its path on this host)."""
     if isinstance(exc, SyntaxError) and _is_candidate_file(exc.filename or "", candidate):
         name = os.path.basename(exc.filename)

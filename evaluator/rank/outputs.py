@@ -8,13 +8,13 @@ reference output is ever written where a file could be read, the comparison runs
 once, and the judge process moves no tensor at all: moving large outputs through the judge process was most of a
 large problem's overhead (docs/calibration.md, Throughput).
 """
+
 from __future__ import annotations
 
 import os
 import stat
 import time
 import zipfile
-from typing import Optional
 
 import torch
 
@@ -66,15 +66,17 @@ def _open_plain(path: str) -> int:
     return fd
 
 
-def load(path: str, max_bytes: Optional[int] = None):
+def load(path: str, max_bytes: int | None = None):
     """The output a candidate's rank wrote to ``path`` (plain CPU tensors and builtins, ``weights_only``), read from
     a regular file only and then deleted; refused unread beyond ``max_bytes``."""
     try:
         with os.fdopen(_open_plain(path), "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if max_bytes is not None and size > max_bytes:
-                raise ValueError(f"the output file has {size} bytes, more than the {max_bytes} an output of the "
-                                 "reference's size can take")
+                raise ValueError(
+                    f"the output file has {size} bytes, more than the {max_bytes} an output of the "
+                    "reference's size can take"
+                )
             if max_bytes is not None:
                 check_records(f, max_bytes)
             return torch.load(f, map_location="cpu", weights_only=True)
@@ -100,15 +102,19 @@ def check_records(f, max_bytes: int) -> None:
     declared = 0
     for info in records:
         if info.compress_type != zipfile.ZIP_STORED:
-            raise ValueError(f"the output file's record {info.filename[:100]!r} is compressed (method "
-                             f"{info.compress_type}); torch.save stores records uncompressed")
+            raise ValueError(
+                f"the output file's record {info.filename[:100]!r} is compressed (method "
+                f"{info.compress_type}); torch.save stores records uncompressed"
+            )
         declared += max(info.file_size, info.compress_size)
     if declared > max_bytes:
-        raise ValueError(f"the output file's records declare {declared} bytes, more than the {max_bytes} an output "
-                         "of the reference's size can take")
+        raise ValueError(
+            f"the output file's records declare {declared} bytes, more than the {max_bytes} an output "
+            "of the reference's size can take"
+        )
 
 
-def take(source: str, target: str, max_bytes: Optional[int] = None) -> None:
+def take(source: str, target: str, max_bytes: int | None = None) -> None:
     """Copy an untrusted file to ``target`` (a directory only the judge writes) and delete the original: a copy, not
     a rename, since a process that still holds the file open could change a renamed one later. The caller stops the
     writer's processes around it (no write can land mid-copy). In-kernel copy: no tensor is parsed here."""
@@ -116,8 +122,10 @@ def take(source: str, target: str, max_bytes: Optional[int] = None) -> None:
     try:
         size = os.fstat(fd).st_size
         if max_bytes is not None and size > max_bytes:
-            raise ValueError(f"the output file has {size} bytes, more than the {max_bytes} an output of the "
-                             "reference's size can take")
+            raise ValueError(
+                f"the output file has {size} bytes, more than the {max_bytes} an output of the "
+                "reference's size can take"
+            )
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             offset = 0
@@ -201,7 +209,6 @@ def check_file(problem, expected, path: str, rank: int, world_size: int) -> dict
     try:
         entry = compare_rank(problem, expected, actual, rank, world_size)
     except Exception as exc:  # noqa: BLE001 - a structure no reference output has: the candidate's to answer for
-        entry = {"rank": rank, "ok": False, "message": f"the output could not be compared: {type(exc).__name__}: "
-                                                       f"{exc}"}
+        entry = {"rank": rank, "ok": False, "message": f"the output could not be compared: {type(exc).__name__}: {exc}"}
     entry.update(read_s=read - began, compare_s=time.monotonic() - read)
     return entry

@@ -20,13 +20,13 @@ Summary, per role and rank, over the ``pkb_iter`` windows only (the harness's ba
 All times are per iteration (mean over the recorded iterations). The candidate's trace is written by the candidate's
 own process: it is a diagnostic for its author, never evidence for a verdict or a ranking.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
 import stat
-from typing import Optional
 
 ITERS = 5
 WARMUP = 2
@@ -38,11 +38,13 @@ ROLE_PID_BASE = {"candidate": 0, "reference": 1000}
 COMM_PATTERN = re.compile(
     r"nccl|gloo|c10d::|record_param_comms|all_?reduce|all_?gather|reduce_?scatter|broadcast|all_?to_?all|"
     r"alltoall|\bsend\b|\brecv\b|isend|irecv|sendrecv|barrier|symm_?mem|nvshmem|multimem|one_?shot_all|p2p",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 # --- rank side -----------------------------------------------------------------------------------------------------
+
 
 def rank_profile(worker, cmd: dict, barrier, synchronize) -> None:
     """The ``profile`` command inside one rank (``worker`` is evaluator.rank.worker.Worker)."""
@@ -71,6 +73,7 @@ def rank_profile(worker, cmd: dict, barrier, synchronize) -> None:
 
 # --- judge side ----------------------------------------------------------------------------------------------------
 
+
 def record(pair, seed: int, directory: str, iters: int = ITERS, warmup: int = WARMUP) -> dict:
     """Profile both groups of a judge ``Pair`` and write DIR/trace.json, DIR/summary.json and DIR/summary.txt.
 
@@ -84,11 +87,13 @@ def record(pair, seed: int, directory: str, iters: int = ITERS, warmup: int = WA
     notes: list[str] = []
     try:
         pair._ref_command(cmd, timeout)
-        traces["reference"] = [_read_trace(pair.ref.out_dir, cmd["tag"], r, notes, untrusted=False)
-                               for r in range(pair.cfg.world_size)]
+        traces["reference"] = [
+            _read_trace(pair.ref.out_dir, cmd["tag"], r, notes, untrusted=False) for r in range(pair.cfg.world_size)
+        ]
         pair._cand_command(cmd, timeout)
-        traces["candidate"] = [_read_trace(pair.cand.out_dir, cmd["tag"], r, notes, untrusted=True)
-                               for r in range(pair.cfg.world_size)]
+        traces["candidate"] = [
+            _read_trace(pair.cand.out_dir, cmd["tag"], r, notes, untrusted=True) for r in range(pair.cfg.world_size)
+        ]
     except Exception as exc:  # noqa: BLE001 - a failed profile is reported, never a verdict
         message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
         return {"error": f"profiling failed: {message}", "directory": os.path.abspath(directory)}
@@ -105,7 +110,7 @@ def record(pair, seed: int, directory: str, iters: int = ITERS, warmup: int = WA
     return {"directory": os.path.abspath(directory), "trace": os.path.abspath(trace_path), "summary": summary}
 
 
-def _read_trace(out_dir: str, tag: str, rank: int, notes: list, untrusted: bool) -> Optional[dict]:
+def _read_trace(out_dir: str, tag: str, rank: int, notes: list, untrusted: bool) -> dict | None:
     """One rank's Chrome trace, or None (noted). The candidate owns its out/: no links, plain files, bounded size."""
     path = os.path.join(out_dir, f"{tag}_r{rank}.json")
     try:
@@ -139,7 +144,7 @@ def _read_trace(out_dir: str, tag: str, rank: int, notes: list, untrusted: bool)
             pass
 
 
-def _events(trace: Optional[dict]) -> list[dict]:
+def _events(trace: dict | None) -> list[dict]:
     if not trace:
         return []
     return [e for e in trace["traceEvents"] if isinstance(e, dict)]
@@ -148,14 +153,20 @@ def _events(trace: Optional[dict]) -> list[dict]:
 def merge(traces: dict[str, list]) -> dict:
     """One Chrome trace: one process row per (role, rank), its threads and GPU streams as that row's threads."""
     out: list[dict] = []
-    starts = [float(e["ts"]) for role in traces.values() for t in role for e in _events(t)
-              if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float)) and not isinstance(e.get("pid"), str)]
+    starts = [
+        float(e["ts"])
+        for role in traces.values()
+        for t in role
+        for e in _events(t)
+        if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float)) and not isinstance(e.get("pid"), str)
+    ]
     t0 = min(starts) if starts else 0.0
     for role, ranks in traces.items():
         for rank, trace in enumerate(ranks):
             pid = ROLE_PID_BASE.get(role, 2000) + rank
-            out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                        "args": {"name": f"{role} rank {rank}"}})
+            out.append(
+                {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"{role} rank {rank}"}}
+            )
             out.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
             tids: dict = {}
             names: dict = {}
@@ -171,16 +182,21 @@ def merge(traces: dict[str, list]) -> dict:
                 key = (e.get("pid"), e.get("tid"))
                 if key not in tids:
                     tids[key] = len(tids) + 1
-                    label = names.get(key) or (f"stream {key[1]}" if e.get("cat") in DEVICE_CATEGORIES
-                                               else f"thread {key[1]}")
-                    out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tids[key],
-                                "args": {"name": str(label)}})
+                    label = names.get(key) or (
+                        f"stream {key[1]}" if e.get("cat") in DEVICE_CATEGORIES else f"thread {key[1]}"
+                    )
+                    out.append(
+                        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tids[key], "args": {"name": str(label)}}
+                    )
                 event = dict(e, pid=pid, tid=tids[key], ts=round(float(e["ts"]) - t0, 3))
                 if "id" in event and isinstance(event["id"], int):  # flow ids must not collide across ranks
                     event["id"] = pid * 10**12 + event["id"]
                 out.append(event)
-    return {"traceEvents": out, "displayTimeUnit": "ms",
-            "otherData": {"pkb": "merged by evaluator.rank.profiling; times in microseconds from the first event"}}
+    return {
+        "traceEvents": out,
+        "displayTimeUnit": "ms",
+        "otherData": {"pkb": "merged by evaluator.rank.profiling; times in microseconds from the first event"},
+    }
 
 
 def category(event: dict) -> str:
@@ -193,8 +209,11 @@ def category(event: dict) -> str:
 
 
 def _windows(events: list[dict]) -> list[tuple[float, float]]:
-    spans = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur") or 0)) for e in events
-             if e.get("ph") == "X" and str(e.get("name", "")).startswith(ITER_PREFIX)]
+    spans = [
+        (float(e["ts"]), float(e["ts"]) + float(e.get("dur") or 0))
+        for e in events
+        if e.get("ph") == "X" and str(e.get("name", "")).startswith(ITER_PREFIX)
+    ]
     return sorted(spans)
 
 
@@ -268,7 +287,7 @@ def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) ->
     return total
 
 
-def summarize_rank(trace: Optional[dict], iters: int) -> Optional[dict]:
+def summarize_rank(trace: dict | None, iters: int) -> dict | None:
     events = [e for e in _events(trace) if e.get("ph") == "X" and isinstance(e.get("ts"), (int, float))]
     windows = _windows(events)
     if not windows:
@@ -279,8 +298,13 @@ def summarize_rank(trace: Optional[dict], iters: int) -> Optional[dict]:
         rows_source = [(e, float(e.get("dur") or 0)) for e in device]
         leaves, level = device, "device"
     else:
-        ops = [e for e in events if e.get("cat") in ("cpu_op", "user_annotation")
-               and not str(e.get("name", "")).startswith(ITER_PREFIX) and _inside(e, windows)]
+        ops = [
+            e
+            for e in events
+            if e.get("cat") in ("cpu_op", "user_annotation")
+            and not str(e.get("name", "")).startswith(ITER_PREFIX)
+            and _inside(e, windows)
+        ]
         own = _self_times(ops)
         rows_source = [(e, own[i]) for i, e in enumerate(ops)]
         leaves, level = _leaves(ops), "cpu"
@@ -290,22 +314,37 @@ def summarize_rank(trace: Optional[dict], iters: int) -> Optional[dict]:
         row = rows.setdefault(name, {"name": name, "category": category(e), "calls": 0, "self_us": 0.0})
         row["calls"] += 1
         row["self_us"] += self_us
-    comm = _union([(float(e["ts"]), float(e["ts"]) + float(e.get("dur") or 0)) for e, _ in rows_source
-                   if category(e) == "communication"])
-    compute = _union([(float(e["ts"]), float(e["ts"]) + float(e.get("dur") or 0)) for e in leaves
-                      if category(e) != "communication"])
-    totals = {c: sum(r["self_us"] for r in rows.values() if r["category"] == c)
-              for c in ("communication", "compute", "memory")}
+    comm = _union(
+        [
+            (float(e["ts"]), float(e["ts"]) + float(e.get("dur") or 0))
+            for e, _ in rows_source
+            if category(e) == "communication"
+        ]
+    )
+    compute = _union(
+        [(float(e["ts"]), float(e["ts"]) + float(e.get("dur") or 0)) for e in leaves if category(e) != "communication"]
+    )
+    totals = {
+        c: sum(r["self_us"] for r in rows.values() if r["category"] == c)
+        for c in ("communication", "compute", "memory")
+    }
     overlap = _intersection(comm, compute)
     iteration_us = sum(hi - lo for lo, hi in windows) / n
     return {
-        "level": level, "iterations": n, "iteration_ms": iteration_us / 1e3,
-        "comm_ms": totals["communication"] / n / 1e3, "compute_ms": totals["compute"] / n / 1e3,
+        "level": level,
+        "iterations": n,
+        "iteration_ms": iteration_us / 1e3,
+        "comm_ms": totals["communication"] / n / 1e3,
+        "compute_ms": totals["compute"] / n / 1e3,
         "memory_ms": totals["memory"] / n / 1e3,
-        "comm_span_ms": _length(comm) / n / 1e3, "compute_span_ms": _length(compute) / n / 1e3,
-        "overlap_ms": overlap / n / 1e3, "exposed_comm_ms": (_length(comm) - overlap) / n / 1e3,
-        "rows": {name: {"category": r["category"], "calls": r["calls"] / n, "self_ms": r["self_us"] / n / 1e3}
-                 for name, r in rows.items()},
+        "comm_span_ms": _length(comm) / n / 1e3,
+        "compute_span_ms": _length(compute) / n / 1e3,
+        "overlap_ms": overlap / n / 1e3,
+        "exposed_comm_ms": (_length(comm) - overlap) / n / 1e3,
+        "rows": {
+            name: {"category": r["category"], "calls": r["calls"] / n, "self_ms": r["self_us"] / n / 1e3}
+            for name, r in rows.items()
+        },
     }
 
 
@@ -318,8 +357,9 @@ def summarize(traces: dict[str, list], iters: int) -> dict:
         table: dict = {}
         for s in present:
             for name, row in s["rows"].items():
-                entry = table.setdefault(name, {"name": name, "category": row["category"], "calls": 0.0,
-                                                "mean_ms": 0.0, "max_ms": 0.0})
+                entry = table.setdefault(
+                    name, {"name": name, "category": row["category"], "calls": 0.0, "mean_ms": 0.0, "max_ms": 0.0}
+                )
                 entry["calls"] += row["calls"] / len(present)
                 entry["mean_ms"] += row["self_ms"] / len(present)
                 entry["max_ms"] = max(entry["max_ms"], row["self_ms"])
@@ -335,17 +375,31 @@ def summarize(traces: dict[str, list], iters: int) -> dict:
             if s is None:
                 ranks_out.append({"rank": r, "missing": True})
                 continue
-            ranks_out.append(dict({k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.items()
-                                   if k != "rows"}, rank=r))
+            ranks_out.append(
+                dict({k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.items() if k != "rows"}, rank=r)
+            )
         totals = {}
-        for key in ("iteration_ms", "comm_ms", "compute_ms", "memory_ms", "comm_span_ms", "compute_span_ms",
-                    "overlap_ms", "exposed_comm_ms"):
+        for key in (
+            "iteration_ms",
+            "comm_ms",
+            "compute_ms",
+            "memory_ms",
+            "comm_span_ms",
+            "compute_span_ms",
+            "overlap_ms",
+            "exposed_comm_ms",
+        ):
             values = [s[key] for s in present]
             totals[key] = round(sum(values) / len(values), 6) if values else None
         span = totals["comm_span_ms"] or 0.0
         totals["overlap_fraction_of_comm"] = round(totals["overlap_ms"] / span, 4) if span > 0 else None
-        out["roles"][role] = {"ranks": ranks_out, "mean": totals, "kernels": kernels[:TOP_ROWS],
-                              "kernels_total": len(kernels), "level": present[0]["level"] if present else None}
+        out["roles"][role] = {
+            "ranks": ranks_out,
+            "mean": totals,
+            "kernels": kernels[:TOP_ROWS],
+            "kernels_total": len(kernels),
+            "level": present[0]["level"] if present else None,
+        }
     return out
 
 
@@ -358,17 +412,22 @@ def render(summary: dict, limit: int = 15) -> str:
             lines.append(f"{role}: no trace")
             continue
         overlap = mean.get("overlap_fraction_of_comm")
-        lines.append(f"{role} ({data['level']} level, per iteration, mean over ranks): iteration "
-                     f"{mean['iteration_ms']:.3f} ms, communication {mean['comm_ms']:.3f} ms, compute "
-                     f"{mean['compute_ms']:.3f} ms, overlap {mean['overlap_ms']:.3f} ms"
-                     + (f" ({overlap:.0%} of communication)" if overlap is not None else "")
-                     + f", exposed communication {mean['exposed_comm_ms']:.3f} ms")
-        lines.append(f"  {'kernel / operator':<60} {'kind':<13} {'calls':>6} {'mean ms':>10} {'max ms':>10} "
-                     f"{'share':>6}")
+        lines.append(
+            f"{role} ({data['level']} level, per iteration, mean over ranks): iteration "
+            f"{mean['iteration_ms']:.3f} ms, communication {mean['comm_ms']:.3f} ms, compute "
+            f"{mean['compute_ms']:.3f} ms, overlap {mean['overlap_ms']:.3f} ms"
+            + (f" ({overlap:.0%} of communication)" if overlap is not None else "")
+            + f", exposed communication {mean['exposed_comm_ms']:.3f} ms"
+        )
+        lines.append(
+            f"  {'kernel / operator':<60} {'kind':<13} {'calls':>6} {'mean ms':>10} {'max ms':>10} {'share':>6}"
+        )
         for row in data["kernels"][:limit]:
             share = f"{row['share']:.0%}" if row.get("share") is not None else "-"
-            lines.append(f"  {row['name'][:60]:<60} {row['category']:<13} {row['calls']:>6.1f} "
-                         f"{row['mean_ms']:>10.4f} {row['max_ms']:>10.4f} {share:>6}")
+            lines.append(
+                f"  {row['name'][:60]:<60} {row['category']:<13} {row['calls']:>6.1f} "
+                f"{row['mean_ms']:>10.4f} {row['max_ms']:>10.4f} {share:>6}"
+            )
         if data["kernels_total"] > limit:
             lines.append(f"  ... {data['kernels_total'] - limit} more in summary.json")
     for note in summary.get("notes") or []:

@@ -18,10 +18,10 @@ Both are failures of kind ``shared_world_limit`` (LIMIT_KIND): the judge turns a
 correct, not ranked, not retried; its message says why), never into infra_error, which the candidate could otherwise
 claim at will to buy retries; a reference's is the platform's infra_error as any reference failure is.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 # What a CUDA context, the caching allocator's slack and the process group's buffers take per process, outside the
 # allocator's fraction (a context alone is ~0.5 GiB on an H100/H200): kept free for each of the 2W processes.
@@ -55,11 +55,15 @@ def set_up(device, total_bytes: int, world_size: int) -> dict:
     os.environ[OVERLAP_ENV] = "1"
     fraction = memory_fraction(total_bytes, world_size)
     torch.cuda.set_per_process_memory_fraction(fraction, device)
-    return {"shared_device": True, "ranks_per_device": 2 * world_size, "memory_fraction": round(fraction, 4),
-            "memory_bound_bytes": int(fraction * total_bytes)}
+    return {
+        "shared_device": True,
+        "ranks_per_device": 2 * world_size,
+        "memory_fraction": round(fraction, 4),
+        "memory_bound_bytes": int(fraction * total_bytes),
+    }
 
 
-def _chain(exc: Optional[BaseException]):
+def _chain(exc: BaseException | None):
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -74,10 +78,12 @@ def is_another_device(exc: BaseException) -> bool:
 
 
 def another_device_message(world_size: int) -> str:
-    return (f"the candidate asked for a GPU other than cuda:0, and in a shared-device world all {world_size} ranks "
-            f"share one GPU, cuda:0 (LOCAL_RANK still counts ranks). This says nothing about the candidate's "
-            f"correctness: a kernel that takes its device from its inputs or torch.cuda.current_device() runs here, "
-            f"and one GPU per rank runs this one")
+    return (
+        f"the candidate asked for a GPU other than cuda:0, and in a shared-device world all {world_size} ranks "
+        f"share one GPU, cuda:0 (LOCAL_RANK still counts ranks). This says nothing about the candidate's "
+        f"correctness: a kernel that takes its device from its inputs or torch.cuda.current_device() runs here, "
+        f"and one GPU per rank runs this one"
+    )
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
@@ -88,9 +94,11 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return any(isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower() for e in _chain(exc))
 
 
-def out_of_memory_message(world_size: int, bound_bytes: Optional[int], total_bytes: Optional[int]) -> str:
-    gib = 2 ** 30
+def out_of_memory_message(world_size: int, bound_bytes: int | None, total_bytes: int | None) -> str:
+    gib = 2**30
     share = f"{bound_bytes / gib:.1f} GiB of {total_bytes / gib:.1f} GiB" if bound_bytes and total_bytes else "a share"
-    return (f"the shared-device world ran out of device memory: {2 * world_size} rank processes (W = {world_size}, "
-            f"reference and candidate) share one GPU, each bounded to {share}. This says nothing about the "
-            f"candidate's correctness; judge it on a host with a GPU per rank, or at smaller shapes")
+    return (
+        f"the shared-device world ran out of device memory: {2 * world_size} rank processes (W = {world_size}, "
+        f"reference and candidate) share one GPU, each bounded to {share}. This says nothing about the "
+        f"candidate's correctness; judge it on a host with a GPU per rank, or at smaller shapes"
+    )

@@ -8,15 +8,24 @@ wall) is what every number here is cross-checked against (evaluator/timing/rules
 Each call gets an input set of its own, built from the block's seed (fresh per block, chosen by the judge), so no two
 calls in a job see the same inputs: a cache keyed by pointer, id or content never hits (``InputSets``).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import statistics
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from evaluator.rank import outputs
 from evaluator.rank.clocks import (
-    EventTimer, WallTimer, _barrier, _cuda_sleep, _perf_counter, _query, cycles_per_us, randbelow, synchronize,
+    EventTimer,
+    WallTimer,
+    _barrier,
+    _cuda_sleep,
+    _perf_counter,
+    _query,
+    cycles_per_us,
+    randbelow,
+    synchronize,
 )
 from evaluator.timing.calibration import SPIN_HOST_FACTOR, SPIN_MARGIN_US, SPIN_MAX_US
 from problems.base import derive_seed
@@ -72,11 +81,21 @@ class Block:
     spin_us: float  # the spin ahead of each timed call
     wanted_us: float  # the spin this rank asked for (spin_wish_us)
     kept: object = None  # a copy of one timed call's output, drawn uniformly (reservoir sampling), or None
-    kept_call: Optional[int] = None
+    kept_call: int | None = None
 
 
-def time_block(solution, sets: InputSets, warmup: int, iters: int, device_kind: str, flush, asked_spin_us,
-               spin_exact: bool, keep: bool, host_us: list[float]) -> Block:
+def time_block(
+    solution,
+    sets: InputSets,
+    warmup: int,
+    iters: int,
+    device_kind: str,
+    flush,
+    asked_spin_us,
+    spin_exact: bool,
+    keep: bool,
+    host_us: list[float],
+) -> Block:
     """``warmup`` untimed calls then ``iters`` timed ones, call i on ``sets[i]``. ``flush``: a buffer the size of
     twice the L2 cache, zeroed before each timed call (CUDA; None on CPU). ``asked_spin_us``: the judge's spin;
     ``spin_exact``: take it as it is (blocks 1+) rather than lengthen it to this rank's own wish (block 0).

@@ -1,5 +1,6 @@
 """The Work handle of a collective that a gloo adapter completed synchronously, for callers that asked
 ``async_op=True`` (evaluator/rank/gloo_compat.py's forms, evaluator/rank/gloo_staging.py's staged calls)."""
+
 from __future__ import annotations
 
 import torch
@@ -8,7 +9,7 @@ import torch
 class Done:
     """Already complete: wait() returns at once, the future is resolved."""
 
-    def wait(self, timeout=None) -> bool:  # noqa: ARG002 - Work's signature
+    def wait(self, timeout=None) -> bool:
         return True
 
     def is_completed(self) -> bool:

@@ -12,6 +12,7 @@ trusted references in self-checks; or the job's problem and candidate, once, in 
 Everything here runs in an untrusted process when the role is ``cand``: nothing it reports is believed without a
 check (its outputs are compared by the reference's ranks, its timings cross-checked against the judge's own clock).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,6 @@ import json
 import os
 import sys
 import traceback
-from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -31,7 +31,13 @@ from evaluator import nulls
 from evaluator.process.protocol import DEFERRED
 from evaluator.rank import messages, outputs, shared_device, timed
 from evaluator.rank.clocks import (
-    _all_reduce, _barrier, _empty_cache, _memory_reserved, _perf_counter, randbelow, synchronize,
+    _all_reduce,
+    _barrier,
+    _empty_cache,
+    _memory_reserved,
+    _perf_counter,
+    randbelow,
+    synchronize,
 )
 from evaluator.rank.host import environment, pin_to_cores
 from evaluator.timing.calibration import RELEASE_CACHE_BYTES, RELEASE_CACHE_SHARE
@@ -53,6 +59,7 @@ def _shape_of(cmd: dict) -> dict:
     if "reduced" in cmd:
         shape["reduced"] = bool(cmd["reduced"])
     return shape
+
 
 # Above RELEASE_CACHE_BYTES of cached device memory (or a share of the device, whichever is larger) a rank hands its
 # cache back after a command: the other role's ranks share the GPU and may need it (evaluator/timing/calibration.py).
@@ -79,10 +86,10 @@ class Reply:
 
 
 # Set when this rank runs in a shared-device world (evaluator/rank/shared_device.py): its memory bound, for messages.
-SHARED_WORLD: Optional[dict] = None
+SHARED_WORLD: dict | None = None
 
 
-def _failure(exc: BaseException, candidate: Optional[str], role: str, loading: bool = False) -> dict:
+def _failure(exc: BaseException, candidate: str | None, role: str, loading: bool = False) -> dict:
     """The ``kind`` and ``error`` of a failure reply. A candidate's: the root cause in its author's terms
     (evaluator/rank/messages.py), the full traceback going to this rank's stderr, the owner's log. A reference's is the
     platform's own failure: the traceback as it is. Running out of device memory in a shared-device world is the
@@ -92,10 +99,17 @@ def _failure(exc: BaseException, candidate: Optional[str], role: str, loading: b
     traceback.print_exc(file=sys.stderr)
     sys.stderr.flush()
     if SHARED_WORLD is not None and shared_device.is_out_of_memory(exc):
-        return {"kind": shared_device.LIMIT_KIND, "error": shared_device.out_of_memory_message(
-            SHARED_WORLD["world_size"], SHARED_WORLD.get("memory_bound_bytes"), SHARED_WORLD.get("total_bytes"))}
+        return {
+            "kind": shared_device.LIMIT_KIND,
+            "error": shared_device.out_of_memory_message(
+                SHARED_WORLD["world_size"], SHARED_WORLD.get("memory_bound_bytes"), SHARED_WORLD.get("total_bytes")
+            ),
+        }
     if SHARED_WORLD is not None and shared_device.is_another_device(exc):
-        return {"kind": shared_device.LIMIT_KIND, "error": shared_device.another_device_message(SHARED_WORLD["world_size"])}
+        return {
+            "kind": shared_device.LIMIT_KIND,
+            "error": shared_device.another_device_message(SHARED_WORLD["world_size"]),
+        }
     if role != "cand":
         return {"kind": "compile_error" if loading else "runtime_error", "error": traceback.format_exc(limit=20)}
     path = candidate if candidate and os.path.isfile(candidate) else None
@@ -161,19 +175,33 @@ class Worker:
                 if shared_device.is_shared(count, self.world_size):  # every rank on this GPU: gloo, staged
                     shared = self._share_device(total)
                     backend = "gloo"
-                    dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
-                                            timeout=datetime.timedelta(seconds=self.args.dist_timeout))
+                    dist.init_process_group(
+                        backend,
+                        rank=self.rank,
+                        world_size=self.world_size,
+                        timeout=datetime.timedelta(seconds=self.args.dist_timeout),
+                    )
                     from evaluator.rank import gloo_compat
+
                     gloo_compat.install(stage=True)
                 else:
-                    dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
-                                            timeout=datetime.timedelta(seconds=self.args.dist_timeout),
-                                            device_id=self.device)
+                    dist.init_process_group(
+                        backend,
+                        rank=self.rank,
+                        world_size=self.world_size,
+                        timeout=datetime.timedelta(seconds=self.args.dist_timeout),
+                        device_id=self.device,
+                    )
             else:
                 self.device = torch.device("cpu")
-                dist.init_process_group(backend, rank=self.rank, world_size=self.world_size,
-                                        timeout=datetime.timedelta(seconds=self.args.dist_timeout))
+                dist.init_process_group(
+                    backend,
+                    rank=self.rank,
+                    world_size=self.world_size,
+                    timeout=datetime.timedelta(seconds=self.args.dist_timeout),
+                )
                 from evaluator.rank import gloo_compat  # NCCL's collective forms that gloo lacks (the CPU profile)
+
                 gloo_compat.install()
         except Exception as exc:  # noqa: BLE001 - the harness failed to start, not the candidate
             self.reply(ok=False, kind="infra_error", error=f"process group init failed: {exc}")
@@ -196,7 +224,7 @@ class Worker:
         SHARED_WORLD = dict(shared, world_size=self.world_size, total_bytes=total)
         return shared
 
-    def load(self, problem_key, candidate: str, first: bool = False, shape: Optional[dict] = None) -> bool:
+    def load(self, problem_key, candidate: str, first: bool = False, shape: dict | None = None) -> bool:
         """Switch to a problem and candidate; ``shape`` (M, N, dtype, reduced) is the job's, for a warm spare."""
         for key, value in (shape or {}).items():
             setattr(self.args, key, value)
@@ -213,10 +241,20 @@ class Worker:
         return True
 
     # --- commands ---------------------------------------------------------------------------------------------------
-    def context(self, seed: int, trial: int, M: Optional[int] = None, N: Optional[int] = None) -> InputContext:
-        return InputContext(rank=self.rank, world_size=self.world_size, M=M or self.args.M, N=N or self.args.N,
-                            dtype=self.dtype, device=self.device, seed_base=seed, trial=trial,
-                            problem_id=self.problem.id, reduced=self.args.reduced, groups=self.groups)
+    def context(self, seed: int, trial: int, M: int | None = None, N: int | None = None) -> InputContext:
+        return InputContext(
+            rank=self.rank,
+            world_size=self.world_size,
+            M=M or self.args.M,
+            N=N or self.args.N,
+            dtype=self.dtype,
+            device=self.device,
+            seed_base=seed,
+            trial=trial,
+            problem_id=self.problem.id,
+            reduced=self.args.reduced,
+            groups=self.groups,
+        )
 
     def trial(self, cmd: dict) -> None:
         self._held = None  # an output held for a check that never came (the trial before failed): not kept twice
@@ -238,8 +276,14 @@ class Worker:
             # would beside a reference run in turn in one process (problem 68 at W = 1: a 57 GB table each).
             self._held = (cmd["tag"], output)
             self._release_cache(everything=True)
-            self.reply(ok=True, seq=cmd["seq"], ms=elapsed_ms, build_ms=build_ms, shapes=outputs.describe(output),
-                       nbytes=outputs.nbytes(output))
+            self.reply(
+                ok=True,
+                seq=cmd["seq"],
+                ms=elapsed_ms,
+                build_ms=build_ms,
+                shapes=outputs.describe(output),
+                nbytes=outputs.nbytes(output),
+            )
             return
         path = os.path.join(self.args.out, f"{cmd['tag']}_r{self.rank}.pt")
         try:
@@ -261,8 +305,9 @@ class Worker:
         name = cmd["files"][self.rank]
         entry = None
         if name is not None:  # the held output is complete: ``trial`` synchronized after the call
-            entry = outputs.check_file(self.problem, held[1], os.path.join(cmd["dir"], os.path.basename(name)),
-                                       self.rank, self.world_size)
+            entry = outputs.check_file(
+                self.problem, held[1], os.path.join(cmd["dir"], os.path.basename(name)), self.rank, self.world_size
+            )
         del held
         self._release_cache()
         self.reply(ok=True, seq=cmd["seq"], check=entry)
@@ -282,11 +327,23 @@ class Worker:
         pad = self._new_placement() if cmd.get("replace_memory") else None  # noqa: F841 - held for the block
         sets = timed.InputSets(
             lambda k: list(self.problem.make_inputs(self.context(timed.timing_set_seed(seed, k), trial))),
-            calls, timed.POOL_BYTES[self.device_kind])
+            calls,
+            timed.POOL_BYTES[self.device_kind],
+        )
         keep = "tag" in cmd
         try:
-            block = timed.time_block(self.solution, sets, warmup, iters, self.device_kind, self._l2_flush_buffer(),
-                                     cmd.get("spin_us", 0.0), bool(cmd.get("spin_exact")), keep, self.host_us)
+            block = timed.time_block(
+                self.solution,
+                sets,
+                warmup,
+                iters,
+                self.device_kind,
+                self._l2_flush_buffer(),
+                cmd.get("spin_us", 0.0),
+                bool(cmd.get("spin_exact")),
+                keep,
+                self.host_us,
+            )
         except timed.BadOutput as exc:
             self.reply(ok=False, kind="incorrect", error=str(exc), seq=cmd["seq"])
             return
@@ -301,10 +358,19 @@ class Worker:
         if keep:
             extra = {"kept_call": block.kept_call, "kept_seed": timed.timing_set_seed(seed, block.kept_call)}
         # Every call had an input set of its own (``sets``); ``slots`` of them were alive at once.
-        self.reply(ok=True, seq=cmd["seq"], samples=per_rank.cpu().tolist(), sets=calls, slots=min(slots, calls),
-                   calls=calls, host_bound=round(block.host_paced / max(1, iters), 3),
-                   spin_short=round(block.spin_short / max(1, iters), 3), spin_us=round(block.spin_us, 1),
-                   spin_wanted_us=round(block.wanted_us, 1), **extra)
+        self.reply(
+            ok=True,
+            seq=cmd["seq"],
+            samples=per_rank.cpu().tolist(),
+            sets=calls,
+            slots=min(slots, calls),
+            calls=calls,
+            host_bound=round(block.host_paced / max(1, iters), 3),
+            spin_short=round(block.spin_short / max(1, iters), 3),
+            spin_us=round(block.spin_us, 1),
+            spin_wanted_us=round(block.wanted_us, 1),
+            **extra,
+        )
 
     def save_kept(self, cmd: dict) -> None:
         """Write the output the last timing block kept (to ``tag``; no tag: drop it), then hand a large cache back. A
@@ -352,6 +418,7 @@ class Worker:
                     self.load(cmd["problem"], cmd["candidate"], shape=_shape_of(cmd))
                 elif op == "profile":  # profile mode (evaluator/rank/profiling.py): a torch profiler trace
                     from evaluator.rank import profiling
+
                     profiling.rank_profile(self, cmd, _barrier, synchronize)
             except BaseException as exc:  # noqa: BLE001 - a candidate exception on this rank
                 self.reply(ok=False, seq=cmd.get("seq"), **_failure(exc, self.candidate, self.args.role))

@@ -5,6 +5,7 @@ PAIR_Z, HOST_PACED_FLOOR, ONE_PAIR_FLOOR, MAX_PAIRS) live in evaluator/schema.py
 Torch-free and standard library only: read by the judge (evaluator/timing/, evaluator/judge/) and by the rank
 processes' timed loop (evaluator/rank/).
 """
+
 from __future__ import annotations
 
 from evaluator.schema import HOST_PACED_FLOOR, ONE_PAIR_FLOOR

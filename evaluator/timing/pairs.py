@@ -18,6 +18,7 @@ cross-check flag in one pair, hence ``triage`` below. Eight pairs cost several t
 default ``pairs`` is 1 (the single-pair rule in evaluator/timing/rules.py) and a profile that ranks 5% differences asks
 for more (HardwareProfile.timing_pairs). The numbers: docs/calibration.md, "Config.pairs".
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,9 @@ def crosscheck_suspect(timing: dict[str, Any]) -> bool:
     return bool((timing.get("crosscheck") or {}).get("suspect"))
 
 
-def triage(timings: list[tuple[int, dict[str, Any]]], retimed: bool = False
-           ) -> tuple[bool, list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
+def triage(
+    timings: list[tuple[int, dict[str, Any]]], retimed: bool = False
+) -> tuple[bool, list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
     """(flagged, pairs to combine, pairs set aside) from (pair number, timing) of every pair that ran. ``retimed``:
     a one-pair judgement whose suspect pair was timed once more (evaluation._more_pairs), flagged only if every try was
     suspect; the try that was not is the timing."""
@@ -42,9 +44,16 @@ def triage(timings: list[tuple[int, dict[str, Any]]], retimed: bool = False
     if (len(suspect) == len(timings)) if retimed else (len(suspect) > MAX_SUSPECT_SHARE * len(timings)):
         return True, timings, []
     # Kept whole (speedup and cross-check), so that a stored run says what was set aside and why.
-    aside = [{"pair": k, "unexplained_ms": t["crosscheck"].get("unexplained_ms"),
-              "allowance_ms": t["crosscheck"].get("allowance_ms"), "speedup": t.get("speedup"),
-              "crosscheck": t["crosscheck"]} for k, t in suspect]
+    aside = [
+        {
+            "pair": k,
+            "unexplained_ms": t["crosscheck"].get("unexplained_ms"),
+            "allowance_ms": t["crosscheck"].get("allowance_ms"),
+            "speedup": t.get("speedup"),
+            "crosscheck": t["crosscheck"],
+        }
+        for k, t in suspect
+    ]
     return False, [(k, t) for k, t in timings if not crosscheck_suspect(t)], aside
 
 
@@ -60,13 +69,32 @@ def probe_pooled(timings: list[dict[str, Any]], device: str = "cuda") -> dict[st
     mean = statistics.fmean(p["excess_ms"] for p in probes)
     noise = max(PROBE_POOLED_FLOOR_MS[device], statistics.median(p["noise_ms"] for p in probes) / math.sqrt(K))
     allowance = max(noise, statistics.median(p["share_ms"] for p in probes))
-    return {"pairs": K, "mean_excess_ms": round(mean, 4), "allowance_ms": round(allowance, 4),
-            "suspect": bool(mean > allowance)}
+    return {
+        "pairs": K,
+        "mean_excess_ms": round(mean, 4),
+        "allowance_ms": round(allowance, 4),
+        "suspect": bool(mean > allowance),
+    }
 
 
 # Two-sided 95% Student t quantiles by degrees of freedom (K - 1).
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131}
+_T95 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    11: 2.201,
+    12: 2.179,
+    13: 2.160,
+    14: 2.145,
+    15: 2.131,
+}
 
 
 def widen(low: float, high: float, floor: float) -> tuple[float, float]:
@@ -74,8 +102,9 @@ def widen(low: float, high: float, floor: float) -> tuple[float, float]:
     return low / (1.0 + floor), high * (1.0 + floor)
 
 
-def interval(timings: list[dict[str, Any]], device: str, host_bound_floor: float
-             ) -> tuple[float, float, float, float, float]:
+def interval(
+    timings: list[dict[str, Any]], device: str, host_bound_floor: float
+) -> tuple[float, float, float, float, float]:
     """(mean log speedup, low, high, calibrated half-width, empirical half-width) of K >= 2 pairs, from each pair's
     ``speedup``, ``bootstrap_ci`` and ``host_bound`` alone, so that stored A/A runs can be re-judged
     (benchmarks/aa_rules.py)."""
@@ -92,16 +121,25 @@ def interval(timings: list[dict[str, Any]], device: str, host_bound_floor: float
     return mean, low, high, calibrated, empirical
 
 
-def combine(timings: list[dict[str, Any]], device: str, host_bound_floor: float, dropped: list[Any] | None = None,
-            set_aside: list[Any] | None = None) -> dict[str, Any]:
+def combine(
+    timings: list[dict[str, Any]],
+    device: str,
+    host_bound_floor: float,
+    dropped: list[Any] | None = None,
+    set_aside: list[Any] | None = None,
+) -> dict[str, Any]:
     """K >= 2 pairs' timing documents combined and read alone: combine_evidence's document decided (verdict.decide)
     with no flag; the judge combines with combine_evidence and decides once, with the result's flags."""
     return verdict.decide(combine_evidence(timings, device, host_bound_floor, dropped, set_aside), (), device)
 
 
-def combine_evidence(timings: list[dict[str, Any]], device: str, host_bound_floor: float,
-                     dropped: list[Any] | None = None,
-                     set_aside: list[Any] | None = None) -> dict[str, Any]:
+def combine_evidence(
+    timings: list[dict[str, Any]],
+    device: str,
+    host_bound_floor: float,
+    dropped: list[Any] | None = None,
+    set_aside: list[Any] | None = None,
+) -> dict[str, Any]:
     """One timing document from K >= 2 single-pair documents (rules.pair_evidence's, in pair order), with no verdict
     yet (verdict.decide sets ``faster`` and ``ranked``)."""
     K = len(timings)
@@ -114,22 +152,41 @@ def combine_evidence(timings: list[dict[str, Any]], device: str, host_bound_floo
     doc.update(
         reference_ms=round(statistics.median(t["reference_ms"] for t in timings), 6),
         candidate_ms=round(statistics.median(t["candidate_ms"] for t in timings), 6),
-        speedup=round(math.exp(mean), 4), speedup_ci=[round(low, 4), round(high, 4)], **{verdict.LOW_KEY: low},
+        speedup=round(math.exp(mean), 4),
+        speedup_ci=[round(low, 4), round(high, 4)],
+        **{verdict.LOW_KEY: low},
         # A flag in any pair is the judge's to apply (verdict.conclude); a pair whose reference blocks timed its host
         # (rules.pair_evidence) withholds "faster" here as it does alone (verdict.reference_timed_its_host).
         reference_blocks_spun_short=[],  # per pair, in ``reference_spun_short_pairs`` and ``pairs.each``
         reference_spun_short_pairs=[k for k, t in enumerate(timings, 1) if t.get("reference_blocks_spun_short")],
-        bootstrap_ci=None, process_noise_floor=None, host_bound=host_bound,
-        samples=sum(t["samples"] for t in timings), reference_samples=sum(t["reference_samples"] for t in timings),
+        bootstrap_ci=None,
+        process_noise_floor=None,
+        host_bound=host_bound,
+        samples=sum(t["samples"] for t in timings),
+        reference_samples=sum(t["reference_samples"] for t in timings),
         blocks=sum(t["blocks"] for t in timings),
-        pairs={"count": K, "offset_sd": PAIR_OFFSET_SD[device], "z": PAIR_Z,
-               "half_width": {"calibrated": round(calibrated, 5), "empirical": round(empirical, 5)},
-               "each": [{"speedup": t["speedup"], "bootstrap_ci": t["bootstrap_ci"], "reference_ms": t["reference_ms"],
-                         "candidate_ms": t["candidate_ms"], "host_bound": t.get("host_bound"),
-                         "reference_blocks_spun_short": t.get("reference_blocks_spun_short") or [],
-                         "crosscheck": t.get("crosscheck")} for t in timings],
-               "dropped": list(dropped or []), "set_aside": list(set_aside or [])},
+        pairs={
+            "count": K,
+            "offset_sd": PAIR_OFFSET_SD[device],
+            "z": PAIR_Z,
+            "half_width": {"calibrated": round(calibrated, 5), "empirical": round(empirical, 5)},
+            "each": [
+                {
+                    "speedup": t["speedup"],
+                    "bootstrap_ci": t["bootstrap_ci"],
+                    "reference_ms": t["reference_ms"],
+                    "candidate_ms": t["candidate_ms"],
+                    "host_bound": t.get("host_bound"),
+                    "reference_blocks_spun_short": t.get("reference_blocks_spun_short") or [],
+                    "crosscheck": t.get("crosscheck"),
+                }
+                for t in timings
+            ],
+            "dropped": list(dropped or []),
+            "set_aside": list(set_aside or []),
+        },
     )
     from evaluator.timing import peak  # the peak fraction of the combined time, not the first pair's (timing/peak.py)
+
     doc.update(candidate_ci_ms=None, peak_fraction=peak.combined(timings, doc["candidate_ms"]))
     return doc

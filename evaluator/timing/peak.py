@@ -13,6 +13,7 @@ much. With K pairs, the candidate's time is the median of the pairs' and the int
 Where no floor applies (no ceilings for the device, an estimate that holds at the catalogue's defaults only, a
 problem whose estimate moves no bytes), the result says why and carries no number.
 """
+
 from __future__ import annotations
 
 import random
@@ -23,8 +24,9 @@ from typing import Any
 RESAMPLES = 1000  # the interval's resolution is far finer than its width; the speedup's bootstrap already takes 2000
 
 
-def median_interval(blocks: Sequence[Sequence[float]], resamples: int = RESAMPLES, confidence: float = 0.95,
-                    seed: int = 1) -> tuple[float, float]:
+def median_interval(
+    blocks: Sequence[Sequence[float]], resamples: int = RESAMPLES, confidence: float = 0.95, seed: int = 1
+) -> tuple[float, float]:
     """Percentile interval of the median of one side's samples under a two-level (block, then sample) bootstrap."""
     blocks = [list(b) for b in blocks if len(b)]
     if not blocks:
@@ -46,8 +48,9 @@ def _not_applicable(reason: str) -> dict[str, Any]:
     return {"applies": False, "reason": reason}
 
 
-def fraction(light: dict[str, Any] | None, candidate_ms: float,
-             candidate_ci_ms: Sequence[float] | None) -> dict[str, Any]:
+def fraction(
+    light: dict[str, Any] | None, candidate_ms: float, candidate_ci_ms: Sequence[float] | None
+) -> dict[str, Any]:
     """The peak-fraction record of one timing document from its speed-of-light record (physics.check)."""
     if not light:
         return _not_applicable("no speed-of-light floor was computed for this run")
@@ -58,14 +61,20 @@ def fraction(light: dict[str, Any] | None, candidate_ms: float,
         return _not_applicable("no candidate time")
     low_ms, high_ms = candidate_ci_ms if candidate_ci_ms else (candidate_ms, candidate_ms)
     bound = "interconnect" if light.get("link_ms", 0) >= light.get("compute_ms", 0) else "compute"
-    return {"applies": True, "value": round(floor_ms / candidate_ms, 6),
-            "ci": [round(floor_ms / high_ms, 6), round(floor_ms / low_ms, 6)],
-            "floor_ms": round(floor_ms, 6), "candidate_ms": round(candidate_ms, 6), "bound": bound,
-            "ceilings": light.get("ceilings")}
+    return {
+        "applies": True,
+        "value": round(floor_ms / candidate_ms, 6),
+        "ci": [round(floor_ms / high_ms, 6), round(floor_ms / low_ms, 6)],
+        "floor_ms": round(floor_ms, 6),
+        "candidate_ms": round(candidate_ms, 6),
+        "bound": bound,
+        "ceilings": light.get("ceilings"),
+    }
 
 
-def for_pair(light: dict[str, Any] | None, cand_blocks: Sequence[Sequence[float]], candidate_ms: float,
-             noise_floor: float) -> tuple[list[Any] | None, dict[str, Any]]:
+def for_pair(
+    light: dict[str, Any] | None, cand_blocks: Sequence[Sequence[float]], candidate_ms: float, noise_floor: float
+) -> tuple[list[Any] | None, dict[str, Any]]:
     """(the candidate median's widened interval in ms, the peak-fraction record) for one pair's timing document.
     The bootstrap runs only where a floor applies (it is the only reader of the interval)."""
     if not (light and light.get("applies")):

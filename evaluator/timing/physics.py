@@ -10,6 +10,7 @@ The catalogue's estimates hold at the default shapes only (M = N = 1024, bfloat1
 floor applies only to problems with a ``speed_of_light`` formula, and it is skipped otherwise. CPU timings are never
 ranked and get no floor (unless ``ceilings`` are given explicitly, which the tests use).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -51,12 +52,20 @@ def floor(problem: Any, M: int, N: int, W: int, dtype: str, ceilings: dict[str, 
     floor_ms = max(link_ms, compute_ms)
     if floor_ms <= 0:
         return {"applies": False, "reason": "the estimate moves no bytes and does no FLOPs"}
-    return {"applies": True, "floor_ms": floor_ms, "link_ms": link_ms, "compute_ms": compute_ms,
-            "bytes_per_rank": moved, "flops_per_rank": flops, "ceilings": ceilings.get("name", "custom")}
+    return {
+        "applies": True,
+        "floor_ms": floor_ms,
+        "link_ms": link_ms,
+        "compute_ms": compute_ms,
+        "bytes_per_rank": moved,
+        "flops_per_rank": flops,
+        "ceilings": ceilings.get("name", "custom"),
+    }
 
 
-def check(problem: Any, M: int, N: int, W: int, dtype: str, candidate_ms: float,
-          ceilings: dict[str, Any] | None) -> dict[str, Any]:
+def check(
+    problem: Any, M: int, N: int, W: int, dtype: str, candidate_ms: float, ceilings: dict[str, Any] | None
+) -> dict[str, Any]:
     """``floor`` plus ``violated``: the candidate's median time is below the least possible time."""
     out = floor(problem, M, N, W, dtype, ceilings)
     out["violated"] = bool(out["applies"] and candidate_ms < out["floor_ms"])

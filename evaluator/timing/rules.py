@@ -1,6 +1,7 @@
 """The timing rules, judge side: from both sides' timed blocks to the timing document (speedup, interval, flags):
 the noise floors, the spun blocks' cross-check and the probe check. They gather evidence; "faster" and "ranked" are
 decided from it in verdict.py alone. Constants in calibration.py."""
+
 from __future__ import annotations
 
 import statistics
@@ -42,25 +43,53 @@ def noise_floor(device: str, host_bound: bool) -> float:
     return max(PROCESS_NOISE_FLOOR[device], HOST_BOUND_NOISE_FLOOR if host_bound else 0.0)
 
 
-def _timing_document(ref_blocks: Blocks, cand_blocks: Blocks, walls: Walls, cfg: Config, prob: Any = None,
-                     environment: dict[str, Any] | None = None,
-                     calls: int | None = None, host_bound: dict[str, Any] | None = None,
-                     spin_ms: float = 0.0, probe: dict[str, Any] | None = None,
-                     spins_ms: list[float] | None = None,
-                     reference_spin_short: list[float] | None = None) -> dict[str, Any]:
+def _timing_document(
+    ref_blocks: Blocks,
+    cand_blocks: Blocks,
+    walls: Walls,
+    cfg: Config,
+    prob: Any = None,
+    environment: dict[str, Any] | None = None,
+    calls: int | None = None,
+    host_bound: dict[str, Any] | None = None,
+    spin_ms: float = 0.0,
+    probe: dict[str, Any] | None = None,
+    spins_ms: list[float] | None = None,
+    reference_spin_short: list[float] | None = None,
+) -> dict[str, Any]:
     """One pair's timing document read alone, decided (verdict.decide) with the pair's own flags. The judge builds the
     evidence with pair_evidence and decides once, when the evaluation ends, with every flag of the result."""
-    doc = pair_evidence(ref_blocks, cand_blocks, walls, cfg, prob, environment, calls, host_bound, spin_ms, probe,
-                        spins_ms, reference_spin_short)
+    doc = pair_evidence(
+        ref_blocks,
+        cand_blocks,
+        walls,
+        cfg,
+        prob,
+        environment,
+        calls,
+        host_bound,
+        spin_ms,
+        probe,
+        spins_ms,
+        reference_spin_short,
+    )
     return verdict.decide(doc, doc["_flags"], cfg.device)
 
 
-def pair_evidence(ref_blocks: Blocks, cand_blocks: Blocks, walls: Walls, cfg: Config, prob: Any = None,
-                  environment: dict[str, Any] | None = None,
-                  calls: int | None = None, host_bound: dict[str, Any] | None = None,
-                  spin_ms: float = 0.0, probe: dict[str, Any] | None = None,
-                  spins_ms: list[float] | None = None,
-                  reference_spin_short: list[float] | None = None) -> dict[str, Any]:
+def pair_evidence(
+    ref_blocks: Blocks,
+    cand_blocks: Blocks,
+    walls: Walls,
+    cfg: Config,
+    prob: Any = None,
+    environment: dict[str, Any] | None = None,
+    calls: int | None = None,
+    host_bound: dict[str, Any] | None = None,
+    spin_ms: float = 0.0,
+    probe: dict[str, Any] | None = None,
+    spins_ms: list[float] | None = None,
+    reference_spin_short: list[float] | None = None,
+) -> dict[str, Any]:
     """One pair's timing document with no verdict yet: speedup, widened interval, the cross-check and speed-of-light
     flags (``_flags``), the reference's spun-short blocks; ``faster`` and ``ranked`` come from verdict.decide."""
     ref_all = [x for block in ref_blocks for x in block]
@@ -90,27 +119,36 @@ def pair_evidence(ref_blocks: Blocks, cand_blocks: Blocks, walls: Walls, cfg: Co
     # only make it look slower), and it is tied to no interval width, so "faster" is withheld outright (verdict.py).
     short_blocks = blocks_spun_short(reference_spin_short)
     doc = {
-        "reference_ms": round(ref_ms, 6), "candidate_ms": round(cand_ms, 6),
+        "reference_ms": round(ref_ms, 6),
+        "candidate_ms": round(cand_ms, 6),
         "speedup": round(ref_ms / cand_ms, 4) if cand_ms > 0 else None,
-        "speedup_ci": [round(low, 4), round(high, 4)], verdict.LOW_KEY: low,
+        "speedup_ci": [round(low, 4), round(high, 4)],
+        verdict.LOW_KEY: low,
         "reference_blocks_spun_short": short_blocks,
-        "bootstrap_ci": [round(raw_low, 4), round(raw_high, 4)], "process_noise_floor": floor,
-        "host_bound": is_host_bound, "host_bound_share": {"reference": host_bound.get("ref"),
-                                                          "candidate": host_bound.get("cand")},
-        "samples": len(cand_all), "reference_samples": len(ref_all), "blocks": len(ref_blocks),
+        "bootstrap_ci": [round(raw_low, 4), round(raw_high, 4)],
+        "process_noise_floor": floor,
+        "host_bound": is_host_bound,
+        "host_bound_share": {"reference": host_bound.get("ref"), "candidate": host_bound.get("cand")},
+        "samples": len(cand_all),
+        "reference_samples": len(ref_all),
+        "blocks": len(ref_blocks),
         "method": "cuda_events" if cfg.device == "cuda" else "wall_clock",
-        "crosscheck": crosscheck, "speed_of_light": light, "_flags": flags,
+        "crosscheck": crosscheck,
+        "speed_of_light": light,
+        "_flags": flags,
     }
     # Peak fraction (timing/peak.py): the floor over the candidate's median, with the median's widened interval.
     from evaluator.timing import peak
+
     doc["candidate_ci_ms"], doc["peak_fraction"] = peak.for_pair(light, cand_blocks, cand_ms, floor)
     if probe and probe["ref"] and probe["cand"]:
         _add_probe(doc, ref_blocks, cand_blocks, probe, cfg)
     return doc
 
 
-def _add_probe(doc: dict[str, Any], ref_blocks: Blocks, cand_blocks: Blocks, probe: dict[str, Any],
-               cfg: Config) -> None:
+def _add_probe(
+    doc: dict[str, Any], ref_blocks: Blocks, cand_blocks: Blocks, probe: dict[str, Any], cfg: Config
+) -> None:
     """Add the probe blocks' check (_probe_check) to a pair's timing document; a suspect probe flags it as the
     cross-check of the spun blocks does (so verdict.decide makes it not faster, not ranked)."""
     crosscheck = doc["crosscheck"]
@@ -129,8 +167,11 @@ def _claimed_ms(blocks: Blocks) -> float:
 
 def probe_noise_ms(ref_walls: list[float], calls: int, device: str) -> float:
     """The probe check's noise allowance per call, from the reference's probe walls per call (one per block)."""
-    return max(PROBE_FLOOR_MS[device], PROBE_RANGE_FACTOR * (max(ref_walls) - min(ref_walls)),
-               PROBE_BLOCK_MS[device] / max(1, calls))
+    return max(
+        PROBE_FLOOR_MS[device],
+        PROBE_RANGE_FACTOR * (max(ref_walls) - min(ref_walls)),
+        PROBE_BLOCK_MS[device] / max(1, calls),
+    )
 
 
 def _could_be_faster(doc: dict[str, Any], cfg: Config) -> bool:
@@ -166,16 +207,26 @@ def _probe_check(ref_blocks: Blocks, cand_blocks: Blocks, probe: dict[str, Any],
     share = PROBE_SHARE * max(0.0, cand_wall - harness_ms)
     noise = probe_noise_ms(probe["walls"]["ref"], probe.get("calls") or 1, cfg.device)
     allowance = max(noise, share)
-    return {"reference_wall_per_call_ms": round(ref_wall, 4), "candidate_wall_per_call_ms": round(cand_wall, 4),
-            "reference_claim_ms": round(ref_claim, 4), "candidate_claim_ms": round(cand_claim, 4),
-            "reference_reported_ms": round(ref_reported, 4),
-            "candidate_reported_ms": round(statistics.median([statistics.median(b) for b in probe["cand"]]), 4),
-            "excess_ms": round(excess, 4), "allowance_ms": round(allowance, 4), "noise_ms": round(noise, 4),
-            "share_ms": round(share, 4),
-            "calls": probe.get("calls"), "blocks": len(probe["walls"]["cand"]), "suspect": bool(excess > allowance),
-            # each probe block's wall per call (the noise the allowance is set from, for re-judging stored runs)
-            "walls_ms": {"reference": [round(w, 4) for w in probe["walls"]["ref"]],
-                         "candidate": [round(w, 4) for w in probe["walls"]["cand"]]}}
+    return {
+        "reference_wall_per_call_ms": round(ref_wall, 4),
+        "candidate_wall_per_call_ms": round(cand_wall, 4),
+        "reference_claim_ms": round(ref_claim, 4),
+        "candidate_claim_ms": round(cand_claim, 4),
+        "reference_reported_ms": round(ref_reported, 4),
+        "candidate_reported_ms": round(statistics.median([statistics.median(b) for b in probe["cand"]]), 4),
+        "excess_ms": round(excess, 4),
+        "allowance_ms": round(allowance, 4),
+        "noise_ms": round(noise, 4),
+        "share_ms": round(share, 4),
+        "calls": probe.get("calls"),
+        "blocks": len(probe["walls"]["cand"]),
+        "suspect": bool(excess > allowance),
+        # each probe block's wall per call (the noise the allowance is set from, for re-judging stored runs)
+        "walls_ms": {
+            "reference": [round(w, 4) for w in probe["walls"]["ref"]],
+            "candidate": [round(w, 4) for w in probe["walls"]["cand"]],
+        },
+    }
 
 
 def crosscheck_noise_ms(ref_walls: list[float], spins_ms: list[float] | None = None) -> float:
@@ -186,8 +237,15 @@ def crosscheck_noise_ms(ref_walls: list[float], spins_ms: list[float] | None = N
     return CROSSCHECK_RANGE_FACTOR * (max(own) - min(own)) if len(own) > 1 else 0.0
 
 
-def _crosscheck(ref_blocks: Blocks, cand_blocks: Blocks, walls: Walls, cfg: Config, calls: int | None = None,
-                spin_ms: float = 0.0, spins_ms: list[float] | None = None) -> dict[str, Any]:
+def _crosscheck(
+    ref_blocks: Blocks,
+    cand_blocks: Blocks,
+    walls: Walls,
+    cfg: Config,
+    calls: int | None = None,
+    spin_ms: float = 0.0,
+    spins_ms: list[float] | None = None,
+) -> dict[str, Any]:
     """Compare what each side reported with the judge's own clock around each block.
 
     The per-call wall time seen here minus the reported time is the harness overhead (barrier, sync, pipes, building
@@ -213,18 +271,32 @@ def _crosscheck(ref_blocks: Blocks, cand_blocks: Blocks, walls: Walls, cfg: Conf
     # its inputs, replies: noisy on a loaded CPU host), a quarter of the candidate's own per-call wall time less the
     # judge's spin, and the reference's own spread (trusted: a candidate that varies its blocks cannot widen it).
     noise = crosscheck_noise_ms(walls["ref"][skip:], spins_ms[skip:] if spins_ms else None)
-    allowance = max(CROSSCHECK_FLOOR_MS[cfg.device], CROSSCHECK_BLOCK_MS[cfg.device] / max(1, calls or 1),
-                    CROSSCHECK_SHARE * max(0.0, cand_wall - spin_ms), noise)
+    allowance = max(
+        CROSSCHECK_FLOOR_MS[cfg.device],
+        CROSSCHECK_BLOCK_MS[cfg.device] / max(1, calls or 1),
+        CROSSCHECK_SHARE * max(0.0, cand_wall - spin_ms),
+        noise,
+    )
     unexplained = cand_over - max(ref_over, 0.0)
     suspect = unexplained > allowance
-    return {"reference_wall_per_call_ms": round(ref_wall, 4), "candidate_wall_per_call_ms": round(cand_wall, 4),
-            "reference_overhead_ms": round(ref_over, 4), "candidate_overhead_ms": round(cand_over, 4),
-            "unexplained_ms": round(unexplained, 4), "allowance_ms": round(allowance, 4), "noise_ms": round(noise, 4),
-            "spin_ms": round(spin_ms, 4), "suspect": bool(suspect),
-            # Each block's wall and reported median per call (block 0 included, though not read above): whether an
-            # honest pair's excess sits in one block or in all of them says where to look for its cause.
-            "blocks_ms": {side: {"wall": [round(w, 4) for w in walls[key]],
-                                 "reported": [round(statistics.median(b), 4) for b in blocks]}
-                          for side, key, blocks in (("reference", "ref", ref_blocks),
-                                                    ("candidate", "cand", cand_blocks))},
-            "blocks_spin_ms": [round(x, 4) for x in spins_ms] if spins_ms else None}
+    return {
+        "reference_wall_per_call_ms": round(ref_wall, 4),
+        "candidate_wall_per_call_ms": round(cand_wall, 4),
+        "reference_overhead_ms": round(ref_over, 4),
+        "candidate_overhead_ms": round(cand_over, 4),
+        "unexplained_ms": round(unexplained, 4),
+        "allowance_ms": round(allowance, 4),
+        "noise_ms": round(noise, 4),
+        "spin_ms": round(spin_ms, 4),
+        "suspect": bool(suspect),
+        # Each block's wall and reported median per call (block 0 included, though not read above): whether an
+        # honest pair's excess sits in one block or in all of them says where to look for its cause.
+        "blocks_ms": {
+            side: {
+                "wall": [round(w, 4) for w in walls[key]],
+                "reported": [round(statistics.median(b), 4) for b in blocks],
+            }
+            for side, key, blocks in (("reference", "ref", ref_blocks), ("candidate", "cand", cand_blocks))
+        },
+        "blocks_spin_ms": [round(x, 4) for x in spins_ms] if spins_ms else None,
+    }

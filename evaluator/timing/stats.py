@@ -4,6 +4,7 @@ Samples arrive in blocks: reference block b and candidate block b were timed bac
 the machine (clocks, thermals, neighbours) moves both. The bootstrap resamples block pairs, then iterations within
 each chosen block, so the interval carries both the between-block and the within-block variation.
 """
+
 from __future__ import annotations
 
 import random
@@ -19,8 +20,13 @@ def speedup(reference: Sequence[float], candidate: Sequence[float]) -> float:
     return median(reference) / median(candidate)
 
 
-def bootstrap_speedup_ci(ref_blocks: Sequence[Sequence[float]], cand_blocks: Sequence[Sequence[float]],
-                         resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+def bootstrap_speedup_ci(
+    ref_blocks: Sequence[Sequence[float]],
+    cand_blocks: Sequence[Sequence[float]],
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile interval of median(ref)/median(cand) under a two-level (block, then sample) bootstrap."""
     if len(ref_blocks) != len(cand_blocks) or not ref_blocks:
         raise ValueError("need the same positive number of reference and candidate blocks")

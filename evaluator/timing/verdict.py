@@ -14,6 +14,7 @@ The rule:
 - ``ranked``: timed on a GPU (CPU timings are wall clock on a shared host) and the record carries no flag.
 Torch-free, standard library only.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -1,4 +1,5 @@
 """Admin of the accounts app."""
+
 from __future__ import annotations
 
 from django.contrib import admin

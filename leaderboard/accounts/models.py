@@ -1,4 +1,5 @@
 """Who submits: submitters, their API tokens and the quota charges of their evaluations."""
+
 from __future__ import annotations
 
 import hashlib
@@ -74,7 +75,9 @@ class QuotaCharge(models.Model):
 
     submitter = models.ForeignKey(Submitter, on_delete=models.CASCADE, related_name="charges")
     # SET_NULL: deleting an unpublished submission must not hand its evaluations back to the quota.
-    job = models.ForeignKey("jobs.EvaluationJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="charges")
+    job = models.ForeignKey(
+        "jobs.EvaluationJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="charges"
+    )
     run = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(default=timezone.now)
     refunded_at = models.DateTimeField(null=True, blank=True)

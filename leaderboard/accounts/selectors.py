@@ -1,4 +1,5 @@
 """Reads of accounts: a user's tokens and how much of their quota is used."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -31,14 +32,22 @@ def quota_status(submitter) -> dict:
     now = timezone.now()
     usage = quota_usage(submitter, now)
     limits = submitter.limits()
-    oldest = (QuotaCharge.objects.filter(submitter=submitter, refunded_at__isnull=True,
-                                         created_at__gt=now - timedelta(days=1))
-              .order_by("created_at").values_list("created_at", flat=True).first())
-    return {"usage": usage, "limits": limits,
-            "daily_left": max(0, limits["daily"] - usage["daily"]),
-            "concurrent_left": max(0, limits["concurrent"] - usage["concurrent"]),
-            "total_left": max(0, limits["total"] - usage["total"]),
-            "next_daily_slot": oldest + timedelta(days=1) if oldest and usage["daily"] >= limits["daily"] else None}
+    oldest = (
+        QuotaCharge.objects.filter(
+            submitter=submitter, refunded_at__isnull=True, created_at__gt=now - timedelta(days=1)
+        )
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    return {
+        "usage": usage,
+        "limits": limits,
+        "daily_left": max(0, limits["daily"] - usage["daily"]),
+        "concurrent_left": max(0, limits["concurrent"] - usage["concurrent"]),
+        "total_left": max(0, limits["total"] - usage["total"]),
+        "next_daily_slot": oldest + timedelta(days=1) if oldest and usage["daily"] >= limits["daily"] else None,
+    }
 
 
 def quota_usage(submitter, now=None) -> dict:

@@ -1,4 +1,5 @@
 """Writes of accounts: submitters, API tokens, and the evaluation quota (reserved under the submitter's row lock)."""
+
 from __future__ import annotations
 
 import secrets
@@ -35,9 +36,14 @@ def token_create(submitter: Submitter, name: str, scopes: list[str], days: int =
         raise ValueError("a token lives 1 to 366 days")
     prefix = secrets.token_hex(4)
     raw = f"pkb_{prefix}_{secrets.token_urlsafe(32)}"
-    token = ApiToken.objects.create(submitter=submitter, name=name[:100] or "token", prefix=prefix,
-                                    digest=ApiToken.hash(raw), scopes=sorted(set(scopes)),
-                                    expires_at=timezone.now() + timedelta(days=days))
+    token = ApiToken.objects.create(
+        submitter=submitter,
+        name=name[:100] or "token",
+        prefix=prefix,
+        digest=ApiToken.hash(raw),
+        scopes=sorted(set(scopes)),
+        expires_at=timezone.now() + timedelta(days=days),
+    )
     return token, raw
 
 
@@ -76,23 +82,36 @@ def quota_reserve(submitter: Submitter, units: int, now=None) -> None:
         raise QuotaExceeded(
             f"this upload needs {units} evaluations and {usage['concurrent']} of yours are queued or running; "
             f"at most {limits['concurrent']} may wait at once. Next free slot: when "
-            f"{usage['concurrent'] + units - limits['concurrent']} of them finish.")
+            f"{usage['concurrent'] + units - limits['concurrent']} of them finish."
+        )
     if usage["daily"] + units > limits["daily"]:
-        free_at = _daily_free_at(submitter, usage["daily"] + units - limits["daily"], now) \
-            if units <= limits["daily"] else None
+        free_at = (
+            _daily_free_at(submitter, usage["daily"] + units - limits["daily"], now)
+            if units <= limits["daily"]
+            else None
+        )
         when = f"next free slot at {free_at:%Y-%m-%d %H:%M} UTC" if free_at else "it exceeds your daily limit"
-        raise QuotaExceeded(f"this upload needs {units} evaluations; {usage['daily']} of your {limits['daily']} "
-                            f"per 24 hours are used ({when}).", free_at)
+        raise QuotaExceeded(
+            f"this upload needs {units} evaluations; {usage['daily']} of your {limits['daily']} "
+            f"per 24 hours are used ({when}).",
+            free_at,
+        )
     if usage["total"] + units > limits["total"]:
-        raise QuotaExceeded(f"this upload needs {units} evaluations; {usage['total']} of your {limits['total']} in "
-                            f"total are used. Ask the staff for more.")
+        raise QuotaExceeded(
+            f"this upload needs {units} evaluations; {usage['total']} of your {limits['total']} in "
+            f"total are used. Ask the staff for more."
+        )
 
 
 def _daily_free_at(submitter: Submitter, excess: int, now):
     """When ``excess`` charges of the rolling 24-hour window will have left it."""
-    times = list(QuotaCharge.objects.filter(submitter=submitter, refunded_at__isnull=True,
-                                            created_at__gt=now - timedelta(days=1))
-                 .order_by("created_at").values_list("created_at", flat=True)[:excess])
+    times = list(
+        QuotaCharge.objects.filter(
+            submitter=submitter, refunded_at__isnull=True, created_at__gt=now - timedelta(days=1)
+        )
+        .order_by("created_at")
+        .values_list("created_at", flat=True)[:excess]
+    )
     return times[-1] + timedelta(days=1) if len(times) == excess else None
 
 

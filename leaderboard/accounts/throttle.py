@@ -1,6 +1,7 @@
 """Throttling of what can be guessed or flooded: the login form (django-axes counts the failures; this module says
 when a locked-out client may retry), sign-up, and refused API tokens (a sliding window per client address in the
 ThrottleEvent table). docs/site.md, "Throttling", lists the limits and their settings."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,9 +50,13 @@ def _report_unbelieved_proxy(peer: str) -> None:
     if _unbelieved_proxy_reported or not (address.is_loopback or address.is_private):
         return
     _unbelieved_proxy_reported = True
-    log.error("a request forwarded by %s (X-Forwarded-For set) while PKB_TRUSTED_PROXIES=0: if a proxy stands in "
-              "front of this process, every client counts as %s and one client's wrong passwords lock out all "
-              "(docs/site.md, Throttling)", peer, peer)
+    log.error(
+        "a request forwarded by %s (X-Forwarded-For set) while PKB_TRUSTED_PROXIES=0: if a proxy stands in "
+        "front of this process, every client counts as %s and one client's wrong passwords lock out all "
+        "(docs/site.md, Throttling)",
+        peer,
+        peer,
+    )
 
 
 def require_stated_proxies() -> None:
@@ -67,7 +72,8 @@ def require_stated_proxies() -> None:
         "PKB_TRUSTED_PROXIES is not set: say how many proxies stand between the clients and this process (1 behind "
         "nginx or any one TLS proxy, 0 when clients connect to it directly). The log-in lock-out counts failures per "
         "client address: set too low, every client counts as the proxy's one address and one client's wrong "
-        "passwords lock everyone out; set too high, clients choose their own address. docs/site.md, Throttling.")
+        "passwords lock everyone out; set too high, clients choose their own address. docs/site.md, Throttling."
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,8 +94,11 @@ def token_limit() -> Limit:
 def retry_at(limit: Limit, key: str, now: datetime | None = None) -> datetime | None:
     """When the client may try again, if it has spent the window's allowance; None while it may go on."""
     now = now or timezone.now()
-    recent = list(ThrottleEvent.objects.filter(scope=limit.scope, key=key, created_at__gt=now - limit.window)
-                  .order_by("-created_at").values_list("created_at", flat=True)[:limit.count])
+    recent = list(
+        ThrottleEvent.objects.filter(scope=limit.scope, key=key, created_at__gt=now - limit.window)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)[: limit.count]
+    )
     if len(recent) < limit.count:
         return None
     # The allowance frees when the oldest of the last ``count`` events leaves the window.
@@ -106,11 +115,11 @@ def record(limit: Limit, key: str, now: datetime | None = None) -> None:
 def refusal(request, until: datetime, what: str):
     """429 with Retry-After and a sentence saying when: JSON under /api/, a page elsewhere."""
     seconds = max(1, int((until - timezone.now()).total_seconds()) + 1)
-    message = (f"Too many {what} from your address. Try again after {until:%Y-%m-%d %H:%M:%S} UTC "
-               f"(in {_duration(seconds)}).")
+    message = (
+        f"Too many {what} from your address. Try again after {until:%Y-%m-%d %H:%M:%S} UTC (in {_duration(seconds)})."
+    )
     if request.path.startswith("/api/") or "application/json" in request.META.get("HTTP_ACCEPT", ""):
-        response = JsonResponse({"detail": message, "retry_after": seconds, "retry_at": until.isoformat()},
-                                status=429)
+        response = JsonResponse({"detail": message, "retry_after": seconds, "retry_at": until.isoformat()}, status=429)
     else:
         response = render(request, "registration/throttled.html", {"message": message, "until": until}, status=429)
     response["Retry-After"] = str(seconds)
@@ -130,7 +139,11 @@ def lockout_response(request, original_response=None, credentials=None):
     from axes.models import AccessAttempt
 
     ip = getattr(request, "axes_ip_address", None) or client_ip(request)
-    last = (AccessAttempt.objects.filter(ip_address=ip).order_by("-attempt_time")
-            .values_list("attempt_time", flat=True).first())
+    last = (
+        AccessAttempt.objects.filter(ip_address=ip)
+        .order_by("-attempt_time")
+        .values_list("attempt_time", flat=True)
+        .first()
+    )
     until = (last or timezone.now()) + settings.AXES_COOLOFF_TIME
     return refusal(request, until, "failed log-ins")

@@ -1,4 +1,5 @@
 """Bearer tokens for the API and the ``pkb submit`` client: ``Authorization: Bearer pkb_<prefix>_<secret>``."""
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,10 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         until = throttle.retry_at(limit, ip)
         if until is not None:
             wait = max(1, int((until - timezone.now()).total_seconds()) + 1)
-            raise exceptions.Throttled(wait=wait, detail=f"Too many refused tokens from your address. Try again "
-                                                         f"after {until:%Y-%m-%d %H:%M:%S} UTC.")
+            raise exceptions.Throttled(
+                wait=wait,
+                detail=f"Too many refused tokens from your address. Try again after {until:%Y-%m-%d %H:%M:%S} UTC.",
+            )
         # The shape accounts_services.token_create makes; anything else (a NUL byte, which PostgreSQL refuses in a query,
         # a megabyte of text) is refused before the lookup.
         token = accounts_services.token_authenticate(parts[1]) if TOKEN_SHAPE.fullmatch(parts[1]) else None

@@ -11,6 +11,7 @@ leaderboard/urls.py.
     GET  /api/v1/feedback/seeds/<problem>/      the published public seeds of a problem (no auth)
     GET  /api/v1/feedback/quota/                your feedback quota
 """
+
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
@@ -35,10 +36,15 @@ from leaderboard.validators import MAX_ID
 
 class RunRequest(serializers.Serializer):
     session = AsciiIntegerField(min_value=1, max_value=MAX_ID, help_text="an open feedback session of yours")
-    problem = serializers.RegexField(rf"^(?:{ProblemKeyConverter.regex})\Z", max_length=90,
-                                     help_text="id (1) or PKB stem (1_allreduce)")
-    code = serializers.CharField(required=False, trim_whitespace=False, max_length=4 * 1024 * 1024,
-                                 help_text="the candidate's source (or send it as 'file')")
+    problem = serializers.RegexField(
+        rf"^(?:{ProblemKeyConverter.regex})\Z", max_length=90, help_text="id (1) or PKB stem (1_allreduce)"
+    )
+    code = serializers.CharField(
+        required=False,
+        trim_whitespace=False,
+        max_length=4 * 1024 * 1024,
+        help_text="the candidate's source (or send it as 'file')",
+    )
     file = serializers.FileField(required=False, help_text="multipart: the candidate .py file")
     filename = Text(200, required=False, allow_blank=True)
     M = AsciiIntegerField(required=False, min_value=1, max_value=2**31 - 1)
@@ -46,8 +52,9 @@ class RunRequest(serializers.Serializer):
 
 
 class SessionRequest(serializers.Serializer):
-    profile = serializers.SlugField(required=False, max_length=50, allow_blank=True,
-                                    help_text="hardware profile slug (default: the site's default)")
+    profile = serializers.SlugField(
+        required=False, max_length=50, allow_blank=True, help_text="hardware profile slug (default: the site's default)"
+    )
     label = Text(200, required=False, allow_blank=True)
 
 
@@ -63,8 +70,10 @@ class FeedbackRunCreate(APIView):
     permission_classes = [scoped("submit")]
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
-    @extend_schema(request={"application/json": RunRequest, "multipart/form-data": RunRequest},
-                   responses={202: OBJECT, 400: OBJECT, 429: OBJECT})
+    @extend_schema(
+        request={"application/json": RunRequest, "multipart/form-data": RunRequest},
+        responses={202: OBJECT, 400: OBJECT, 429: OBJECT},
+    )
     def post(self, request):
         checked = RunRequest(data=request.data)
         checked.is_valid(raise_exception=True)
@@ -76,11 +85,17 @@ class FeedbackRunCreate(APIView):
         else:
             code, filename = data.get("code"), data.get("filename") or ""
         if code in (None, ""):
-            return Response({"detail": "send the candidate as 'code' or as a 'file'",
-                             "errors": [{"field": "code", "message": "missing"}]}, status=400)
+            return Response(
+                {
+                    "detail": "send the candidate as 'code' or as a 'file'",
+                    "errors": [{"field": "code", "message": "missing"}],
+                },
+                status=400,
+            )
         submitter = accounts_services.submitter_for(request.user)
-        run = services.run_create(submitter, data.get("session"), data.get("problem"), code, filename,
-                                  data.get("M"), data.get("N"))
+        run = services.run_create(
+            submitter, data.get("session"), data.get("problem"), code, filename, data.get("M"), data.get("N")
+        )
         return Response(selectors.run_dict(run, request), status=status.HTTP_202_ACCEPTED)
 
 
@@ -99,7 +114,9 @@ class SessionList(APIView):
         return [scoped("submit")()] if self.request.method == "POST" else [scoped("read")()]
 
     # Its own operationId: drf-spectacular named this list and SessionDetail's read alike (issue 35, defect 10).
-    @extend_schema(operation_id="feedback_sessions_list", responses={200: {"type": "array", "items": {"type": "object"}}})
+    @extend_schema(
+        operation_id="feedback_sessions_list", responses={200: {"type": "array", "items": {"type": "object"}}}
+    )
     def get(self, request):
         return Response(selectors.sessions_dicts(selectors.sessions_of(request.user)))
 
@@ -108,8 +125,9 @@ class SessionList(APIView):
         checked = SessionRequest(data=request.data)
         checked.is_valid(raise_exception=True)
         submitter = accounts_services.submitter_for(request.user)
-        session = services.session_open(submitter, checked.validated_data.get("profile"),
-                                        checked.validated_data.get("label", ""))
+        session = services.session_open(
+            submitter, checked.validated_data.get("profile"), checked.validated_data.get("label", "")
+        )
         return Response(selectors.session_dict(session), status=status.HTTP_201_CREATED)
 
 
@@ -151,9 +169,15 @@ class PublicSeeds(APIView):
     @extend_schema(responses=OBJECT)
     def get(self, request, key):
         problem = catalogue_selectors.problem_get(key)
-        return Response({"problem": problem.stem, "problem_id": problem.id, "seeds": seeds.public_seeds(problem.id),
-                         "rule": "a run with T trials uses the first T seeds, then the last one (the re-check after "
-                                 "timing); reproduce with: pkb eval PROBLEM FILE --trials T --seeds <those T + 1>"})
+        return Response(
+            {
+                "problem": problem.stem,
+                "problem_id": problem.id,
+                "seeds": seeds.public_seeds(problem.id),
+                "rule": "a run with T trials uses the first T seeds, then the last one (the re-check after "
+                "timing); reproduce with: pkb eval PROBLEM FILE --trials T --seeds <those T + 1>",
+            }
+        )
 
 
 class Quota(APIView):

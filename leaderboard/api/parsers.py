@@ -1,5 +1,6 @@
 """DRF's JSON parser, but JSON nested deeper than Python's recursion limit is a 400 like any other bad JSON (json
 raises RecursionError, which DRF does not catch)."""
+
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser as DrfJSONParser
 

@@ -1,5 +1,6 @@
 """``GET /api/v1/``: every endpoint of the API, read from the URL configuration itself (the API's own routes and the
 feedback loop's), so a new endpoint is listed the day it is routed (tests/site/views/test_site_pages.py)."""
+
 from __future__ import annotations
 
 import re
@@ -32,9 +33,11 @@ def _routes(patterns, prefix: str = "/"):
 
 def endpoints() -> dict[str, str]:
     """{name: path template} of every named API route (``api-submission-status`` -> ``submission_status``)."""
-    return {name.removeprefix("api-").replace("-", "_"): _template(route)
-            for route, name in _routes(get_resolver().url_patterns)
-            if name and name.startswith("api-") and name != "api-root"}
+    return {
+        name.removeprefix("api-").replace("-", "_"): _template(route)
+        for route, name in _routes(get_resolver().url_patterns)
+        if name and name.startswith("api-") and name != "api-root"
+    }
 
 
 class ApiRoot(APIView):

@@ -1,6 +1,7 @@
 """drf-spectacular's post-processing: the refusals every operation may answer, declared in the schema (each one the
 api/errors.py shape, ``Error``), so that a client generated from the schema knows them and the suite's check of every
 response against the served schema (tests/site/api/schema_check.py) holds for refusals as well as successes."""
+
 from __future__ import annotations
 
 # Why each may come from any operation: the token is read (401) and the rate limits counted (429) on every request;
@@ -18,10 +19,15 @@ REFUSALS = {
     "415": "the body's media type is not one this operation reads",
     "429": "a quota or the rate limit is spent (next_free_at: when a slot frees, where known)",
 }
-ERROR = {"type": "object", "required": ["detail"], "properties": {
-    "detail": {"type": "string"},
-    "errors": {"description": "per field (a dict) or per file (a list), where given"},
-    "next_free_at": {"type": "string", "format": "date-time", "nullable": True}}}
+ERROR = {
+    "type": "object",
+    "required": ["detail"],
+    "properties": {
+        "detail": {"type": "string"},
+        "errors": {"description": "per field (a dict) or per file (a list), where given"},
+        "next_free_at": {"type": "string", "format": "date-time", "nullable": True},
+    },
+}
 
 
 def declare_refusals(result, generator, request, public):

@@ -24,7 +24,7 @@ class AsciiIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-def Text(max_length: int, **kwargs) -> serializers.CharField:  # noqa: N802 - reads like a field class
+def Text(max_length: int, **kwargs) -> serializers.CharField:
     """One line of text: bounded, no control characters (DRF's CharField already refuses NUL)."""
     return serializers.CharField(max_length=max_length, validators=[no_control_characters], **kwargs)
 
@@ -43,8 +43,20 @@ class LeaderboardQuery(serializers.Serializer):
 class ProfileSerializer(serializers.ModelSerializer):
     class Meta:
         model = HardwareProfile
-        fields = ["slug", "name", "gpu_type", "device", "world_size", "ranked", "multicast_allowed", "trials",
-                  "timing_pairs", "accepting", "description", "shared_device"]
+        fields = [
+            "slug",
+            "name",
+            "gpu_type",
+            "device",
+            "world_size",
+            "ranked",
+            "multicast_allowed",
+            "trials",
+            "timing_pairs",
+            "accepting",
+            "description",
+            "shared_device",
+        ]
 
 
 class ProblemSerializer(serializers.ModelSerializer):
@@ -57,17 +69,51 @@ class ProblemSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Problem
-        fields = ["id", "stem", "title", "category", "parallelism", "world_size_rule", "signature", "timed_arg",
-                  "implemented", "bytes_per_rank", "flops_per_rank", "tried", "solved", "faster_count",
-                  "solve_rate", "best", "best_peak"]
+        fields = [
+            "id",
+            "stem",
+            "title",
+            "category",
+            "parallelism",
+            "world_size_rule",
+            "signature",
+            "timed_arg",
+            "implemented",
+            "bytes_per_rank",
+            "flops_per_rank",
+            "tried",
+            "solved",
+            "faster_count",
+            "solve_rate",
+            "best",
+            "best_peak",
+        ]
 
 
 class ProblemDetailSerializer(serializers.ModelSerializer):
     class Meta:
         model = Problem
-        fields = ["id", "stem", "title", "category", "parallelism", "origin", "world_size_rule", "signature",
-                  "timed_arg", "output", "collectives", "implemented", "atol", "rtol", "docstring",
-                  "reference_source", "light", "bytes_per_rank", "flops_per_rank"]
+        fields = [
+            "id",
+            "stem",
+            "title",
+            "category",
+            "parallelism",
+            "origin",
+            "world_size_rule",
+            "signature",
+            "timed_arg",
+            "output",
+            "collectives",
+            "implemented",
+            "atol",
+            "rtol",
+            "docstring",
+            "reference_source",
+            "light",
+            "bytes_per_rank",
+            "flops_per_rank",
+        ]
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
@@ -94,10 +140,32 @@ class SubmissionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Submission
-        fields = ["id", "url", "submitter", "profile", "label", "model_name", "agent", "agent_version", "backend",
-                  "protocol", "attempts_k", "selection_rule", "reported_tokens", "reported_dollars",
-                  "feedback_runs", "cost_unit", "rank_seconds", "gpu_seconds", "visibility", "verified", "flagged",
-                  "flag_reason", "created_at", "published_at"]
+        fields = [
+            "id",
+            "url",
+            "submitter",
+            "profile",
+            "label",
+            "model_name",
+            "agent",
+            "agent_version",
+            "backend",
+            "protocol",
+            "attempts_k",
+            "selection_rule",
+            "reported_tokens",
+            "reported_dollars",
+            "feedback_runs",
+            "cost_unit",
+            "rank_seconds",
+            "gpu_seconds",
+            "visibility",
+            "verified",
+            "flagged",
+            "flag_reason",
+            "created_at",
+            "published_at",
+        ]
 
 
 class EntrySerializer(serializers.ModelSerializer):
@@ -106,37 +174,80 @@ class EntrySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = LeaderboardEntry
-        fields = ["rank", "submission", "protocol", "backend", "attempts_k", "ranked", "correct", "faster",
-                  "fast_1_0", "fast_1_5", "fast_2_0", "geomean_speedup", "geomean_peak_fraction", "peak_problems",
-                  "audit", "audited_results", "judged", "pending", "flagged_results"]
+        fields = [
+            "rank",
+            "submission",
+            "protocol",
+            "backend",
+            "attempts_k",
+            "ranked",
+            "correct",
+            "faster",
+            "fast_1_0",
+            "fast_1_5",
+            "fast_2_0",
+            "geomean_speedup",
+            "geomean_peak_fraction",
+            "peak_problems",
+            "audit",
+            "audited_results",
+            "judged",
+            "pending",
+            "flagged_results",
+        ]
 
 
 def entry_row(row: dict, submission_url) -> dict:
     """EntrySerializer's output built from a leaderboard row (scoring/selectors.py, leaderboard_slice): DRF serializers,
     and model instances, are too slow for hundreds of rows per request. ``submission_url(pk)``: a submission's page."""
+
     def sub(field):
         return row["submission__" + field]
 
-    cost = costs.Cost(device=sub("profile__device"), rank_seconds=sub("gpu_seconds") or 0.0,
-                      feedback_runs=sub("feedback_runs"))
+    cost = costs.Cost(
+        device=sub("profile__device"), rank_seconds=sub("gpu_seconds") or 0.0, feedback_runs=sub("feedback_runs")
+    )
     return {
-        "rank": row["rank"], "protocol": row["protocol"], "backend": row["backend"], "attempts_k": row["attempts_k"],
-        "ranked": row["ranked"], "correct": row["correct"], "faster": row["faster"], "fast_1_0": row["fast_1_0"],
-        "fast_1_5": row["fast_1_5"], "fast_2_0": row["fast_2_0"], "geomean_speedup": row["geomean_speedup"],
-        "geomean_peak_fraction": row["geomean_peak_fraction"], "peak_problems": row["peak_problems"],
-        "audit": row["audit"], "audited_results": row["audited_results"],
-        "judged": row["judged"], "pending": row["pending"], "flagged_results": row["flagged_results"],
+        "rank": row["rank"],
+        "protocol": row["protocol"],
+        "backend": row["backend"],
+        "attempts_k": row["attempts_k"],
+        "ranked": row["ranked"],
+        "correct": row["correct"],
+        "faster": row["faster"],
+        "fast_1_0": row["fast_1_0"],
+        "fast_1_5": row["fast_1_5"],
+        "fast_2_0": row["fast_2_0"],
+        "geomean_speedup": row["geomean_speedup"],
+        "geomean_peak_fraction": row["geomean_peak_fraction"],
+        "peak_problems": row["peak_problems"],
+        "audit": row["audit"],
+        "audited_results": row["audited_results"],
+        "judged": row["judged"],
+        "pending": row["pending"],
+        "flagged_results": row["flagged_results"],
         "submission": {
-            "id": row["submission_id"], "url": submission_url(row["submission_id"]),
+            "id": row["submission_id"],
+            "url": submission_url(row["submission_id"]),
             "submitter": sub("submitter__display_name") or sub("submitter__user__username"),
-            "profile": sub("profile__slug"), "label": sub("label"), "model_name": sub("model_name"),
-            "agent": sub("agent"), "agent_version": sub("agent_version"), "backend": sub("backend"),
-            "protocol": sub("protocol"), "attempts_k": sub("attempts_k"), "selection_rule": sub("selection_rule"),
+            "profile": sub("profile__slug"),
+            "label": sub("label"),
+            "model_name": sub("model_name"),
+            "agent": sub("agent"),
+            "agent_version": sub("agent_version"),
+            "backend": sub("backend"),
+            "protocol": sub("protocol"),
+            "attempts_k": sub("attempts_k"),
+            "selection_rule": sub("selection_rule"),
             "reported_tokens": sub("reported_tokens"),
             "reported_dollars": None if sub("reported_dollars") is None else str(sub("reported_dollars")),
-            **costs.cost_fields(cost), "visibility": sub("visibility"),
-            "verified": sub("verified"), "flagged": sub("flagged"), "flag_reason": sub("flag_reason"),
-            "created_at": sub("created_at"), "published_at": sub("published_at"),
+            **costs.cost_fields(cost),
+            "visibility": sub("visibility"),
+            "verified": sub("verified"),
+            "flagged": sub("flagged"),
+            "flag_reason": sub("flag_reason"),
+            "created_at": sub("created_at"),
+            "published_at": sub("published_at"),
         },
     }
 
@@ -147,19 +258,43 @@ class ScoreSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ProblemScore
-        fields = ["submission", "problem", "protocol", "status", "attempt", "correct", "faster", "flagged",
-                  "speedup", "speedup_lo", "speedup_hi", "peak_fraction", "peak_fraction_lo", "peak_fraction_hi",
-                  "peak_note", "audit", "attempts_correct", "attempts_total"]
+        fields = [
+            "submission",
+            "problem",
+            "protocol",
+            "status",
+            "attempt",
+            "correct",
+            "faster",
+            "flagged",
+            "speedup",
+            "speedup_lo",
+            "speedup_hi",
+            "peak_fraction",
+            "peak_fraction_lo",
+            "peak_fraction_hi",
+            "peak_note",
+            "audit",
+            "attempts_correct",
+            "attempts_total",
+        ]
 
 
 class UploadSerializer(serializers.Serializer):
     """Multipart fields of POST /api/v1/submissions/ (metadata may also come from submission.json)."""
 
     archive = serializers.FileField(required=False, help_text=".zip, .tar, .tar.gz or .tgz in PKB layout")
-    files = serializers.ListField(child=serializers.FileField(), required=False,
-                                  help_text="the files of a directory; give their relative paths in 'paths'")
-    paths = serializers.CharField(required=False, max_length=1_000_000, validators=[check_paths],
-                                  help_text="JSON list of relative paths, one per file")
+    files = serializers.ListField(
+        child=serializers.FileField(),
+        required=False,
+        help_text="the files of a directory; give their relative paths in 'paths'",
+    )
+    paths = serializers.CharField(
+        required=False,
+        max_length=1_000_000,
+        validators=[check_paths],
+        help_text="JSON list of relative paths, one per file",
+    )
     model = Text(200, required=False, allow_blank=True)
     # Aliases (one-shot, agentic...) are resolved by uploads.clean_metadata, which also checks the value.
     protocol = Text(40, required=False, allow_blank=True, help_text="one_shot, best_of_k or agentic_feedback")
@@ -169,8 +304,7 @@ class UploadSerializer(serializers.Serializer):
     agent = Text(200, required=False, allow_blank=True)
     agent_version = Text(100, required=False, allow_blank=True)
     backend = Text(40, required=False, allow_blank=True)
-    selection = Text(40, required=False, allow_blank=True,
-                     help_text="first, last, best_measured or self_selected")
+    selection = Text(40, required=False, allow_blank=True, help_text="first, last, best_measured or self_selected")
     tokens = AsciiIntegerField(required=False, min_value=0, max_value=2**53)
     dollars = serializers.DecimalField(required=False, max_digits=12, decimal_places=2, min_value=0)
     label = Text(200, required=False, allow_blank=True)
@@ -195,6 +329,7 @@ class RefusedSerializer(serializers.Serializer):
 
 
 # --- response shapes of the views that build plain dicts (so the OpenAPI schema describes them) --------------------
+
 
 class QuotaCountsSerializer(serializers.Serializer):
     daily = serializers.IntegerField()
@@ -228,8 +363,9 @@ class JobCountsSerializer(serializers.Serializer):
     running = serializers.IntegerField()
     done = serializers.IntegerField()
     failed = serializers.IntegerField()
-    building = serializers.IntegerField(help_text="of the queued and running ones, those in the build stage (compiling "
-                                                  "on CPU cores, no GPU held yet)")
+    building = serializers.IntegerField(
+        help_text="of the queued and running ones, those in the build stage (compiling on CPU cores, no GPU held yet)"
+    )
 
 
 class StatusEntrySerializer(serializers.Serializer):
@@ -278,8 +414,9 @@ class TranscriptRefSerializer(serializers.Serializer):
 
 class AuditSerializer(serializers.Serializer):
     submission = serializers.IntegerField(source="submission_id")
-    problem = serializers.IntegerField(source="problem_id", allow_null=True,
-                                       help_text="null: the audit reads the whole submission")
+    problem = serializers.IntegerField(
+        source="problem_id", allow_null=True, help_text="null: the audit reads the whole submission"
+    )
     problem_stem = serializers.SerializerMethodField()
     result = serializers.IntegerField(source="result_id", allow_null=True)
     verdict = serializers.ChoiceField(choices=["clean", "reward_hack", "rubric_leak", "interesting"])
@@ -300,6 +437,7 @@ class AuditQuery(serializers.Serializer):
 
 
 # --- the responses the views build from several reads (declared here so that the schema is the API) --------------
+
 
 class ErrorSerializer(serializers.Serializer):
     """Every refusal: 400 (a bad parameter or upload), 401 (no or a bad token), 403 (not yours, or a token without

@@ -1,4 +1,5 @@
 """REST API v1: the same selectors and services as the pages."""
+
 from __future__ import annotations
 
 from django.urls import reverse
@@ -21,8 +22,21 @@ from leaderboard.submissions import upload_handlers
 
 PROFILE = OpenApiParameter("profile", str, description="hardware profile slug (default: the site's default)")
 PROTOCOL = OpenApiParameter("protocol", str, enum=["one_shot", "best_of_k", "agentic_feedback"])
-METADATA = ("model", "protocol", "attempts", "profile", "agent", "agent_version", "backend", "selection", "tokens",
-            "dollars", "label", "notes", "feedback_for")
+METADATA = (
+    "model",
+    "protocol",
+    "attempts",
+    "profile",
+    "agent",
+    "agent_version",
+    "backend",
+    "selection",
+    "tokens",
+    "dollars",
+    "label",
+    "notes",
+    "feedback_for",
+)
 
 
 class ProfileList(APIView):
@@ -46,23 +60,37 @@ class ProblemList(APIView):
 class ProblemDetail(APIView):
     permission_classes = [AllowAny]
 
-    @extend_schema(parameters=[PROFILE, PROTOCOL, OpenApiParameter("page", int)],
-                   responses=s.ProblemDetailResponseSerializer)
+    @extend_schema(
+        parameters=[PROFILE, PROTOCOL, OpenApiParameter("page", int)], responses=s.ProblemDetailResponseSerializer
+    )
     def get(self, request, key):
         problem = catalogue_selectors.problem_get(key)
         profile = catalogue_selectors.profile_get(request.query_params.get("profile"))
         filters = scoring_selectors.Filters.from_query(request.query_params)
         data = scoring_selectors.problem_scores(problem, profile, filters.protocol, filters.page)
-        return Response({"problem": s.ProblemDetailSerializer(problem).data, "profile": profile.slug,
-                         "scores": s.ScoreSerializer(data["rows"], many=True).data, "more": data["more"]})
+        return Response(
+            {
+                "problem": s.ProblemDetailSerializer(problem).data,
+                "profile": profile.slug,
+                "scores": s.ScoreSerializer(data["rows"], many=True).data,
+                "more": data["more"],
+            }
+        )
 
 
 class Leaderboard(APIView):
     permission_classes = [AllowAny]
 
-    @extend_schema(parameters=[PROTOCOL, OpenApiParameter("backend", str), OpenApiParameter("k", int),
-                               OpenApiParameter("sort", str, enum=list(scoring_selectors.SORTS)), s.LeaderboardQuery],
-                   responses={200: s.LeaderboardResponseSerializer, 404: s.ErrorSerializer})
+    @extend_schema(
+        parameters=[
+            PROTOCOL,
+            OpenApiParameter("backend", str),
+            OpenApiParameter("k", int),
+            OpenApiParameter("sort", str, enum=list(scoring_selectors.SORTS)),
+            s.LeaderboardQuery,
+        ],
+        responses={200: s.LeaderboardResponseSerializer, 404: s.ErrorSerializer},
+    )
     def get(self, request, slug):
         profile = catalogue_selectors.profile_get(slug)
         filters = scoring_selectors.Filters.from_query(request.query_params)
@@ -73,11 +101,17 @@ class Leaderboard(APIView):
         head, _, tail = reverse("submission", args=[1]).rpartition("/1/")
         url = lambda pk: f"{head}/{pk}/{tail}"  # noqa: E731
         sections = []
-        for protocol in ([filters.protocol] if filters.protocol else scoring_selectors.PROTOCOL_ORDER):
+        for protocol in [filters.protocol] if filters.protocol else scoring_selectors.PROTOCOL_ORDER:
             filters.protocol = protocol
             rows = scoring_selectors.leaderboard_rows(profile, filters, offset, limit + 1)
-            sections.append({"protocol": protocol, "offset": offset, "more": len(rows) > limit,
-                             "entries": [s.entry_row(row, url) for row in rows[:limit]]})
+            sections.append(
+                {
+                    "protocol": protocol,
+                    "offset": offset,
+                    "more": len(rows) > limit,
+                    "entries": [s.entry_row(row, url) for row in rows[:limit]],
+                }
+            )
         return Response({"profile": profile.slug, "ranked_profile": profile.ranked, "sections": sections})
 
 
@@ -91,16 +125,19 @@ class SubmissionList(APIView):
     def get(self, request):
         return Response(s.SubmissionSerializer(submissions_selectors.submissions_of(request.user), many=True).data)
 
-    @extend_schema(request={"multipart/form-data": s.UploadSerializer},
-                   responses={201: s.SubmissionCreatedSerializer, 400: s.RefusedSerializer, 429: s.ErrorSerializer})
+    @extend_schema(
+        request={"multipart/form-data": s.UploadSerializer},
+        responses={201: s.SubmissionCreatedSerializer, 400: s.RefusedSerializer, 429: s.ErrorSerializer},
+    )
     def post(self, request):
         upload = s.UploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
         submitter = accounts_services.submitter_for(request.user)
         fields = {key: value for key, value in upload.validated_data.items() if key in METADATA}
         # Refusals (UploadRejected: 400, nothing stored; QuotaExceeded: 429) are answered by api/errors.py.
-        submission = submissions_services.submission_create(submitter, fields,
-                                                            upload_handlers.request_files(request.FILES, request.data))
+        submission = submissions_services.submission_create(
+            submitter, fields, upload_handlers.request_files(request.FILES, request.data)
+        )
         if upload.validated_data["publish"]:
             submissions_services.submission_publish(submission, request.user)
             submission.refresh_from_db()
@@ -127,14 +164,23 @@ class SubmissionDetail(APIView):
         # Whether the caller may publish, withdraw or delete it (its owner, or staff): pkb publish asks this first.
         data["editable"] = bool(submission.is_owner(request.user) or request.user.is_staff)
         data["status"] = scoring_selectors.submission_status(submission)
-        data["scores"] = s.ScoreSerializer(submission.scores.exclude(status="missing").order_by("problem_id"),
-                                           many=True).data
+        data["scores"] = s.ScoreSerializer(
+            submission.scores.exclude(status="missing").order_by("problem_id"), many=True
+        ).data
         data["transcripts"] = [  # owner-only until published, like code (transcripts_of gives none otherwise)
-            {"id": t["id"], "filename": t["filename"], "problem_id": t["problem_id"], "attempt": t["attempt"],
-             "steps": t["steps"], "url": request.build_absolute_uri(reverse("transcript", args=[t["id"]]))}
-            for t in submissions_selectors.transcripts_of(submission, request.user)]
-        data["audits"] = s.AuditSerializer(scoring_selectors.audits_visible(request.user, submission.pk),
-                                           many=True).data
+            {
+                "id": t["id"],
+                "filename": t["filename"],
+                "problem_id": t["problem_id"],
+                "attempt": t["attempt"],
+                "steps": t["steps"],
+                "url": request.build_absolute_uri(reverse("transcript", args=[t["id"]])),
+            }
+            for t in submissions_selectors.transcripts_of(submission, request.user)
+        ]
+        data["audits"] = s.AuditSerializer(
+            scoring_selectors.audits_visible(request.user, submission.pk), many=True
+        ).data
         return Response(data)
 
 
@@ -149,6 +195,7 @@ class SubmissionStatus(APIView):
 class _VisibilityChange(APIView):
     """A POST that changes the visibility of one of your submissions with ``change`` (a service; its NotAllowed is
     answered 403 by api/errors.py)."""
+
     permission_classes = [scoped("submit")]
     change = None
 
@@ -161,11 +208,13 @@ class _VisibilityChange(APIView):
 
 class SubmissionPublish(_VisibilityChange):
     """List a submission of yours on the leaderboard (its code and logs become public)."""
+
     change = staticmethod(lambda submission, user: submissions_services.submission_publish(submission, user))
 
 
 class SubmissionWithdraw(_VisibilityChange):
     """Take a published submission of yours off every leaderboard and export (its results stay yours)."""
+
     change = staticmethod(lambda submission, user: submissions_services.submission_withdraw(submission, user))
 
 
@@ -177,8 +226,9 @@ class SubmissionRerun(APIView):
         submission = submissions_selectors.submission_get(pk, request.user)
         only = s.RerunQuery(data=request.query_params)
         only.is_valid(raise_exception=True)
-        count = submissions_services.submission_rerun(submission, request.user,
-                                                      only_failed=only.validated_data.get("only") == "failed")
+        count = submissions_services.submission_rerun(
+            submission, request.user, only_failed=only.validated_data.get("only") == "failed"
+        )
         return Response({"queued": count})
 
 
@@ -195,6 +245,7 @@ class Me(APIView):
 class AuditList(APIView):
     """Staff audits of listed submissions' results (and of whole submissions), newest first: clean, reward hack (out
     of ranking, as a flag), rubric leak, interesting; ?submission= narrows to one."""
+
     permission_classes = [AllowAny]
 
     @extend_schema(parameters=[s.AuditQuery], responses=s.AuditSerializer(many=True))

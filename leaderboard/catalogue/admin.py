@@ -1,4 +1,5 @@
 """Admin of the catalogue app."""
+
 from __future__ import annotations
 
 from django.contrib import admin

@@ -1,6 +1,7 @@
 """Path converters: a path segment that is not a well-formed id or problem key never reaches a view (404 from the
 resolver), so no view parses one by hand. Ids are ASCII digits of at most 18 (inside PostgreSQL's bigint);
 Django's <int:> takes any length, and '²' passes str.isdigit() but not int()."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """The catalogue: the 87 problems and the hardware profiles jobs run on (tables keep their leaderboard_ names)."""
+
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
@@ -56,14 +57,19 @@ class HardwareProfile(models.Model):
     ranked = models.BooleanField(default=True, help_text="timings from this profile may rank")
     multicast_allowed = models.BooleanField(default=False)
     nvlink = models.BooleanField(
-        default=False, help_text="its GPUs must be linked by NVLink: a worker whose GPUs are not refuses to start")
+        default=False, help_text="its GPUs must be linked by NVLink: a worker whose GPUs are not refuses to start"
+    )
     shared_device = models.BooleanField(
-        default=False, help_text="every rank on one GPU (pkb eval --shared-device): correctness only, never timed or "
-                                 "ranked; a worker pinned to one GPU serves it")
+        default=False,
+        help_text="every rank on one GPU (pkb eval --shared-device): correctness only, never timed or "
+        "ranked; a worker pinned to one GPU serves it",
+    )
     trials = models.PositiveSmallIntegerField(default=5)
     timing_pairs = models.PositiveSmallIntegerField(
-        default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_PAIRS)],
-        help_text="time each job in this many fresh process pairs (pkb eval --pairs; evaluator/timing/pairs.py)")
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_PAIRS)],
+        help_text="time each job in this many fresh process pairs (pkb eval --pairs; evaluator/timing/pairs.py)",
+    )
     accepting = models.BooleanField(default=True, help_text="open for new submissions")
     description = models.TextField(blank=True)
 

@@ -1,4 +1,5 @@
 """Reads of the catalogue: profiles and problems by the keys URLs carry."""
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,9 @@ def problem_get(key: str) -> Problem:
     text = str(key)
     if not PROBLEM_KEY.fullmatch(text):  # what leaderboard.catalogue.converters.ProblemKeyConverter takes
         raise Http404(f"no problem {text[:100]!r}")
-    problem = (Problem.objects.filter(pk=int(text)).first() if text.isdigit()
-               else Problem.objects.filter(stem=text).first())
+    problem = (
+        Problem.objects.filter(pk=int(text)).first() if text.isdigit() else Problem.objects.filter(stem=text).first()
+    )
     if problem is None:
         raise Http404(f"no problem {key!r}")
     return problem

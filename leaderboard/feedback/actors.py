@@ -6,15 +6,15 @@ The message carries only the run id; the runner claims the FeedbackRun row by co
 messages are harmless (the same rules as leaderboard jobs). ``leaderboard.feedback.worker`` is the module to name on
 the dramatiq command line: it also starts the feedback reaper beside the worker.
 """
+
 from __future__ import annotations
 
 import logging
 
+import dramatiq
+
 from leaderboard import worker as bootstrap  # noqa: F401  (sets Django up when the dramatiq CLI imports this first)
-
-import dramatiq  # noqa: E402
-
-from leaderboard.jobs.broker import FEEDBACK_ACTOR_NAME as ACTOR_NAME  # noqa: E402
+from leaderboard.jobs.broker import FEEDBACK_ACTOR_NAME as ACTOR_NAME
 
 log = logging.getLogger("leaderboard.feedback")
 
@@ -25,4 +25,3 @@ def feedback_run(run_id: int) -> None:
 
     outcome = run_feedback(int(run_id))
     log.info("feedback run %s: %s", run_id, outcome)
-

@@ -1,4 +1,5 @@
 """Staff: feedback sessions and runs are read-only records; per-user feedback quotas are editable."""
+
 from django.contrib import admin
 
 from leaderboard.feedback.models import FeedbackQuota, FeedbackRun, FeedbackSession
@@ -14,8 +15,19 @@ class FeedbackSessionAdmin(admin.ModelAdmin):
 
 @admin.register(FeedbackRun)
 class FeedbackRunAdmin(admin.ModelAdmin):
-    list_display = ["id", "kind", "submitter", "profile", "problem", "status", "verdict", "wall_ms", "gpu_ms",
-                    "refunded_at", "created_at"]
+    list_display = [
+        "id",
+        "kind",
+        "submitter",
+        "profile",
+        "problem",
+        "status",
+        "verdict",
+        "wall_ms",
+        "gpu_ms",
+        "refunded_at",
+        "created_at",
+    ]
     list_filter = ["kind", "status", "profile"]
     search_fields = ["submitter__user__username", "problem__stem"]
     exclude = ["trace_gz"]

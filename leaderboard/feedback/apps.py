@@ -13,8 +13,10 @@ class FeedbackConfig(AppConfig):
         # Registers the feedback actor on the configured broker (django_dramatiq set it up before this app), so an
         # in-process worker (``runserver_with_worker --queues cpu-gloo,feedback-cpu-gloo``) can run feedback runs.
         # ... and its feedback runs: the jobs app releases every registered lease of a dead worker.
-        from leaderboard.feedback import actors  # noqa: F401
-        from leaderboard.feedback import services
+        from leaderboard.feedback import (
+            actors,  # noqa: F401
+            services,
+        )
         from leaderboard.jobs import lease
 
         lease.register(services.LEASE, services.runs_reap)

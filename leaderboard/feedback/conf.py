@@ -8,6 +8,7 @@ settings under the same name (the tests do that).
 | PKB_FEEDBACK_TIMEOUT_SECONDS | 1800 | hard limit of one feedback judge run |
 | PKB_FEEDBACK_MAX_ATTEMPTS | 3 | claims per run (platform failures are retried, then refunded) |
 """
+
 from __future__ import annotations
 
 from django.conf import settings

@@ -5,6 +5,7 @@ leaderboard job: no EvaluationJob, Result or score row is ever made from it. Met
 that sums are exact: ``wall_ms`` is the judge's own wall time (``wall_s`` of its document) and ``gpu_ms`` is
 W x ``wall_ms`` on GPU profiles and 0 on CPU profiles.
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -23,8 +24,9 @@ class FeedbackSession(models.Model):
     label = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     closed_at = models.DateTimeField(null=True, blank=True)
-    submission = models.ForeignKey("submissions.Submission", null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="feedback_sessions")
+    submission = models.ForeignKey(
+        "submissions.Submission", null=True, blank=True, on_delete=models.SET_NULL, related_name="feedback_sessions"
+    )
     linked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -51,10 +53,15 @@ class FeedbackRun(LeasedWork):
     KINDS = [(FEEDBACK, "feedback"), (PROFILE, "profile")]
 
     kind = models.CharField(max_length=10, choices=KINDS, default=FEEDBACK)
-    session = models.ForeignKey(FeedbackSession, null=True, blank=True, on_delete=models.CASCADE,
-                                related_name="runs")
-    candidate = models.ForeignKey("submissions.Candidate", null=True, blank=True, on_delete=models.CASCADE,
-                                  related_name="profile_runs", help_text="profile runs: the file profiled")
+    session = models.ForeignKey(FeedbackSession, null=True, blank=True, on_delete=models.CASCADE, related_name="runs")
+    candidate = models.ForeignKey(
+        "submissions.Candidate",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="profile_runs",
+        help_text="profile runs: the file profiled",
+    )
     submitter = models.ForeignKey("accounts.Submitter", on_delete=models.CASCADE, related_name="feedback_runs")
     profile = models.ForeignKey("catalogue.HardwareProfile", on_delete=models.PROTECT, related_name="+")
     problem = models.ForeignKey("catalogue.Problem", on_delete=models.PROTECT, related_name="+")

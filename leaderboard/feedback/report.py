@@ -19,6 +19,7 @@ at the HBM rate (4.3 TB/s), for reference. "n/a" on CPU profiles (no peak rates)
 estimate does not hold (a shape other than the catalogue defaults M = N = 1024, bf16, W = 8 for problems without a
 formula). Reference logs are never included.
 """
+
 from __future__ import annotations
 
 from evaluator import schema
@@ -26,8 +27,12 @@ from evaluator.schema import feedback_text
 
 # The text renderers and the ceilings are the contract's (evaluator/feedback_text.py), so the site's run page and
 # ``pkb feedback`` agree.
-text, withheld_line, crosscheck_line, first_line = (feedback_text.text, feedback_text.withheld_line,
-                                                    feedback_text.crosscheck_line, feedback_text.first_line)
+text, withheld_line, crosscheck_line, first_line = (
+    feedback_text.text,
+    feedback_text.withheld_line,
+    feedback_text.crosscheck_line,
+    feedback_text.first_line,
+)
 HBM_BYTES_PER_S = feedback_text.H200_CEILINGS["hbm_bytes_per_s"]
 CEILINGS_TEXT = feedback_text.ceilings_text()
 LOG_FIELDS = ("rank", "exit_code", "stdout", "stderr")
@@ -43,16 +48,22 @@ def build(document: dict, wall_ms: int, gpu_ms: int, seeds: list[int]) -> dict:
         "mismatch": mismatch(document),
         "timing": timing_summary(timing),
         "speed_of_light": speed_of_light(document),
-        "problem": document.get("problem"), "world_size": document.get("world_size"),
-        "device": document.get("device"), "shape": document.get("shape"), "seeds": list(seeds),
+        "problem": document.get("problem"),
+        "world_size": document.get("world_size"),
+        "device": document.get("device"),
+        "shape": document.get("shape"),
+        "seeds": list(seeds),
         "environment": {k: v for k, v in (document.get("environment") or {}).items() if k != "sandbox"},
         "metering": {"wall_s": wall_ms / 1000, "gpu_seconds": gpu_ms / 1000},
     }
 
 
 def compile_log(document: dict) -> dict:
-    ranks = [{k: log.get(k) for k in LOG_FIELDS} for log in document.get("logs") or []
-             if isinstance(log, dict) and log.get("role") == "candidate"]
+    ranks = [
+        {k: log.get(k) for k in LOG_FIELDS}
+        for log in document.get("logs") or []
+        if isinstance(log, dict) and log.get("role") == "candidate"
+    ]
     return {"message": document.get("message", "") if document.get("verdict") != schema.CORRECT else "", "ranks": ranks}
 
 
@@ -61,10 +72,19 @@ def mismatch(document: dict) -> dict | None:
     for trial in document.get("trials") or []:
         if trial.get("verdict") == schema.CORRECT:
             continue
-        ranks = [{k: r.get(k) for k in ("rank", "ok", "where", "max_abs_error", "max_rel_error",
-                                         "first_mismatch_index", "message")} for r in trial.get("ranks") or []]
-        out = {"trial": trial.get("trial"), "seed": trial.get("seed"), "ranks": ranks,
-               "failing_ranks": [r["rank"] for r in ranks if not r.get("ok")]}
+        ranks = [
+            {
+                k: r.get(k)
+                for k in ("rank", "ok", "where", "max_abs_error", "max_rel_error", "first_mismatch_index", "message")
+            }
+            for r in trial.get("ranks") or []
+        ]
+        out = {
+            "trial": trial.get("trial"),
+            "seed": trial.get("seed"),
+            "ranks": ranks,
+            "failing_ranks": [r["rank"] for r in ranks if not r.get("ok")],
+        }
         for key in ("after_timing", "hidden_shape", "world_size"):
             if key in trial:
                 out[key] = trial[key]
@@ -85,10 +105,12 @@ def timing_summary(timing: dict | None) -> dict | None:
     # 4b): an agent whose honest kernel is flagged needs to know whether its time outside the window or its cost at
     # zero spin (slow launches read like work hidden beside the spin) is what to reduce.
     probe = check.get("probe")
-    out["crosscheck"] = {"unexplained_ms": check.get("unexplained_ms"), "allowance_ms": check.get("allowance_ms"),
-                         "probe": {k: probe.get(k) for k in ("excess_ms", "allowance_ms", "suspect")}
-                         if probe else None,
-                         "probe_pooled": (timing.get("pairs") or {}).get("probe")}
+    out["crosscheck"] = {
+        "unexplained_ms": check.get("unexplained_ms"),
+        "allowance_ms": check.get("allowance_ms"),
+        "probe": {k: probe.get(k) for k in ("excess_ms", "allowance_ms", "suspect")} if probe else None,
+        "probe_pooled": (timing.get("pairs") or {}).get("probe"),
+    }
     out["faster_withheld"] = withheld_line(timing) or None
     return out
 
@@ -108,9 +130,15 @@ def speed_of_light(document: dict) -> dict:
         return out
     candidate_ms = timing.get("candidate_ms") or 0
     moved = float(light.get("bytes_per_rank") or 0)
-    out.update(reason="", floor_ms=light.get("floor_ms"), link_ms=light.get("link_ms"),
-               compute_ms=light.get("compute_ms"), hbm_ms=round(moved / HBM_BYTES_PER_S * 1e3, 6),
-               bytes_per_rank=light.get("bytes_per_rank"), flops_per_rank=light.get("flops_per_rank"))
+    out.update(
+        reason="",
+        floor_ms=light.get("floor_ms"),
+        link_ms=light.get("link_ms"),
+        compute_ms=light.get("compute_ms"),
+        hbm_ms=round(moved / HBM_BYTES_PER_S * 1e3, 6),
+        bytes_per_rank=light.get("bytes_per_rank"),
+        flops_per_rank=light.get("flops_per_rank"),
+    )
     if candidate_ms > 0 and light.get("floor_ms"):
         out["efficiency"] = round(float(light["floor_ms"]) / candidate_ms, 4)
     return out

@@ -2,6 +2,7 @@
 seeds, heartbeat, store the feedback. The same rules as leaderboard/jobs/runner.py (whose judge environment it reuses):
 the candidate's code never enters this process, and a judge that fails is an infra_error, never a verdict.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -34,8 +35,11 @@ def run_feedback(run_id: int, worker: str = judge_process.WORKER_ID) -> str:
             payload["host"] = host_gate.host_record()  # where it ran, as every job's result says (jobs/runner.py)
             trace = _trace(run, workdir)
             stored = services.run_finish(run.pk, worker, payload, trace)
-            return "done" if stored is not None and stored.status == "done" else (
-                "infra_error" if stored is not None else "lease_lost")
+            return (
+                "done"
+                if stored is not None and stored.status == "done"
+                else ("infra_error" if stored is not None else "lease_lost")
+            )
         if outcome == "refused":
             return "refused" if services.run_refused(run.pk, worker, payload) else "lease_lost"
         stored = services.run_infra_error(run.pk, worker, payload)
@@ -49,12 +53,23 @@ def judge_request(run, candidate_path: Path, out_path: Path, profile_dir: Path) 
     if not run.seeds or not all(seeds.is_public(s) for s in run.seeds):
         raise ValueError(f"feedback run {run.pk} has non-public seeds")
     profiled = run.kind == run.PROFILE
-    return JudgeRequest(run.problem.stem, str(candidate_path), world_size=run.world_size, device=run.device,
-                        trials=run.trials, seeds=tuple(run.seeds), M=run.M, N=run.N, json_out=str(out_path),
-                        reduced=run.device == "cpu", multicast_allowed=run.profile.multicast_allowed,
-                        timing=not profiled and not run.profile.shared_device,
-                        shared_device=run.profile.shared_device, profile_dir=str(profile_dir) if profiled else None,
-                        sandbox_required=not settings.PKB_SANDBOX_OFF)  # as every job: the whole sandbox or no run
+    return JudgeRequest(
+        run.problem.stem,
+        str(candidate_path),
+        world_size=run.world_size,
+        device=run.device,
+        trials=run.trials,
+        seeds=tuple(run.seeds),
+        M=run.M,
+        N=run.N,
+        json_out=str(out_path),
+        reduced=run.device == "cpu",
+        multicast_allowed=run.profile.multicast_allowed,
+        timing=not profiled and not run.profile.shared_device,
+        shared_device=run.profile.shared_device,
+        profile_dir=str(profile_dir) if profiled else None,
+        sandbox_required=not settings.PKB_SANDBOX_OFF,
+    )  # as every job: the whole sandbox or no run
 
 
 def judge_command(run, candidate_path: Path, out_path: Path, profile_dir: Path) -> list[str]:
@@ -68,8 +83,13 @@ def _judge(run, workdir: Path, worker: str) -> tuple[str, object]:
     out = workdir / "result.json"
     request = judge_request(run, path, out, workdir / "profile")
     started = time.monotonic()
-    outcome, returncode = judge_service.launch(request, workdir, lambda: services.run_heartbeat(run.pk, worker),
-                                               started + conf.get("PKB_FEEDBACK_TIMEOUT_SECONDS"), f"feedback run {run.pk}")
+    outcome, returncode = judge_service.launch(
+        request,
+        workdir,
+        lambda: services.run_heartbeat(run.pk, worker),
+        started + conf.get("PKB_FEEDBACK_TIMEOUT_SECONDS"),
+        f"feedback run {run.pk}",
+    )
     tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
     if outcome == "lease_lost":
         return "infra", "lease lost while judging"

@@ -10,11 +10,13 @@ passes explicit seeds, so the two sets are disjoint by construction, not by luck
 The seeds above are those of the correctness trials (what a mismatch report names). Seeds the judge draws beyond them
 (timed blocks, hidden checks) are its own business (evaluator/judge/evaluation.py); none of them is ever a published one.
 """
+
 from __future__ import annotations
 
 import hashlib
 
 from evaluator.schema import PUBLIC_SEED_BIT
+
 COUNT = 8  # per problem: up to 7 trials and the re-check after timing
 NAMESPACE = "pkb-arena/feedback/public-seeds/v1"
 

@@ -5,6 +5,7 @@ truth, a broker message (the run id only, on ``feedback-<profile>``) only wakes 
 compare-and-swap and renews a lease, a run the platform failed is retried and finally refunded. The feedback quota
 is reserved under the submitter's row lock, in the transaction that inserts the run.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,8 +32,14 @@ from leaderboard.submissions.uploads import AGENTIC
 
 log = logging.getLogger("leaderboard.feedback")
 QUEUED, RUNNING, DONE, FAILED = FeedbackRun.QUEUED, FeedbackRun.RUNNING, FeedbackRun.DONE, FeedbackRun.FAILED
-LEASE = Lease(FeedbackRun, FEEDBACK_ACTOR_NAME, lambda profile: queue_for(profile.slug), "feedback run",
-              claim_related=("problem", "profile"), logger=log)
+LEASE = Lease(
+    FeedbackRun,
+    FEEDBACK_ACTOR_NAME,
+    lambda profile: queue_for(profile.slug),
+    "feedback run",
+    claim_related=("problem", "profile"),
+    logger=log,
+)
 MAX_SIDE = 65536
 
 
@@ -50,6 +57,7 @@ class FeedbackQuotaExceeded(QuotaExceeded):
 
 
 # --- sessions --------------------------------------------------------------------------------------------------------
+
 
 def session_open(submitter: Submitter, profile_slug: str | None, label: str = "") -> FeedbackSession:
     profile = HardwareProfile.objects.filter(slug=profile_slug or settings.PKB_DEFAULT_PROFILE).first()
@@ -76,11 +84,17 @@ def session_link(session: FeedbackSession, submission: Submission, user) -> Feed
     if submission.submitter_id != session.submitter_id:
         raise NotAllowed("a session links only to a submission of the same submitter")
     if submission.protocol != AGENTIC:
-        raise Refused(f"submission #{submission.pk} declares the {submission.protocol} protocol; only agentic "
-                      "submissions link feedback sessions", "submission")
+        raise Refused(
+            f"submission #{submission.pk} declares the {submission.protocol} protocol; only agentic "
+            "submissions link feedback sessions",
+            "submission",
+        )
     if submission.profile_id != session.profile_id:
-        raise Refused(f"session {session.pk} ran on {session.profile.slug}, submission #{submission.pk} on "
-                      f"{submission.profile.slug}", "submission")
+        raise Refused(
+            f"session {session.pk} ran on {session.profile.slug}, submission #{submission.pk} on "
+            f"{submission.profile.slug}",
+            "submission",
+        )
     with transaction.atomic():
         locked = FeedbackSession.objects.select_for_update().get(pk=session.pk)
         if locked.submission_id is not None:
@@ -88,8 +102,9 @@ def session_link(session: FeedbackSession, submission: Submission, user) -> Feed
                 return locked
             raise Refused(f"session {session.pk} is already linked to submission #{locked.submission_id}", "session")
         now = timezone.now()
-        FeedbackSession.objects.filter(pk=session.pk).update(submission=submission, linked_at=now,
-                                                             closed_at=locked.closed_at or now)
+        FeedbackSession.objects.filter(pk=session.pk).update(
+            submission=submission, linked_at=now, closed_at=locked.closed_at or now
+        )
         feedback_changed.send(FeedbackSession, submission_id=submission.pk)  # its runs count as its feedback now
     session.refresh_from_db()
     return session
@@ -102,19 +117,25 @@ def _owner_only(submitter: Submitter, user) -> None:
 
 # --- quota -----------------------------------------------------------------------------------------------------------
 
+
 def quota_limits(submitter: Submitter) -> dict:
     override = FeedbackQuota.objects.filter(submitter=submitter).first()
     daily = override.daily if override and override.daily is not None else conf.get("PKB_FEEDBACK_QUOTA_DAILY")
-    concurrent = (override.concurrent if override and override.concurrent is not None
-                  else conf.get("PKB_FEEDBACK_QUOTA_CONCURRENT"))
+    concurrent = (
+        override.concurrent
+        if override and override.concurrent is not None
+        else conf.get("PKB_FEEDBACK_QUOTA_CONCURRENT")
+    )
     return {"daily": daily, "concurrent": concurrent}
 
 
 def quota_usage(submitter: Submitter, now=None) -> dict:
     now = now or timezone.now()
     runs = FeedbackRun.objects.filter(submitter=submitter)
-    return {"daily": runs.filter(created_at__gt=now - timedelta(days=1), refunded_at__isnull=True).count(),
-            "concurrent": runs.filter(status__in=(QUEUED, RUNNING)).count()}
+    return {
+        "daily": runs.filter(created_at__gt=now - timedelta(days=1), refunded_at__isnull=True).count(),
+        "concurrent": runs.filter(status__in=(QUEUED, RUNNING)).count(),
+    }
 
 
 def quota_reserve(submitter: Submitter, now) -> None:
@@ -124,16 +145,25 @@ def quota_reserve(submitter: Submitter, now) -> None:
     limits = quota_limits(submitter)
     usage = quota_usage(submitter, now)
     if usage["concurrent"] + 1 > limits["concurrent"]:
-        raise FeedbackQuotaExceeded(f"{usage['concurrent']} of your feedback runs are queued or running; at most "
-                                    f"{limits['concurrent']} at once. Next free slot: when one of them finishes.")
+        raise FeedbackQuotaExceeded(
+            f"{usage['concurrent']} of your feedback runs are queued or running; at most "
+            f"{limits['concurrent']} at once. Next free slot: when one of them finishes."
+        )
     if usage["daily"] + 1 > limits["daily"]:
-        oldest = (FeedbackRun.objects.filter(submitter=submitter, refunded_at__isnull=True,
-                                             created_at__gt=now - timedelta(days=1))
-                  .order_by("created_at").values_list("created_at", flat=True).first())
+        oldest = (
+            FeedbackRun.objects.filter(
+                submitter=submitter, refunded_at__isnull=True, created_at__gt=now - timedelta(days=1)
+            )
+            .order_by("created_at")
+            .values_list("created_at", flat=True)
+            .first()
+        )
         free_at = oldest + timedelta(days=1) if oldest else None
-        raise FeedbackQuotaExceeded(f"{usage['daily']} of your {limits['daily']} feedback runs per 24 hours are used"
-                                    + (f"; next free slot at {free_at:%Y-%m-%d %H:%M} UTC" if free_at else ""),
-                                    free_at)
+        raise FeedbackQuotaExceeded(
+            f"{usage['daily']} of your {limits['daily']} feedback runs per 24 hours are used"
+            + (f"; next free slot at {free_at:%Y-%m-%d %H:%M} UTC" if free_at else ""),
+            free_at,
+        )
 
 
 def quota_status(submitter: Submitter) -> dict:
@@ -142,10 +172,12 @@ def quota_status(submitter: Submitter) -> dict:
 
 # --- runs ------------------------------------------------------------------------------------------------------------
 
+
 def _problem(key) -> Problem:
     text = str(key or "").strip()
-    problem = (Problem.objects.filter(pk=int(text)).first() if text.isdigit()
-               else Problem.objects.filter(stem=text).first())
+    problem = (
+        Problem.objects.filter(pk=int(text)).first() if text.isdigit() else Problem.objects.filter(stem=text).first()
+    )
     if problem is None:
         raise Refused(f"no problem {key!r}", "problem")
     if not problem.implemented:
@@ -186,25 +218,42 @@ def _filename(name: str, problem: Problem) -> str:
     return base[:300]
 
 
-def run_create(submitter: Submitter, session_id, problem_key, code, filename: str = "", M=None,
-               N=None) -> FeedbackRun:
+def run_create(submitter: Submitter, session_id, problem_key, code, filename: str = "", M=None, N=None) -> FeedbackRun:
     """Queue one feedback run in an open session of ``submitter``: quota reserved in the same transaction."""
     problem = _problem(problem_key)
     code, digest = _code(code, filename or "candidate")
     M, N = _side(M, "M"), _side(N, "N")
     with transaction.atomic():
-        session = (FeedbackSession.objects.select_for_update().select_related("profile")
-                   .filter(pk=session_id if str(session_id).isdigit() else -1, submitter=submitter).first())
+        session = (
+            FeedbackSession.objects.select_for_update()
+            .select_related("profile")
+            .filter(pk=session_id if str(session_id).isdigit() else -1, submitter=submitter)
+            .first()
+        )
         if session is None:
             raise Refused(f"session {session_id!r} is not one of yours", "session")
         if not session.is_open:
-            raise Refused(f"session {session.pk} is closed" + (f" (linked to submission #{session.submission_id})"
-                                                                if session.submission_id else ""), "session")
+            raise Refused(
+                f"session {session.pk} is closed"
+                + (f" (linked to submission #{session.submission_id})" if session.submission_id else ""),
+                "session",
+            )
         now = timezone.now()
         quota_reserve(submitter, now)
-        run = _insert(kind=FeedbackRun.FEEDBACK, session=session, submitter=submitter, profile=session.profile,
-                      problem=problem, code=code, sha256=digest, filename=_filename(filename, problem), M=M, N=N,
-                      trials=session.profile.trials, now=now)
+        run = _insert(
+            kind=FeedbackRun.FEEDBACK,
+            session=session,
+            submitter=submitter,
+            profile=session.profile,
+            problem=problem,
+            code=code,
+            sha256=digest,
+            filename=_filename(filename, problem),
+            M=M,
+            N=N,
+            trials=session.profile.trials,
+            now=now,
+        )
     log.info("feedback run %s: %s in session %s on %s", run.pk, problem.stem, session.pk, session.profile.slug)
     return run
 
@@ -219,26 +268,53 @@ def profile_run_create(candidate: Candidate, user) -> FeedbackRun:
     with transaction.atomic():
         now = timezone.now()
         quota_reserve(submission.submitter, now)
-        run = _insert(kind=FeedbackRun.PROFILE, candidate=candidate, submitter=submission.submitter,
-                      profile=submission.profile, problem=candidate.problem, code=candidate.code,
-                      sha256=candidate.sha256, filename=candidate.filename.split("/")[-1], M=1024, N=1024, trials=1,
-                      now=now)
+        run = _insert(
+            kind=FeedbackRun.PROFILE,
+            candidate=candidate,
+            submitter=submission.submitter,
+            profile=submission.profile,
+            problem=candidate.problem,
+            code=candidate.code,
+            sha256=candidate.sha256,
+            filename=candidate.filename.split("/")[-1],
+            M=1024,
+            N=1024,
+            trials=1,
+            now=now,
+        )
     return run
 
 
-def _insert(kind, submitter, profile, problem, code, sha256, filename, M, N, trials, now, session=None,
-            candidate=None) -> FeedbackRun:
+def _insert(
+    kind, submitter, profile, problem, code, sha256, filename, M, N, trials, now, session=None, candidate=None
+) -> FeedbackRun:
     trials = max(1, min(int(trials), seeds.COUNT - 1))
     run = FeedbackRun.objects.create(
-        kind=kind, session=session, candidate=candidate, submitter=submitter, profile=profile, problem=problem,
-        filename=filename, code=code, sha256=sha256, M=M, N=N, world_size=profile.world_size,
-        device=profile.device, trials=trials, seeds=seeds.for_run(problem.id, trials),
-        max_attempts=conf.get("PKB_FEEDBACK_MAX_ATTEMPTS"), enqueued_at=now, created_at=now)
+        kind=kind,
+        session=session,
+        candidate=candidate,
+        submitter=submitter,
+        profile=profile,
+        problem=problem,
+        filename=filename,
+        code=code,
+        sha256=sha256,
+        M=M,
+        N=N,
+        world_size=profile.world_size,
+        device=profile.device,
+        trials=trials,
+        seeds=seeds.for_run(problem.id, trials),
+        max_attempts=conf.get("PKB_FEEDBACK_MAX_ATTEMPTS"),
+        enqueued_at=now,
+        created_at=now,
+    )
     LEASE.send_on_commit(run.pk, queue_for(profile.slug))
     return run
 
 
 # --- lifecycle on workers --------------------------------------------------------------------------------------------
+
 
 def run_claim(run_id: int, worker: str, now=None) -> FeedbackRun | None:
     return LEASE.claim(run_id, worker, now)
@@ -262,10 +338,15 @@ def run_finish(run_id: int, worker: str, document: dict, trace_gz: bytes | None 
         profile = document.get("profile") if isinstance(document.get("profile"), dict) else None
         summary = (profile.get("summary") or {"error": profile.get("error", "no summary")}) if profile else None
         LEASE.done(
-            run, verdict=str(document.get("verdict"))[:20], document=document, wall_ms=wall_ms, gpu_ms=gpu_ms,
+            run,
+            verdict=str(document.get("verdict"))[:20],
+            document=document,
+            wall_ms=wall_ms,
+            gpu_ms=gpu_ms,
             feedback=report.build(document, wall_ms, gpu_ms, run.seeds),
             summary=summary,
-            trace_gz=trace_gz)
+            trace_gz=trace_gz,
+        )
         linked = FeedbackSession.objects.filter(pk=run.session_id).values_list("submission_id", flat=True).first()
         if linked:  # a run queued before its session was linked lands after: the submission's count follows
             feedback_changed.send(FeedbackRun, submission_id=linked)
@@ -291,15 +372,19 @@ def run_infra_error(run_id: int, worker: str, message: str) -> FeedbackRun | Non
 
 def _infra_failure(run: FeedbackRun, message: str) -> FeedbackRun:
     """The platform failed this attempt: never the candidate's verdict, never metered; retried, then refunded."""
-    LEASE.retry_or_fail(run, message, infra_failures=F("infra_failures") + 1,
-                        on_fail={"refunded_at": timezone.now(),
-                                 "feedback": {"error": f"platform failure, not counted: {message}"}})
+    LEASE.retry_or_fail(
+        run,
+        message,
+        infra_failures=F("infra_failures") + 1,
+        on_fail={"refunded_at": timezone.now(), "feedback": {"error": f"platform failure, not counted: {message}"}},
+    )
     run.refresh_from_db()
     return run
 
 
 def runs_reap(now=None, broker_depth=None, resend_all: bool = False) -> dict:
     """Re-queue runs whose worker lost its lease; re-send messages a broker lost (per feedback queue)."""
+
     def lost(run: FeedbackRun, message: str) -> str:
         return "requeued" if _infra_failure(run, message).status == QUEUED else "failed"
 

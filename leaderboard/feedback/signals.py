@@ -5,6 +5,7 @@ never imports them). Sent synchronously, inside the sender's transaction, as the
   a run of a linked session landed): its measured costs follow (leaderboard/scoring/apps.py connects
   leaderboard/scoring/costs.py's refresh).
 """
+
 from django.dispatch import Signal
 
 feedback_changed = Signal()

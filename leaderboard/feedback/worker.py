@@ -4,14 +4,15 @@ profile, and the feedback reaper thread (expired leases re-queued, lost messages
     dramatiq leaderboard.jobs.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8 \
         --processes 1 --threads 1
 """
+
 from __future__ import annotations
 
 import logging
 
+import dramatiq
+
 from leaderboard import worker as bootstrap  # Django, the broker's middleware: one bootstrap for every worker
 from leaderboard.feedback import actors  # noqa: F401  (declares the actor)
-
-import dramatiq  # noqa: E402
 
 log = logging.getLogger("leaderboard.feedback")
 

@@ -7,17 +7,17 @@ one worker bootstrap, leaderboard/worker.py). The message carries only the job i
 claims the EvaluationJob row by compare-and-swap, so duplicate or stale messages are harmless. The worker process
 also runs the reaper thread, so expired leases are re-queued even when no web process is up.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 
+import dramatiq
+
 from leaderboard import worker as bootstrap  # sets Django up when the dramatiq CLI imports this first
-
-import dramatiq  # noqa: E402
-
-from leaderboard.jobs.broker import ACTOR_NAME  # noqa: E402
-from leaderboard.jobs.sandbox_gate import SandboxUnavailableOnHost, check_sandbox  # noqa: E402,F401
+from leaderboard.jobs.broker import ACTOR_NAME
+from leaderboard.jobs.sandbox_gate import SandboxUnavailableOnHost, check_sandbox  # noqa: F401
 
 log = logging.getLogger("leaderboard.jobs.actors")
 

@@ -1,4 +1,5 @@
 """Admin of the jobs app."""
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
@@ -9,8 +10,17 @@ from leaderboard.jobs.models import EvaluationJob, Result
 
 @admin.register(EvaluationJob)
 class EvaluationJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "submission", "candidate", "profile", "status", "run", "attempts", "lease_owner",
-                    "lease_expires_at"]
+    list_display = [
+        "id",
+        "submission",
+        "candidate",
+        "profile",
+        "status",
+        "run",
+        "attempts",
+        "lease_owner",
+        "lease_expires_at",
+    ]
     list_filter = ["status", "profile"]
     raw_id_fields = ["candidate", "submission", "submitter"]
     readonly_fields = [f.name for f in EvaluationJob._meta.fields]

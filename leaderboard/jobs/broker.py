@@ -4,6 +4,7 @@ A GPU worker must hold at most one message: with dramatiq's default prefetch (2 
 in a busy host's buffer while another host idles. ``dramatiq_queue_prefetch=1`` in the environment does the same;
 this middleware makes it hold even when the variable is forgotten.
 """
+
 from __future__ import annotations
 
 import dramatiq

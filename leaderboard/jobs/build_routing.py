@@ -6,6 +6,7 @@ judge start there; the tests use it, with C++ extensions built on CPU), ``off``.
 that names a compile call is sent to the stage; the others are ``skipped`` and go straight to the profile's queue.
 The scan is a shortcut, never a judgement: a build it misses is made in the file's job, as without a stage.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -28,7 +29,6 @@ def build_queue(profile) -> str:
 
 def is_build_queue(name: str) -> bool:
     return name.startswith(BUILD_QUEUE_PREFIX)
-
 
 
 def first_build_status(profile, code: str) -> str:

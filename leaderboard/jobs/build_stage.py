@@ -21,6 +21,7 @@ processes per build, at a lower CPU priority than the judged jobs' ranks. A buil
 and ``manage.py runserver_with_worker`` starts build threads beside its judging worker when the stage applies to its
 profile (:class:`BuildThreads`).
 """
+
 from __future__ import annotations
 
 import json
@@ -31,28 +32,30 @@ import threading
 import time
 from pathlib import Path
 
+import dramatiq
+from django.conf import settings
+from django.db import connection
+from dramatiq.middleware import Middleware
+
+from evaluator.schema import COMPILE_ERROR, PrebuildRequest
 from leaderboard import worker as bootstrap  # sets Django up when the dramatiq CLI imports this first
-
-import dramatiq  # noqa: E402
-from django.conf import settings  # noqa: E402
-from django.db import connection  # noqa: E402
-from dramatiq.middleware import Middleware  # noqa: E402
-
-from evaluator.schema import COMPILE_ERROR, PrebuildRequest  # noqa: E402
-from leaderboard.jobs import actors  # noqa: E402,F401  (the jobs' part of a worker: the reaper, recovery at boot)
-from leaderboard.jobs import build_routing, judge_process, workspace  # noqa: E402
-from leaderboard.jobs import services as jobs_services  # noqa: E402
-from leaderboard.jobs.broker import BUILD_ACTOR_NAME  # noqa: E402
-from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections  # noqa: E402
-from leaderboard.jobs.models import EvaluationJob  # noqa: E402
+from leaderboard.jobs import (
+    actors,  # noqa: F401  (the jobs' part of a worker: the reaper, recovery at boot)
+    build_routing,
+    judge_process,
+    workspace,
+)
+from leaderboard.jobs import services as jobs_services
+from leaderboard.jobs.broker import BUILD_ACTOR_NAME
+from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections
+from leaderboard.jobs.models import EvaluationJob
 
 log = logging.getLogger("leaderboard.jobs.build_stage")
 TAIL = 8000
 # The stage's judge and everything it starts (ranks, compilers) yield the CPU to the judged jobs' ranks.
 NICE = 10
 # What the stage may answer and the job then goes on with (a compile_error ends the job instead).
-PASSED_ON = (EvaluationJob.BUILT, EvaluationJob.NOTHING_BUILT, EvaluationJob.UNREACHED,
-             EvaluationJob.BUILD_INFRA_ERROR)
+PASSED_ON = (EvaluationJob.BUILT, EvaluationJob.NOTHING_BUILT, EvaluationJob.UNREACHED, EvaluationJob.BUILD_INFRA_ERROR)
 # Beyond the stage's own time limits (its start and its first call, each up to half the budget): its teardown.
 SLACK_S = 60
 
@@ -90,10 +93,17 @@ def run_build(job_id: int, worker: str = WORKER_ID) -> str:
 def prebuild_request(job, candidate_path: Path, out_path: Path) -> PrebuildRequest:
     """What the judge's build stage is asked for this job (evaluator/contract.py): builds for the profile's device,
     in the whole sandbox (as its judged run), bounded in compile processes, for the judged run's architecture."""
-    return PrebuildRequest(job.candidate.problem.stem, str(candidate_path), target_device=job.profile.device,
-                           json_out=str(out_path), sandbox_required=not settings.PKB_SANDBOX_OFF,
-                           timeout_s=settings.PKB_BUILD_TIMEOUT_SECONDS / 2, arch=settings.PKB_BUILD_ARCH or None,
-                           max_jobs=settings.PKB_BUILD_MAX_JOBS, nice=NICE)
+    return PrebuildRequest(
+        job.candidate.problem.stem,
+        str(candidate_path),
+        target_device=job.profile.device,
+        json_out=str(out_path),
+        sandbox_required=not settings.PKB_SANDBOX_OFF,
+        timeout_s=settings.PKB_BUILD_TIMEOUT_SECONDS / 2,
+        arch=settings.PKB_BUILD_ARCH or None,
+        max_jobs=settings.PKB_BUILD_MAX_JOBS,
+        nice=NICE,
+    )
 
 
 def _stage(job, workdir: Path, worker: str) -> dict | None:
@@ -104,8 +114,9 @@ def _stage(job, workdir: Path, worker: str) -> dict | None:
     request = prebuild_request(job, path, out)
     heartbeat = lambda: jobs_services.job_heartbeat(job.pk, worker)  # noqa: E731
     deadline = time.monotonic() + settings.PKB_BUILD_TIMEOUT_SECONDS + SLACK_S
-    outcome, returncode = judge_process.supervise(request.command(), workdir, heartbeat, deadline,
-                                                  f"build of job {job.pk}")
+    outcome, returncode = judge_process.supervise(
+        request.command(), workdir, heartbeat, deadline, f"build of job {job.pk}"
+    )
     tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
     if outcome == "lease_lost":
         return None
@@ -127,6 +138,7 @@ def _infra_report(message: str, report: dict | None = None, tail: str = "") -> d
 
 
 # --- the worker: its queues, its threads, its boot ------------------------------------------------------------------
+
 
 class BuildPrefetch(Middleware):
     """A build worker's threads each take a message of their own: a worker that consumes build queues only gets a
@@ -172,7 +184,7 @@ def embedded_build_queues(queues) -> list[str]:
     return [build_routing.build_queue(p) for p in profiles if build_routing.stage_applies(p)]
 
 
-def start_embedded(queues) -> "BuildThreads | None":
+def start_embedded(queues) -> BuildThreads | None:
     """``runserver_with_worker``: build threads of its own (PKB_BUILD_WORKERS) beside the judging worker, for the
     profiles among ``queues`` that the stage applies to; None when it applies to none."""
     names = embedded_build_queues(queues)
@@ -184,8 +196,9 @@ def start_embedded(queues) -> "BuildThreads | None":
     log.info("build stage: %s with %s threads", ", ".join(names), settings.PKB_BUILD_WORKERS)
     # The in-memory broker starts empty: the jobs still waiting for their builds are sent again (the profile's queue
     # has them too, from the start-up re-send: whichever worker claims one first has it).
-    waiting = EvaluationJob.objects.filter(status=EvaluationJob.QUEUED, build_status=EvaluationJob.BUILD_QUEUED,
-                                           profile__slug__in=list(queues)).select_related("profile")
+    waiting = EvaluationJob.objects.filter(
+        status=EvaluationJob.QUEUED, build_status=EvaluationJob.BUILD_QUEUED, profile__slug__in=list(queues)
+    ).select_related("profile")
     for job in waiting:
         jobs_services.BUILD_LEASE.send_quietly(job.pk, build_routing.build_queue(job.profile))
     return threads
@@ -202,9 +215,11 @@ class BuildThreads:
     def __init__(self, queues: list[str], per_queue: int):
         self.queues = list(queues)
         self.stopping = threading.Event()
-        self.threads = [threading.Thread(target=self._consume, args=(queue,), name=f"pkb-build-{queue}-{i}",
-                                         daemon=True)
-                        for queue in self.queues for i in range(max(1, per_queue))]
+        self.threads = [
+            threading.Thread(target=self._consume, args=(queue,), name=f"pkb-build-{queue}-{i}", daemon=True)
+            for queue in self.queues
+            for i in range(max(1, per_queue))
+        ]
 
     def start(self) -> None:
         broker = dramatiq.get_broker()

@@ -10,6 +10,7 @@ separate containers must share that directory (a bind mount) for the locks to se
 An unpinned worker (``PKB_GPUS`` empty: a CPU worker, or a GPU host's only worker) takes no lock and leaves
 ``CUDA_VISIBLE_DEVICES`` as its environment has it.
 """
+
 from __future__ import annotations
 
 import errno
@@ -105,9 +106,11 @@ def claim(devices: list[int], lock_dir) -> GpuLocks:
                 os.close(fd)
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                     raise
-                raise GpusTaken(f"refusing to start: GPU {index} is held by another worker ({holder}; lock {path}); "
-                                "two workers never share a GPU: start this one for GPUs no worker holds "
-                                "(PKB_GPUS / --gpus)") from None
+                raise GpusTaken(
+                    f"refusing to start: GPU {index} is held by another worker ({holder}; lock {path}); "
+                    "two workers never share a GPU: start this one for GPUs no worker holds "
+                    "(PKB_GPUS / --gpus)"
+                ) from None
             fds.append(fd)
             os.ftruncate(fd, 0)
             os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())

@@ -5,6 +5,7 @@ evaluator/judge/hosts.py: GPU names, driver, torch / Triton / CUDA versions, the
 the worker refuses to start for a CUDA profile its GPUs do not match (too few, another model, not linked by NVLink
 where the profile says NVLink), and keeps the record: every result it stores carries it (runner.py, "host").
 """
+
 from __future__ import annotations
 
 import logging
@@ -29,7 +30,7 @@ def cuda_profiles(queues) -> list:
     """The CUDA hardware profiles among the queues a worker consumes (jobs' and feedback runs' queues alike)."""
     from leaderboard.catalogue.models import HardwareProfile
 
-    slugs = {q[len(FEEDBACK_PREFIX):] if q.startswith(FEEDBACK_PREFIX) else q for q in queues}
+    slugs = {q[len(FEEDBACK_PREFIX) :] if q.startswith(FEEDBACK_PREFIX) else q for q in queues}
     return list(HardwareProfile.objects.filter(slug__in=slugs, device="cuda").order_by("slug"))
 
 
@@ -49,27 +50,38 @@ def check_host(queues, threads: int = 1) -> dict:
     profiles = cuda_profiles(queues)
     pinned = gpus.spec()
     if pinned and profiles and threads > 1:
-        raise HostDoesNotMatchProfile(f"refusing to start: a worker pinned to GPUs {pinned} runs one job at a time on "
-                                      f"them, and this one has {threads} threads (start it with --threads 1)")
+        raise HostDoesNotMatchProfile(
+            f"refusing to start: a worker pinned to GPUs {pinned} runs one job at a time on "
+            f"them, and this one has {threads} threads (start it with --threads 1)"
+        )
     record = None
     for profile in profiles:
         try:
             record = _ask(profile)
         except judge_commands.JudgeCommandFailed as exc:  # unchecked is not matching
-            raise HostDoesNotMatchProfile(f"refusing to start: queue {profile.slug} needs this worker's GPUs "
-                                          f"checked, and the host could not be read: {exc}") from exc
+            raise HostDoesNotMatchProfile(
+                f"refusing to start: queue {profile.slug} needs this worker's GPUs "
+                f"checked, and the host could not be read: {exc}"
+            ) from exc
         why = record.pop("refused", None)
         if why:
-            raise HostDoesNotMatchProfile(f"refusing to start: queue {profile.slug} (W = {profile.world_size}"
-                                          f"{' on one shared GPU' if profile.shared_device else ''}, "
-                                          f"{profile.gpu_type or 'any GPU'}{', NVLink' if profile.nvlink else ''}) "
-                                          f"cannot run on this worker's GPUs ({pinned or 'all'}): {why}")
+            raise HostDoesNotMatchProfile(
+                f"refusing to start: queue {profile.slug} (W = {profile.world_size}"
+                f"{' on one shared GPU' if profile.shared_device else ''}, "
+                f"{profile.gpu_type or 'any GPU'}{', NVLink' if profile.nvlink else ''}) "
+                f"cannot run on this worker's GPUs ({pinned or 'all'}): {why}"
+            )
     if record is None:  # no CUDA profile to serve: the record is informative only, and never stops a CPU worker
         record = _record_or_why()
     _records[pinned] = record
-    log.info("host: %s, GPUs %s (%s), torch %s, CUDA %s", record.get("host"), record.get("visible") or "none",
-             ", ".join(sorted({g.get("name", "?") for g in record.get("gpus") or []})) or "-", record.get("torch"),
-             record.get("cuda"))
+    log.info(
+        "host: %s, GPUs %s (%s), torch %s, CUDA %s",
+        record.get("host"),
+        record.get("visible") or "none",
+        ", ".join(sorted({g.get("name", "?") for g in record.get("gpus") or []})) or "-",
+        record.get("torch"),
+        record.get("cuda"),
+    )
     return record
 
 

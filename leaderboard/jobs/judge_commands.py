@@ -8,6 +8,7 @@ process plumbing it asks the judge's command line for, as JSON.
 
 Each runs with the worker's GPUs only (leaderboard/jobs/gpus.py), as its judges do.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,14 @@ def call(*args: str, timeout: float = TIMEOUT_S, statuses: tuple[int, ...] = (0,
     env.pop("PKB_SCRATCH", None)  # the sweep kills processes whose PKB_SCRATCH lies under its directory
     env["PYTHONPATH"] = str(settings.BASE_DIR)
     try:
-        done = subprocess.run([*JUDGE, *args, "--json"], cwd=str(settings.BASE_DIR), env=env, capture_output=True,
-                              text=True, timeout=timeout)
+        done = subprocess.run(
+            [*JUDGE, *args, "--json"],
+            cwd=str(settings.BASE_DIR),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         raise JudgeCommandFailed(f"{' '.join(args[:1])}: {exc}") from exc
     if done.returncode not in statuses:

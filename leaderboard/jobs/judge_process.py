@@ -3,6 +3,7 @@ lease is renewed, and killing it with everything it started; each worker process
 
 Used by the job runner (runner.py), the warm judge (judge_service.py) and the feedback runner alike.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -28,8 +29,20 @@ WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 # Variables the judge needs; everything else (DATABASE_URL, BROKER_URL, secrets) stays in the worker.
 # PKB_BUILD_CACHE(_BYTES): the build stage and the jobs after it must use one build cache (a host's own, or one shared
 # by the hosts of a toolchain), or the jobs compile what the stage built.
-PASS_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "PKB_SANDBOX",
-            "PKB_BWRAP", "PKB_SETPRIV", "PKB_BUILD_CACHE", "PKB_BUILD_CACHE_BYTES")
+PASS_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "LD_LIBRARY_PATH",
+    "OMP_NUM_THREADS",
+    "PKB_SANDBOX",
+    "PKB_BWRAP",
+    "PKB_SETPRIV",
+    "PKB_BUILD_CACHE",
+    "PKB_BUILD_CACHE_BYTES",
+)
 PASS_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "TORCH_", "TRITON_", "PKB_JUDGE_")
 
 
@@ -44,9 +57,16 @@ def supervise(command: list[str], workdir: Path, heartbeat, deadline: float, wha
     whole process group on the deadline (time.monotonic()) or a lost lease. Returns (exited | timeout | lease_lost,
     the judge's exit status)."""
     with open(workdir / "judge.log", "wb") as logfile:
-        process = subprocess.Popen(command, cwd=str(settings.BASE_DIR), env=judge_env(workdir), stdout=logfile,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                   preexec_fn=die_with_parent)
+        process = subprocess.Popen(
+            command,
+            cwd=str(settings.BASE_DIR),
+            env=judge_env(workdir),
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
 
         def wait(timeout: float) -> int | None:
             try:

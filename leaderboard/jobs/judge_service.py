@@ -7,6 +7,7 @@ guarantees as judge_process.supervise: the job's log in its own directory, the l
 deadline or a lost lease the judge is killed (with every job of its pool) and started again for the next job. A judge
 that died or answered nothing readable is an infra_error, as with a per-job judge.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,14 +22,14 @@ from pathlib import Path
 from django.conf import settings
 
 from evaluator.schema import JudgeRequest, serve_command
-
 from leaderboard.jobs import judge_process
 
 _local = threading.local()
 
 
-def launch(request: JudgeRequest, workdir: Path, heartbeat, deadline: float, what: str,
-           warm_spares: int = 0) -> tuple[str, int | None]:
+def launch(
+    request: JudgeRequest, workdir: Path, heartbeat, deadline: float, what: str, warm_spares: int = 0
+) -> tuple[str, int | None]:
     """Judge one request: in this thread's long-lived judge when ``warm_spares`` (settings.PKB_WARM_SPARES) asks for
     one, else in a judge process of its own (judge_process.supervise, ``request.command()``). Returns (exited |
     timeout | lease_lost, the judge's exit status)."""
@@ -39,7 +40,7 @@ def launch(request: JudgeRequest, workdir: Path, heartbeat, deadline: float, wha
     return judge_process.supervise(request.command(), workdir, heartbeat, deadline, what)
 
 
-def for_thread(world_size: int, device: str, depth: int) -> "JudgeService":
+def for_thread(world_size: int, device: str, depth: int) -> JudgeService:
     """This thread's judge for that world size and device (another one is stopped first: one pool per thread)."""
     service = getattr(_local, "service", None)
     if service is None or service.key != (world_size, device, depth):
@@ -58,8 +59,9 @@ class JudgeService:
         self.seq = 0
         self.directory: Path | None = None
 
-    def run(self, request: JudgeRequest, workdir: Path, heartbeat, deadline: float,
-            what: str) -> tuple[str, int | None]:
+    def run(
+        self, request: JudgeRequest, workdir: Path, heartbeat, deadline: float, what: str
+    ) -> tuple[str, int | None]:
         """Judge one request; same return as judge_process.supervise: (exited | timeout | lease_lost, exit status)."""
         if self.process is None or self.process.poll() is not None:
             self.stop()
@@ -103,9 +105,16 @@ class JudgeService:
         with open(self.directory / "service.log", "ab") as log:
             try:
                 self.process = subprocess.Popen(
-                    command, cwd=str(settings.BASE_DIR), env=judge_process.judge_env(self.directory), stdin=subprocess.PIPE,
-                    stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True,
-                    preexec_fn=judge_process.die_with_parent)
+                    command,
+                    cwd=str(settings.BASE_DIR),
+                    env=judge_process.judge_env(self.directory),
+                    stdin=subprocess.PIPE,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(write_fd,),
+                    start_new_session=True,
+                    preexec_fn=judge_process.die_with_parent,
+                )
             finally:
                 os.close(write_fd)
         self.reply_fd, self.buffer = read_fd, b""

@@ -7,6 +7,7 @@ the row goes back to the queue until its attempts are spent, then fails. The rea
 expired and re-sends the messages a broker lost. What differs between jobs and feedback runs (what a finished row
 stores, what a failed one refunds) stays with their services; the lifecycle is written once, here.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,10 +23,10 @@ from leaderboard.jobs import broker
 
 log = logging.getLogger("leaderboard.jobs.lease")
 REAP_BATCH = 1000
-_REAPERS: list[tuple["Lease", object]] = []  # every leased model with its reaper (register)
+_REAPERS: list[tuple[Lease, object]] = []  # every leased model with its reaper (register)
 
 
-def register(lease: "Lease", reap) -> None:
+def register(lease: Lease, reap) -> None:
     """Make ``reap()`` (the services' reaper of ``lease``'s rows) part of ``release_leases_of``. Each app registers
     at start-up (AppConfig.ready), so the jobs app never imports the apps whose rows it leases."""
     if all(known is not lease for known, _ in _REAPERS):
@@ -36,8 +37,10 @@ def release_leases_of(worker: str) -> int:
     """End every lease ``worker`` holds (it is known dead) and re-queue its rows as the reapers would once the leases
     expired. Returns how many it held."""
     past = timezone.now() - timedelta(seconds=1)
-    held = sum(lease.model.objects.filter(status=lease.model.RUNNING, lease_owner=worker)
-               .update(lease_expires_at=past) for lease, _ in _REAPERS)
+    held = sum(
+        lease.model.objects.filter(status=lease.model.RUNNING, lease_owner=worker).update(lease_expires_at=past)
+        for lease, _ in _REAPERS
+    )
     if held:
         for _, reap in _REAPERS:
             reap()
@@ -59,8 +62,13 @@ class Lease:
         running row whose lease expired is first re-queued by the reaper, which records the lost attempt."""
         now = now or timezone.now()
         taken = self.model.objects.filter(pk=pk, status=self.model.QUEUED, attempts__lt=F("max_attempts")).update(
-            status=self.model.RUNNING, lease_owner=worker, heartbeat_at=now, started_at=now,
-            lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS), attempts=F("attempts") + 1)
+            status=self.model.RUNNING,
+            lease_owner=worker,
+            heartbeat_at=now,
+            started_at=now,
+            lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS),
+            attempts=F("attempts") + 1,
+        )
         if taken != 1:
             return None
         return self.model.objects.select_related(*self.claim_related).get(pk=pk)
@@ -68,8 +76,12 @@ class Lease:
     def heartbeat(self, pk: int, worker: str) -> bool:
         """Extend the lease; False when it is no longer ours (the worker must stop and write nothing)."""
         now = timezone.now()
-        return self.model.objects.filter(pk=pk, status=self.model.RUNNING, lease_owner=worker).update(
-            heartbeat_at=now, lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS)) == 1
+        return (
+            self.model.objects.filter(pk=pk, status=self.model.RUNNING, lease_owner=worker).update(
+                heartbeat_at=now, lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS)
+            )
+            == 1
+        )
 
     def held(self, pk: int, worker: str, related=()):
         """The row, locked for this transaction, if ``worker`` still holds its lease; else None (logged): a worker
@@ -123,16 +135,24 @@ class Lease:
         lost attempt and returns "requeued" or "failed"; then re-send the messages a broker lost."""
         now = now or timezone.now()
         counts = {"requeued": 0, "failed": 0, "resent": 0}
-        expired = list(self.model.objects.filter(status=self.model.RUNNING, lease_expires_at__lt=now)
-                       .values_list("pk", flat=True)[:REAP_BATCH])
+        expired = list(
+            self.model.objects.filter(status=self.model.RUNNING, lease_expires_at__lt=now).values_list("pk", flat=True)[
+                :REAP_BATCH
+            ]
+        )
         for pk in expired:
             with transaction.atomic():
-                row = (self.model.objects.select_for_update(skip_locked=True).select_related("profile")
-                       .filter(pk=pk, status=self.model.RUNNING, lease_expires_at__lt=now).first())
+                row = (
+                    self.model.objects.select_for_update(skip_locked=True)
+                    .select_related("profile")
+                    .filter(pk=pk, status=self.model.RUNNING, lease_expires_at__lt=now)
+                    .first()
+                )
                 if row is None:
                     continue
-                message = (f"worker {row.lease_owner or '?'} lost: its lease expired at "
-                           f"{row.lease_expires_at:%H:%M:%S} UTC")
+                message = (
+                    f"worker {row.lease_owner or '?'} lost: its lease expired at {row.lease_expires_at:%H:%M:%S} UTC"
+                )
                 counts[on_expired(row, message)] += 1
         counts["resent"] = self.resend_lost(now, broker_depth, resend_all)
         if any(counts.values()):
@@ -155,8 +175,11 @@ class Lease:
             missing = waiting - depth if depth is not None else waiting
             if missing <= 0:
                 continue
-            stale = list(queued.filter(enqueued_at__lte=stale_before).order_by("enqueued_at")
-                         .values_list("pk", flat=True)[:missing])
+            stale = list(
+                queued.filter(enqueued_at__lte=stale_before)
+                .order_by("enqueued_at")
+                .values_list("pk", flat=True)[:missing]
+            )
             for pk in stale:
                 if self.model.objects.filter(pk=pk, status=self.model.QUEUED).update(enqueued_at=now) == 1:
                     self.send_quietly(pk, queue)

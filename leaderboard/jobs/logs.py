@@ -5,6 +5,7 @@ not the candidate's. Absolute paths of the server's checkout and interpreter bec
 the sandbox's network namespace (``[c10d] The hostname of the client socket cannot be retrieved``, on correct
 results too) is dropped. The stored document is left as the judge wrote it (results are append-only); this is a
 reading of it, for the pages, the text logs and the result JSON."""
+
 from __future__ import annotations
 
 import re
@@ -20,10 +21,10 @@ def _relative(match: re.Match) -> str:
     parts = path.split("/")
     for marker in ("site-packages", "dist-packages"):
         if marker in parts:
-            return "<python>/" + "/".join(parts[parts.index(marker) + 1:])
+            return "<python>/" + "/".join(parts[parts.index(marker) + 1 :])
     if "lib" in parts and any(p.startswith("python3") for p in parts):  # the standard library
         i = next(i for i, p in enumerate(parts) if p.startswith("python3"))
-        return "<python>/" + "/".join(parts[i + 1:])
+        return "<python>/" + "/".join(parts[i + 1 :])
     for i in range(len(parts) - 1, -1, -1):
         if parts[i] in _PACKAGES and i < len(parts) - 1:
             # the last repository folder in the path: the checkout's own layout, whatever its root

@@ -1,4 +1,5 @@
 """Leased work and its results: an evaluation job per judged candidate and the judge's append-only documents."""
+
 from __future__ import annotations
 
 from django.db import models
@@ -59,9 +60,13 @@ class EvaluationJob(LeasedWork):
     BUILD_COMPILE_ERROR, NOTHING_BUILT, UNREACHED = "compile_error", "nothing_built", "unreached"
     BUILD_SKIPPED, BUILD_INFRA_ERROR = "skipped", "infra_error"
     BUILD_STATUSES = [
-        ("", "no build stage"), (BUILD_QUEUED, "waiting for its build"), (BUILDING, "building"),
-        (BUILT, "built before its run"), (BUILD_COMPILE_ERROR, "compile error, found by the build stage"),
-        (NOTHING_BUILT, "nothing to build"), (UNREACHED, "built in its run: the stage could not reach the build"),
+        ("", "no build stage"),
+        (BUILD_QUEUED, "waiting for its build"),
+        (BUILDING, "building"),
+        (BUILT, "built before its run"),
+        (BUILD_COMPILE_ERROR, "compile error, found by the build stage"),
+        (NOTHING_BUILT, "nothing to build"),
+        (UNREACHED, "built in its run: the stage could not reach the build"),
         (BUILD_SKIPPED, "no compile call in the file"),
         (BUILD_INFRA_ERROR, "built in its run: the build stage failed"),
     ]
@@ -71,9 +76,7 @@ class EvaluationJob(LeasedWork):
     class Meta:
         db_table = "leaderboard_evaluationjob"  # the table this model had before the site was cut into apps
         ordering = ["id"]
-        constraints = [
-            models.UniqueConstraint(fields=["candidate", "profile"], name="one_job_per_candidate_profile"),
-        ]
+        constraints = [models.UniqueConstraint(fields=["candidate", "profile"], name="one_job_per_candidate_profile")]
         indexes = [
             models.Index(fields=["status", "lease_expires_at"], name="job_status_lease"),
             models.Index(fields=["submitter", "status"], name="job_submitter_status"),
@@ -117,7 +120,7 @@ class Result(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["job", "run"], condition=~Q(verdict=INFRA_ERROR), name="one_final_result_per_run"
-            ),
+            )
         ]
 
     def __str__(self) -> str:

@@ -4,6 +4,7 @@ absolute path, which carries the worker's id and pid); the sandbox is described 
 namespaces, memory, pauses, clean-up), without its internals (box uid and directory, /run/..., the host's control
 group paths); every other text is read through jobs/logs.py ``clean`` (absolute paths made relative, start-up noise
 dropped). The stored document stays as the judge wrote it (results are append-only); staff see it whole."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,19 @@ import re
 from leaderboard.jobs import logs
 
 # The sandbox's own description of what it enforced, kept; its internals (box, cgroup, user, filesystem) are not.
-SANDBOX_PUBLIC = ("enabled", "required", "complete", "summary", "devices", "network", "pid", "limits", "memory",
-                  "pauses", "cleanup")
+SANDBOX_PUBLIC = (
+    "enabled",
+    "required",
+    "complete",
+    "summary",
+    "devices",
+    "network",
+    "pid",
+    "limits",
+    "memory",
+    "pauses",
+    "cleanup",
+)
 _BOX = re.compile(r"box \d+ \(uid \d+\),\s*|\buid \d+\b")
 # Keys of a run's internals, wherever they sit: dropped from the public document.
 INTERNAL_KEYS = {"worker", "pids", "uid", "box", "cgroup", "scratch", "scratch_dir", "host_path"}
@@ -38,8 +50,9 @@ def public_text(text: str) -> str:
 
 def _clean(value):
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()
-                if k not in INTERNAL_KEYS and not (k == "pid" and isinstance(v, int))}  # "pid": a namespace's words
+        return {
+            k: _clean(v) for k, v in value.items() if k not in INTERNAL_KEYS and not (k == "pid" and isinstance(v, int))
+        }  # "pid": a namespace's words
     if isinstance(value, list):
         return [_clean(v) for v in value]
     return public_text(value)

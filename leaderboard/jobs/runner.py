@@ -6,6 +6,7 @@ non-zero, writes unreadable JSON, hangs past the job's timeout, or dies with thi
 retried, never scored against the candidate, refunded when retries run out. With ``PKB_WARM_SPARES`` the same request
 goes to this thread's long-lived judge instead (leaderboard/jobs/judge_service.py), under the same rules.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,8 @@ from django.conf import settings
 from django.db import connection
 
 from evaluator.schema import INFRA_ERROR, VERDICTS, JudgeRequest
-from leaderboard.jobs import host_gate, judge_process, judge_service, lease
+from leaderboard.jobs import host_gate, judge_process, judge_service, lease, workspace
 from leaderboard.jobs import services as jobs_services
-from leaderboard.jobs import workspace
 from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections
 
 log = logging.getLogger("leaderboard.jobs.runner")
@@ -40,8 +40,13 @@ def run_job(job_id: int, worker: str = WORKER_ID) -> str:
         document, error = _judge(job, workdir, worker)
         close_old_connections()
         if document is None:  # the judge produced nothing: the platform's failure, on this host
-            document = {"verdict": INFRA_ERROR, "message": error["message"], "flags": [],
-                        "logs": error.get("logs") or [], "environment": {}}
+            document = {
+                "verdict": INFRA_ERROR,
+                "message": error["message"],
+                "flags": [],
+                "logs": error.get("logs") or [],
+                "environment": {},
+            }
         # Where it ran: the worker's GPUs, driver and versions as it recorded them at boot (host_gate.py).
         document["host"] = host_gate.host_record()
         stored = jobs_services.job_finish(job.pk, worker, document)
@@ -56,11 +61,20 @@ def judge_request(job, candidate_path: Path, out_path: Path) -> JudgeRequest:
     """What the judge is asked for this job (evaluator/contract.py): the profile's world, trials and pairs, the whole
     sandbox (fail closed: a stranger's code never runs in a weaker one), and the hidden checks of a rankable run."""
     profile = job.profile
-    return JudgeRequest(job.candidate.problem.stem, str(candidate_path), world_size=profile.world_size,
-                        device=profile.device, trials=profile.trials, json_out=str(out_path),
-                        reduced=reduced_for(profile), pairs=profile.timing_pairs if profile.timing_pairs > 1 else 1,
-                        multicast_allowed=profile.multicast_allowed, sandbox_required=not settings.PKB_SANDBOX_OFF,
-                        shared_device=profile.shared_device, **hidden_checks(job))
+    return JudgeRequest(
+        job.candidate.problem.stem,
+        str(candidate_path),
+        world_size=profile.world_size,
+        device=profile.device,
+        trials=profile.trials,
+        json_out=str(out_path),
+        reduced=reduced_for(profile),
+        pairs=profile.timing_pairs if profile.timing_pairs > 1 else 1,
+        multicast_allowed=profile.multicast_allowed,
+        sandbox_required=not settings.PKB_SANDBOX_OFF,
+        shared_device=profile.shared_device,
+        **hidden_checks(job),
+    )
 
 
 def reduced_for(profile) -> bool:
@@ -120,15 +134,15 @@ def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:
     started = time.monotonic()
     heartbeat = lambda: jobs_services.job_heartbeat(job.pk, worker)  # noqa: E731
     deadline = started + settings.PKB_JOB_TIMEOUT_SECONDS
-    outcome, returncode = judge_service.launch(request, workdir, heartbeat, deadline, f"job {job.pk}",
-                                               warm_spares=settings.PKB_WARM_SPARES)
+    outcome, returncode = judge_service.launch(
+        request, workdir, heartbeat, deadline, f"job {job.pk}", warm_spares=settings.PKB_WARM_SPARES
+    )
     tail = (workdir / "judge.log").read_bytes()[-TAIL:].decode("utf-8", "replace")
     logs = [{"role": "judge", "rank": None, "stdout": tail, "stderr": ""}]
     if outcome == "lease_lost":
         return None, {"message": "lease lost while judging", "logs": logs}
     if outcome == "timeout":
-        return None, {"message": f"judge exceeded the job timeout ({settings.PKB_JOB_TIMEOUT_SECONDS} s)",
-                      "logs": logs}
+        return None, {"message": f"judge exceeded the job timeout ({settings.PKB_JOB_TIMEOUT_SECONDS} s)", "logs": logs}
     if returncode != 0:
         return None, {"message": f"judge exited with status {returncode}", "logs": logs}
     try:
@@ -150,12 +164,19 @@ def recover_dead_workers(boxes: bool = False) -> dict:
 
 # --- the reaper, run periodically inside workers and by `manage.py reap_jobs` --------------------------------------
 
+
 class Reaper(threading.Thread):
     """Calls ``reap`` (jobs_services.jobs_reap unless given: the feedback worker passes its own) every
     PKB_REAPER_INTERVAL_SECONDS until stopped; a failed pass is logged and the next one runs as planned."""
 
-    def __init__(self, interval: float | None = None, reap=None, name: str = "pkb-reaper",
-                 logger: logging.Logger | None = None, what: str = "reaper"):
+    def __init__(
+        self,
+        interval: float | None = None,
+        reap=None,
+        name: str = "pkb-reaper",
+        logger: logging.Logger | None = None,
+        what: str = "reaper",
+    ):
         super().__init__(name=name, daemon=True)
         self.interval = interval or settings.PKB_REAPER_INTERVAL_SECONDS
         self.reap = reap or (lambda: jobs_services.jobs_reap())  # looked up at each pass, as before

@@ -1,5 +1,6 @@
 """The candidate sandbox, decided once when a worker starts, before it takes any job: every dramatiq entry point that
 runs candidates (the jobs' worker, the feedback worker, the embedded one) calls :func:`check_sandbox` at boot."""
+
 from __future__ import annotations
 
 import logging
@@ -29,10 +30,12 @@ def check_sandbox(queues) -> dict:
         _decided["support"] = support
         return support
     if not settings.PKB_SANDBOX_OFF:
-        raise SandboxUnavailableOnHost(f"refusing to start: queues {sorted(queues)} run strangers' code, which needs "
-                                       f"the whole candidate sandbox, and this host cannot give it: "
-                                       f"{'; '.join(support['missing'])} (PKB_SANDBOX=off runs without it, every "
-                                       "result flagged)")
+        raise SandboxUnavailableOnHost(
+            f"refusing to start: queues {sorted(queues)} run strangers' code, which needs "
+            f"the whole candidate sandbox, and this host cannot give it: "
+            f"{'; '.join(support['missing'])} (PKB_SANDBOX=off runs without it, every "
+            "result flagged)"
+        )
     log.warning("!" * 78)
     log.warning("PKB_SANDBOX=off: candidates run WITHOUT the sandbox: %s", support["summary"])
     log.warning("results of this worker are flagged 'unsandboxed' and never rank")

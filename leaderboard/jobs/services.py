@@ -1,5 +1,6 @@
 """Writes of evaluation jobs: creation, their lease lifecycle on workers (the engine: leaderboard/jobs/lease.py),
 the judge's documents stored as results, re-runs, and the build stage's claim and outcome (leaderboard/jobs/build_stage.py)."""
+
 from __future__ import annotations
 
 import logging
@@ -21,13 +22,24 @@ from leaderboard.jobs.models import EvaluationJob, Result
 from leaderboard.jobs.signals import results_changed
 
 log = logging.getLogger("leaderboard.jobs.services")
-QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE,
-                                 EvaluationJob.FAILED)
-LEASE = Lease(EvaluationJob, ACTOR_NAME, lambda profile: profile.queue_name, "job",
-              claim_related=("candidate__problem", "profile", "submission"), logger=log)
+QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE, EvaluationJob.FAILED)
+LEASE = Lease(
+    EvaluationJob,
+    ACTOR_NAME,
+    lambda profile: profile.queue_name,
+    "job",
+    claim_related=("candidate__problem", "profile", "submission"),
+    logger=log,
+)
 # The same rows' messages to the build stage's actor, on the profiles' build queues (its claim: job_build_claim).
-BUILD_LEASE = Lease(EvaluationJob, BUILD_ACTOR_NAME, build_routing.build_queue, "job build",
-                    claim_related=LEASE.claim_related, logger=log)
+BUILD_LEASE = Lease(
+    EvaluationJob,
+    BUILD_ACTOR_NAME,
+    build_routing.build_queue,
+    "job build",
+    claim_related=LEASE.claim_related,
+    logger=log,
+)
 
 
 def jobs_create(submission, candidates: list, queue: str) -> list[EvaluationJob]:
@@ -35,12 +47,20 @@ def jobs_create(submission, candidates: list, queue: str) -> list[EvaluationJob]
     on ``queue`` (the profile's), or on the profile's build queue for a file that the build stage takes first."""
     now = timezone.now()
     profile = submission.profile
-    jobs = EvaluationJob.objects.bulk_create([
-        EvaluationJob(candidate=c, profile_id=submission.profile_id, submission=submission,
-                      submitter_id=submission.submitter_id, max_attempts=settings.PKB_JOB_MAX_ATTEMPTS,
-                      enqueued_at=now, build_status=build_routing.first_build_status(profile, c.code))
-        for c in candidates
-    ])
+    jobs = EvaluationJob.objects.bulk_create(
+        [
+            EvaluationJob(
+                candidate=c,
+                profile_id=submission.profile_id,
+                submission=submission,
+                submitter_id=submission.submitter_id,
+                max_attempts=settings.PKB_JOB_MAX_ATTEMPTS,
+                enqueued_at=now,
+                build_status=build_routing.first_build_status(profile, c.code),
+            )
+            for c in candidates
+        ]
+    )
     if jobs and jobs[0].pk is None:  # backends that cannot return ids from bulk inserts
         jobs = list(EvaluationJob.objects.filter(submission=submission, candidate__in=candidates))
     for job in jobs:
@@ -57,6 +77,7 @@ def _send_first(job: EvaluationJob, profile, queue: str) -> None:
 
 
 # --- on workers: claim, heartbeat, finish, infra failure ------------------------------------------------------------
+
 
 def job_claim(job_id: int, worker: str, now=None) -> EvaluationJob | None:
     """Take a queued job (compare-and-swap); None if another worker has it, it is finished, or its retries are
@@ -112,14 +133,24 @@ def _result_append(job: EvaluationJob, document: dict, worker: str) -> Result | 
     try:
         with transaction.atomic():
             return Result.objects.create(
-                job=job, run=job.run, claim=job.attempts, verdict=document.get("verdict") or INFRA_ERROR,
-                message=str(document.get("message") or "")[:5000], flags=list(document.get("flags") or []),
-                speedup=_number(timing.get("speedup")), speedup_lo=_number(ci[0]), speedup_hi=_number(ci[1]),
+                job=job,
+                run=job.run,
+                claim=job.attempts,
+                verdict=document.get("verdict") or INFRA_ERROR,
+                message=str(document.get("message") or "")[:5000],
+                flags=list(document.get("flags") or []),
+                speedup=_number(timing.get("speedup")),
+                speedup_lo=_number(ci[0]),
+                speedup_hi=_number(ci[1]),
                 faster=bool(timing.get("faster")),
-                reference_ms=_number(timing.get("reference_ms")), candidate_ms=_number(timing.get("candidate_ms")),
+                reference_ms=_number(timing.get("reference_ms")),
+                candidate_ms=_number(timing.get("candidate_ms")),
                 # device-seconds (GPUs or CPU ranks); a shared-device profile holds one GPU, whatever its W
-                wall_s=wall, gpu_seconds=(wall or 0.0) * (1 if job.profile.shared_device else job.profile.world_size),
-                document=document, worker=worker[:200])
+                wall_s=wall,
+                gpu_seconds=(wall or 0.0) * (1 if job.profile.shared_device else job.profile.world_size),
+                document=document,
+                worker=worker[:200],
+            )
     except IntegrityError:
         return None
 
@@ -140,14 +171,21 @@ def _after_result(job: EvaluationJob) -> None:
 # build is no attempt at judging. Only a compile_error ends the job here; everything else, the stage's own failures
 # included, sends it on to its profile's queue, whose job builds whatever the stage did not.
 
+
 def job_build_claim(job_id: int, worker: str, now=None) -> EvaluationJob | None:
     """Take a job waiting for its build; None if it is not (any more): claimed, judged, or sent on without it."""
     now = now or timezone.now()
     taken = EvaluationJob.objects.filter(
-        pk=job_id, status=QUEUED, build_status=EvaluationJob.BUILD_QUEUED, attempts__lt=F("max_attempts"),
-    ).update(status=RUNNING, build_status=EvaluationJob.BUILDING, lease_owner=worker, heartbeat_at=now,
-             started_at=now, lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS),
-             attempts=F("attempts") + 1)
+        pk=job_id, status=QUEUED, build_status=EvaluationJob.BUILD_QUEUED, attempts__lt=F("max_attempts")
+    ).update(
+        status=RUNNING,
+        build_status=EvaluationJob.BUILDING,
+        lease_owner=worker,
+        heartbeat_at=now,
+        started_at=now,
+        lease_expires_at=now + timedelta(seconds=settings.PKB_LEASE_SECONDS),
+        attempts=F("attempts") + 1,
+    )
     if taken != 1:
         return None
     return EvaluationJob.objects.select_related(*LEASE.claim_related).get(pk=job_id)
@@ -169,7 +207,8 @@ def job_build_failed(job_id: int, worker: str, document: dict, report: dict) -> 
     path as a judged run's (job_finish), and the job never takes a GPU."""
     with transaction.atomic():
         marked = EvaluationJob.objects.filter(pk=job_id, status=RUNNING, lease_owner=worker).update(
-            build_status=EvaluationJob.BUILD_COMPILE_ERROR, build_report=report)
+            build_status=EvaluationJob.BUILD_COMPILE_ERROR, build_report=report
+        )
         if not marked:
             log.warning("job %s: build result from %s dropped (lease not held)", job_id, worker)
             return None
@@ -178,12 +217,20 @@ def job_build_failed(job_id: int, worker: str, document: dict, report: dict) -> 
 
 def _pass_on(job: EvaluationJob, build_status: str, report: dict) -> None:
     EvaluationJob.objects.filter(pk=job.pk).update(
-        status=QUEUED, attempts=F("attempts") - 1, lease_owner="", lease_expires_at=None, started_at=None,
-        enqueued_at=timezone.now(), build_status=build_status, build_report=report)
+        status=QUEUED,
+        attempts=F("attempts") - 1,
+        lease_owner="",
+        lease_expires_at=None,
+        started_at=None,
+        enqueued_at=timezone.now(),
+        build_status=build_status,
+        build_report=report,
+    )
     LEASE.send_on_commit(job.pk, job.profile.queue_name)
 
 
 # --- the reaper and re-runs -----------------------------------------------------------------------------------------
+
 
 def jobs_reap(now=None, broker_depth=None, resend_all: bool = False) -> dict:
     """Re-queue jobs whose lease expired (dead worker) and re-send messages a broker lost. Safe to run anywhere.
@@ -192,10 +239,14 @@ def jobs_reap(now=None, broker_depth=None, resend_all: bool = False) -> dict:
     scored). A job still waiting for its build is also re-sent to its profile's queue once it has waited
     PKB_REQUEUE_QUEUED_AFTER_SECONDS (the profile's queue holds fewer messages than it has queued jobs): whichever
     worker claims it first has it, so no job waits on a build queue that no worker serves."""
+
     def lost(job: EvaluationJob, message: str) -> str:
         if job.build_status == EvaluationJob.BUILDING:
-            _pass_on(job, EvaluationJob.BUILD_INFRA_ERROR, {"status": EvaluationJob.BUILD_INFRA_ERROR,
-                                                            "message": f"the build stage's {message}"})
+            _pass_on(
+                job,
+                EvaluationJob.BUILD_INFRA_ERROR,
+                {"status": EvaluationJob.BUILD_INFRA_ERROR, "message": f"the build stage's {message}"},
+            )
             return "requeued"
         return _job_infra_failure(job, _infra_document(message), "reaper")[1]
 
@@ -205,16 +256,28 @@ def jobs_reap(now=None, broker_depth=None, resend_all: bool = False) -> dict:
 def jobs_rerun(jobs, charge_to: Submitter | None) -> int:
     """Start a new run of each finished job; charged to ``charge_to`` (None: staff, free). Returns jobs queued."""
     with transaction.atomic():
-        jobs = list(EvaluationJob.objects.select_for_update().select_related("profile", "candidate")
-                    .filter(pk__in=[j.pk for j in jobs], status__in=(DONE, FAILED)))
+        jobs = list(
+            EvaluationJob.objects.select_for_update()
+            .select_related("profile", "candidate")
+            .filter(pk__in=[j.pk for j in jobs], status__in=(DONE, FAILED))
+        )
         if charge_to is not None:
             quota_reserve(charge_to, len(jobs))
         now = timezone.now()
         for job in jobs:
             EvaluationJob.objects.filter(pk=job.pk).update(
-                status=QUEUED, run=F("run") + 1, attempts=0, lease_owner="", lease_expires_at=None, enqueued_at=now,
-                started_at=None, finished_at=None, last_error="", build_report={},
-                build_status=build_routing.first_build_status(job.profile, job.candidate.code))
+                status=QUEUED,
+                run=F("run") + 1,
+                attempts=0,
+                lease_owner="",
+                lease_expires_at=None,
+                enqueued_at=now,
+                started_at=None,
+                finished_at=None,
+                last_error="",
+                build_report={},
+                build_status=build_routing.first_build_status(job.profile, job.candidate.code),
+            )
             job.refresh_from_db()
             if charge_to is not None:
                 QuotaCharge.objects.create(submitter=charge_to, job=job, run=job.run, created_at=now)

@@ -5,6 +5,7 @@ imports them). Sent synchronously, inside the sender's transaction: a receiver's
   result stored, a run failed for good or re-queued): scoring recomputes their scores and the submission's row
   (leaderboard/scoring/apps.py connects it).
 """
+
 from django.dispatch import Signal
 
 results_changed = Signal()

@@ -8,6 +8,7 @@ take the lock knows the owner is gone, and then (:func:`recover_dead`) kills wha
 removes it, and ends the dead worker's leases at once, so its jobs are re-queued in seconds rather than after the
 lease (PKB_LEASE_SECONDS). Workers on other hosts sharing the directory are left alone (their names differ).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -75,7 +76,7 @@ def remove(path: Path | str) -> None:
     try:
         if judge_commands.sweep_orphans(str(path), remove=True).get("left"):
             log.warning("could not remove %s", path)
-    except Exception:  # noqa: BLE001 - a clean-up step: logged, never raised into the job's result
+    except Exception:
         log.exception("could not remove %s", path)
 
 
@@ -89,8 +90,10 @@ def sweep_boxes() -> dict:
         log.exception("the sweep of the sandbox boxes failed")
         return {}
     if swept.get("boxes_quarantined"):
-        log.warning("sandbox boxes quarantined (their clean-up failed; no judge uses them until a sweep finds them "
-                    "clean): %s", swept["boxes_quarantined"])
+        log.warning(
+            "sandbox boxes quarantined (their clean-up failed; no judge uses them until a sweep finds them clean): %s",
+            swept["boxes_quarantined"],
+        )
     return {"boxes_cleared": swept.get("boxes_cleared", 0), "boxes_quarantined": swept.get("boxes_quarantined", [])}
 
 
@@ -131,12 +134,20 @@ def recover_dead(root: Path | str, release=None, boxes: bool = False) -> dict:
             remove(path)
             report["removed"] += not path.exists()
             if swept.get("boxes_quarantined"):
-                log.warning("sandbox boxes quarantined (their clean-up failed; no judge uses them until a sweep "
-                            "finds them clean): %s", swept["boxes_quarantined"])
+                log.warning(
+                    "sandbox boxes quarantined (their clean-up failed; no judge uses them until a sweep "
+                    "finds them clean): %s",
+                    swept["boxes_quarantined"],
+                )
             if worker and release is not None:
                 report["released"] += release(worker)
-            log.warning("dead worker %s: killed %s leftover processes, removed %s, released %s leases",
-                        worker or path.name, swept["killed_outliving"], path, report["released"])
+            log.warning(
+                "dead worker %s: killed %s leftover processes, removed %s, released %s leases",
+                worker or path.name,
+                swept["killed_outliving"],
+                path,
+                report["released"],
+            )
         finally:
             os.close(fd)
     return report

@@ -8,6 +8,7 @@ serves its own Prometheus metrics on that port (leaderboard/ops/worker_metrics.p
 
 Recording never stops a worker: a database that cannot be written is logged; the gates decide whether it runs.
 """
+
 from __future__ import annotations
 
 import logging
@@ -29,7 +30,7 @@ def _profiles_of(queues) -> list[str]:
     for queue in sorted(queues or ()):
         for prefix in ("build-", "feedback-"):
             if queue.startswith(prefix):
-                queue = queue[len(prefix):]
+                queue = queue[len(prefix) :]
         if queue not in found:
             found.append(queue)
     return found
@@ -44,14 +45,21 @@ def _write(queues, **fields) -> None:
     from leaderboard.ops.models import WorkerRecord
 
     now = timezone.now()
-    defaults = {"hostname": socket.gethostname(), "pid": os.getpid(), "gpus": spec(), "queues": sorted(queues or ()),
-                "profiles": _profiles_of(queues), "booted_at": now, **fields}
+    defaults = {
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "gpus": spec(),
+        "queues": sorted(queues or ()),
+        "profiles": _profiles_of(queues),
+        "booted_at": now,
+        **fields,
+    }
     try:
         WorkerRecord.objects.update_or_create(worker=WORKER_ID, defaults=defaults)
         # Workers silent for a week (stopped, refused, or killed and never marked) leave the page and the metrics.
         WorkerRecord.objects.filter(booted_at__lt=now - KEEP, last_heartbeat_at__isnull=True).delete()
         WorkerRecord.objects.filter(last_heartbeat_at__lt=now - KEEP).delete()
-    except Exception:  # noqa: BLE001 - the record is for people; the gates decide whether the worker runs
+    except Exception:
         log.exception("could not write this worker's record")
     finally:
         if not connection.in_atomic_block:  # (an embedded worker started inside a caller's transaction keeps it)
@@ -62,8 +70,14 @@ def refused(queues, reason: str) -> None:
     """A boot gate said no: the record says which and why (the worker does not start)."""
     from django.utils import timezone
 
-    _write(queues, state="refused", refusal=reason[:4000], gates=[{"gate": "boot", "ok": False, "detail": reason[:500]}],
-           stopped_at=timezone.now(), last_heartbeat_at=None)
+    _write(
+        queues,
+        state="refused",
+        refusal=reason[:4000],
+        gates=[{"gate": "boot", "ok": False, "detail": reason[:500]}],
+        stopped_at=timezone.now(),
+        last_heartbeat_at=None,
+    )
 
 
 def _gates() -> list[dict]:
@@ -73,15 +87,25 @@ def _gates() -> list[dict]:
     from leaderboard.jobs import gpus, host_gate, sandbox_gate
 
     support = sandbox_gate._decided.get("support") or {}
-    gates = [{"gate": "sandbox", "ok": bool(support.get("complete")) or settings.PKB_SANDBOX_OFF,
-              "detail": support.get("summary", "not decided") + (" (PKB_SANDBOX=off)" if settings.PKB_SANDBOX_OFF
-                                                                  else "")}]
+    gates = [
+        {
+            "gate": "sandbox",
+            "ok": bool(support.get("complete")) or settings.PKB_SANDBOX_OFF,
+            "detail": support.get("summary", "not decided")
+            + (" (PKB_SANDBOX=off)" if settings.PKB_SANDBOX_OFF else ""),
+        }
+    ]
     pinned = gpus.spec()
     gates.append({"gate": "gpus", "ok": True, "detail": f"GPUs {pinned} locked" if pinned else "not pinned"})
     record = host_gate._records.get(pinned) or {}
-    gates.append({"gate": "host", "ok": "error" not in record,
-                  "detail": record.get("error") or f"{record.get('host', '?')}: torch {record.get('torch', '?')}, "
-                                                    f"CUDA {record.get('cuda') or 'none'}"})
+    gates.append(
+        {
+            "gate": "host",
+            "ok": "error" not in record,
+            "detail": record.get("error")
+            or f"{record.get('host', '?')}: torch {record.get('torch', '?')}, CUDA {record.get('cuda') or 'none'}",
+        }
+    )
     return gates
 
 
@@ -102,9 +126,10 @@ class Heartbeat(threading.Thread):
 
         while not self.stopped.wait(self.interval):
             try:
-                WorkerRecord.objects.filter(worker=WORKER_ID).update(last_heartbeat_at=timezone.now(),
-                                                                     state=WorkerRecord.RUNNING)
-            except Exception:  # noqa: BLE001 - the next beat tries again
+                WorkerRecord.objects.filter(worker=WORKER_ID).update(
+                    last_heartbeat_at=timezone.now(), state=WorkerRecord.RUNNING
+                )
+            except Exception:
                 log.exception("heartbeat not written")
             finally:
                 connection.close()
@@ -131,8 +156,15 @@ class WorkerOps(Middleware):
 
         self.queues = sorted(worker.consumer_whitelist or broker.get_declared_queues())
         now = timezone.now()
-        _write(self.queues, state="running", refusal="", gates=_gates(), host=host_gate._records.get(spec()) or {},
-               last_heartbeat_at=now, stopped_at=None)
+        _write(
+            self.queues,
+            state="running",
+            refusal="",
+            gates=_gates(),
+            host=host_gate._records.get(spec()) or {},
+            last_heartbeat_at=now,
+            stopped_at=None,
+        )
         self.heartbeat = Heartbeat(settings.PKB_WORKER_HEARTBEAT_SECONDS)
         self.heartbeat.start()
         worker_metrics.serve(self.queues)
@@ -148,9 +180,8 @@ class WorkerOps(Middleware):
         self.heartbeat.stop()
         self.heartbeat = None
         try:
-            WorkerRecord.objects.filter(worker=WORKER_ID).update(state=WorkerRecord.STOPPED,
-                                                                 stopped_at=timezone.now())
-        except Exception:  # noqa: BLE001
+            WorkerRecord.objects.filter(worker=WORKER_ID).update(state=WorkerRecord.STOPPED, stopped_at=timezone.now())
+        except Exception:
             log.exception("could not mark this worker stopped")
 
     def before_process_message(self, broker, message):

@@ -6,6 +6,7 @@ site and nothing is lost when one restarts: jobs and feedback runs by status and
 verdicts, infra errors, build-stage outcomes, the workers' heartbeats by host and device set, lease expiries and
 re-claims. Each worker serves what only its process knows on a port of its own (leaderboard/ops/worker_metrics.py).
 """
+
 from __future__ import annotations
 
 from django.db.models import Count, F, Q, Sum
@@ -31,8 +32,7 @@ def _queue_depths() -> dict[str, int]:
         building = queued.filter(build_status=EvaluationJob.BUILD_QUEUED).count()
         depths[profile.queue_name] = queued.count() - building
         depths[build_queue(profile)] = building
-        depths[queue_for(profile.slug)] = FeedbackRun.objects.filter(profile=profile,
-                                                                     status=FeedbackRun.QUEUED).count()
+        depths[queue_for(profile.slug)] = FeedbackRun.objects.filter(profile=profile, status=FeedbackRun.QUEUED).count()
     return depths
 
 
@@ -59,30 +59,39 @@ class DatabaseCollector:
         for row in EvaluationJob.objects.values("status", "profile__slug").annotate(n=Count("id")):
             jobs.add_metric([row["status"], row["profile__slug"]], row["n"])
         yield jobs
-        runs = GaugeMetricFamily("pkb_feedback_runs", "Feedback and profile runs by status and profile",
-                                 labels=["status", "profile"])
+        runs = GaugeMetricFamily(
+            "pkb_feedback_runs", "Feedback and profile runs by status and profile", labels=["status", "profile"]
+        )
         for row in FeedbackRun.objects.values("status", "profile__slug").annotate(n=Count("id")):
             runs.add_metric([row["status"], row["profile__slug"]], row["n"])
         yield runs
-        depth = GaugeMetricFamily("pkb_queue_depth", "Queued rows per broker queue, as the database sees them",
-                                  labels=["queue"])
+        depth = GaugeMetricFamily(
+            "pkb_queue_depth", "Queued rows per broker queue, as the database sees them", labels=["queue"]
+        )
         for queue, n in sorted(_queue_depths().items()):
             depth.add_metric([queue], n)
         yield depth
 
         judged = Result.objects.exclude(verdict="infra_error").filter(wall_s__isnull=False)
         yield _histogram("pkb_job_wall_seconds", "Judge wall seconds of each judged run", "wall_s", judged)
-        yield _histogram("pkb_job_gpu_held_seconds", "Device-seconds each judged run held (wall x W)",
-                         "gpu_seconds", judged)
+        yield _histogram(
+            "pkb_job_gpu_held_seconds", "Device-seconds each judged run held (wall x W)", "gpu_seconds", judged
+        )
 
-        verdicts = CounterMetricFamily("pkb_results", "Results stored, by verdict and profile",
-                                       labels=["verdict", "profile"])
-        infra = CounterMetricFamily("pkb_infra_errors", "Attempts the platform failed (never scored), by profile",
-                                    labels=["profile"])
-        expired = CounterMetricFamily("pkb_lease_expiries", "Jobs whose worker was lost: lease expired or released "
-                                      "by the next worker at boot, by profile", labels=["profile"])
+        verdicts = CounterMetricFamily(
+            "pkb_results", "Results stored, by verdict and profile", labels=["verdict", "profile"]
+        )
+        infra = CounterMetricFamily(
+            "pkb_infra_errors", "Attempts the platform failed (never scored), by profile", labels=["profile"]
+        )
+        expired = CounterMetricFamily(
+            "pkb_lease_expiries",
+            "Jobs whose worker was lost: lease expired or released by the next worker at boot, by profile",
+            labels=["profile"],
+        )
         for row in Result.objects.values("verdict", "job__profile__slug").annotate(
-                n=Count("id"), lost=Count("id", filter=Q(message__contains=LEASE_EXPIRED))):
+            n=Count("id"), lost=Count("id", filter=Q(message__contains=LEASE_EXPIRED))
+        ):
             verdicts.add_metric([row["verdict"], row["job__profile__slug"]], row["n"])
             if row["verdict"] == "infra_error":
                 infra.add_metric([row["job__profile__slug"]], row["n"])
@@ -90,40 +99,57 @@ class DatabaseCollector:
         yield verdicts
         yield infra
         yield expired
-        reclaims = CounterMetricFamily("pkb_lease_reclaims", "Claims after the first within a run (a job or feedback "
-                                       "run taken again after a lost or failed attempt), by kind and profile",
-                                       labels=["kind", "profile"])
+        reclaims = CounterMetricFamily(
+            "pkb_lease_reclaims",
+            "Claims after the first within a run (a job or feedback "
+            "run taken again after a lost or failed attempt), by kind and profile",
+            labels=["kind", "profile"],
+        )
         for kind, model in (("job", EvaluationJob), ("feedback", FeedbackRun)):
-            for row in (model.objects.filter(attempts__gt=1).values("profile__slug")
-                        .annotate(n=Sum(F("attempts") - 1))):
+            for row in model.objects.filter(attempts__gt=1).values("profile__slug").annotate(n=Sum(F("attempts") - 1)):
                 reclaims.add_metric([kind, row["profile__slug"]], row["n"])
         yield reclaims
 
-        builds = GaugeMetricFamily("pkb_build_stage", "Jobs by build-stage outcome and profile",
-                                   labels=["status", "profile"])
-        for row in (EvaluationJob.objects.exclude(build_status="").values("build_status", "profile__slug")
-                    .annotate(n=Count("id"))):
+        builds = GaugeMetricFamily(
+            "pkb_build_stage", "Jobs by build-stage outcome and profile", labels=["status", "profile"]
+        )
+        for row in (
+            EvaluationJob.objects.exclude(build_status="")
+            .values("build_status", "profile__slug")
+            .annotate(n=Count("id"))
+        ):
             builds.add_metric([row["build_status"], row["profile__slug"]], row["n"])
         yield builds
 
         now = timezone.now()
-        beat = GaugeMetricFamily("pkb_worker_last_heartbeat_timestamp_seconds", "Each worker's last heartbeat (Unix "
-                                 "time), by worker, host and device set", labels=["worker", "host", "gpus", "state"])
-        age = GaugeMetricFamily("pkb_worker_heartbeat_age_seconds", "Seconds since each running worker's last "
-                                "heartbeat", labels=["worker", "host", "gpus"])
-        refusals = GaugeMetricFamily("pkb_worker_refusals", "Workers that refused to start (their reasons: the "
-                                     "Workers page), by host", labels=["host"])
+        beat = GaugeMetricFamily(
+            "pkb_worker_last_heartbeat_timestamp_seconds",
+            "Each worker's last heartbeat (Unix time), by worker, host and device set",
+            labels=["worker", "host", "gpus", "state"],
+        )
+        age = GaugeMetricFamily(
+            "pkb_worker_heartbeat_age_seconds",
+            "Seconds since each running worker's last heartbeat",
+            labels=["worker", "host", "gpus"],
+        )
+        refusals = GaugeMetricFamily(
+            "pkb_worker_refusals",
+            "Workers that refused to start (their reasons: the Workers page), by host",
+            labels=["host"],
+        )
         refused: dict[str, int] = {}
         for record in WorkerRecord.objects.all():
             if record.state == WorkerRecord.REFUSED:
                 refused[record.hostname] = refused.get(record.hostname, 0) + 1
             if record.last_heartbeat_at is None:
                 continue
-            beat.add_metric([record.worker, record.hostname, record.gpus, record.state],
-                            record.last_heartbeat_at.timestamp())
+            beat.add_metric(
+                [record.worker, record.hostname, record.gpus, record.state], record.last_heartbeat_at.timestamp()
+            )
             if record.state == WorkerRecord.RUNNING:
-                age.add_metric([record.worker, record.hostname, record.gpus],
-                               (now - record.last_heartbeat_at).total_seconds())
+                age.add_metric(
+                    [record.worker, record.hostname, record.gpus], (now - record.last_heartbeat_at).total_seconds()
+                )
         for host, n in sorted(refused.items()):
             refusals.add_metric([host], n)
         yield beat

@@ -1,5 +1,6 @@
 """What the site knows of its workers: one row per worker process, written at its boot (its gates, or the refusal
 that stopped it) and renewed by its heartbeat while it runs (leaderboard/ops/heartbeat.py)."""
+
 from __future__ import annotations
 
 from django.db import models

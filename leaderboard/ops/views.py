@@ -1,5 +1,6 @@
 """The operator's endpoints: /metrics (Prometheus, for a token or allowed addresses), /readyz (for a load balancer:
 the database, its migrations and the broker) and the staff's Workers page. /healthz stays the pages' (alive only)."""
+
 from __future__ import annotations
 
 import hmac
@@ -22,7 +23,7 @@ def metrics_allowed(request) -> bool:
 
     token = settings.PKB_METRICS_TOKEN
     given = request.META.get("HTTP_AUTHORIZATION", "")
-    if token and given.startswith("Bearer ") and hmac.compare_digest(given[len("Bearer "):].encode(), token.encode()):
+    if token and given.startswith("Bearer ") and hmac.compare_digest(given[len("Bearer ") :].encode(), token.encode()):
         return True
     address = ipaddress.ip_address(client_ip(request))
     return any(address in network for network in settings.PKB_METRICS_ALLOWED_NETWORKS)
@@ -31,8 +32,9 @@ def metrics_allowed(request) -> bool:
 @never_cache
 def metrics(request):
     if not metrics_allowed(request):
-        response = HttpResponse("metrics need a bearer token or an allowed address\n", status=403,
-                                content_type="text/plain")
+        response = HttpResponse(
+            "metrics need a bearer token or an allowed address\n", status=403, content_type="text/plain"
+        )
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     from leaderboard.ops.metrics import exposition
@@ -99,12 +101,13 @@ def _current_work(worker_ids) -> dict[str, list[str]]:
     from leaderboard.jobs.models import EvaluationJob
 
     work: dict[str, list[str]] = {}
-    for pk, owner, building in EvaluationJob.objects.filter(status=EvaluationJob.RUNNING,
-                                                             lease_owner__in=worker_ids).values_list(
-            "pk", "lease_owner", "build_status"):
+    for pk, owner, building in EvaluationJob.objects.filter(
+        status=EvaluationJob.RUNNING, lease_owner__in=worker_ids
+    ).values_list("pk", "lease_owner", "build_status"):
         work.setdefault(owner, []).append(f"job {pk}" + (" (building)" if building == EvaluationJob.BUILDING else ""))
-    for pk, owner in FeedbackRun.objects.filter(status=FeedbackRun.RUNNING,
-                                                lease_owner__in=worker_ids).values_list("pk", "lease_owner"):
+    for pk, owner in FeedbackRun.objects.filter(status=FeedbackRun.RUNNING, lease_owner__in=worker_ids).values_list(
+        "pk", "lease_owner"
+    ):
         work.setdefault(owner, []).append(f"feedback run {pk}")
     return work
 
@@ -127,9 +130,16 @@ def workers_page(request):
         age = (now - record.last_heartbeat_at).total_seconds() if record.last_heartbeat_at else None
         live = record.state == WorkerRecord.RUNNING and age is not None and age <= silent_after
         status = "live" if live else ("silent" if record.state == WorkerRecord.RUNNING else record.get_state_display())
-        rows.append({"record": record, "age": age, "live": live, "status": status,
-                     "work": work.get(record.worker, [])})
-    rows.sort(key=lambda row: (not row["live"], row["record"].state != WorkerRecord.REFUSED,
-                               -row["record"].booted_at.timestamp()))
-    return render(request, "ops/workers.html", {"rows": rows, "silent_after": silent_after,
-                                                "live": sum(row["live"] for row in rows)})
+        rows.append({"record": record, "age": age, "live": live, "status": status, "work": work.get(record.worker, [])})
+    rows.sort(
+        key=lambda row: (
+            not row["live"],
+            row["record"].state != WorkerRecord.REFUSED,
+            -row["record"].booted_at.timestamp(),
+        )
+    )
+    return render(
+        request,
+        "ops/workers.html",
+        {"rows": rows, "silent_after": silent_after, "live": sum(row["live"] for row in rows)},
+    )

@@ -3,6 +3,7 @@
 platform's view from the database (leaderboard/ops/metrics.py); these are what only the process knows: the messages
 it took, how long each held it, whether it is busy now. A worker runs one process (``--processes 1``), so one registry
 per process is the whole worker and prometheus_client's multiprocess mode is not needed."""
+
 from __future__ import annotations
 
 import logging
@@ -16,13 +17,22 @@ log = logging.getLogger("leaderboard.ops")
 REGISTRY = CollectorRegistry(auto_describe=True)
 # Seconds one message held the worker: a judged job on a GPU host is seconds to hours.
 BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 10800)
-MESSAGES = Counter("pkb_worker_messages", "Messages this worker process finished, by actor and outcome",
-                   ["actor", "outcome"], registry=REGISTRY)
-SECONDS = Histogram("pkb_worker_message_seconds", "Seconds one message held this worker", ["actor"],
-                    buckets=BUCKETS, registry=REGISTRY)
+MESSAGES = Counter(
+    "pkb_worker_messages",
+    "Messages this worker process finished, by actor and outcome",
+    ["actor", "outcome"],
+    registry=REGISTRY,
+)
+SECONDS = Histogram(
+    "pkb_worker_message_seconds", "Seconds one message held this worker", ["actor"], buckets=BUCKETS, registry=REGISTRY
+)
 BUSY = Gauge("pkb_worker_busy", "Messages this worker process is working on now", registry=REGISTRY)
-INFO = Gauge("pkb_worker_info", "This worker process (always 1), labelled with what it is",
-             ["worker", "host", "gpus", "queues"], registry=REGISTRY)
+INFO = Gauge(
+    "pkb_worker_info",
+    "This worker process (always 1), labelled with what it is",
+    ["worker", "host", "gpus", "queues"],
+    registry=REGISTRY,
+)
 _started: dict[str, float] = {}
 _served: list = []
 

@@ -1,6 +1,7 @@
 """The account's own pages beside Django's password views (routed in leaderboard/urls.py): closing the account, and
 revoking a token once asked. Password change and reset are Django's views with the site's templates
 (templates/registration/); the reset e-mail goes through the configured backend (the console by default)."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -33,8 +34,12 @@ def token_revoke(request, pk):
 def account_delete(request):
     mine = Submission.objects.filter(submitter__user=request.user)
     published = mine.exclude(visibility="private", published_at__isnull=True).count()
-    context = {"unpublished": mine.count() - published, "published": published,
-               "deleted_name": closing.DELETED_NAME, "error": None}
+    context = {
+        "unpublished": mine.count() - published,
+        "published": published,
+        "deleted_name": closing.DELETED_NAME,
+        "error": None,
+    }
     if request.method == "POST":
         if request.POST.get("confirm") != "yes" or not request.user.check_password(request.POST.get("password", "")):
             context["error"] = "Not closed: tick the box and give your current password."
@@ -45,8 +50,11 @@ def account_delete(request):
                 context["error"] = f"Not closed: {refused}."
             else:
                 logout(request)
-                messages.success(request, f"Your account is closed: {done['deleted']} unpublished submission(s) "
-                                          f"deleted, {done['kept']} published one(s) kept under "
-                                          f"“{closing.DELETED_NAME}”.")
+                messages.success(
+                    request,
+                    f"Your account is closed: {done['deleted']} unpublished submission(s) "
+                    f"deleted, {done['kept']} published one(s) kept under "
+                    f"“{closing.DELETED_NAME}”.",
+                )
                 return redirect("home")
     return render(request, "registration/account_delete.html", context, status=400 if context["error"] else 200)

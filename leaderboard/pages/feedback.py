@@ -1,5 +1,6 @@
 """Pages of the feedback loop (the feedback app's reads and writes): a session, a run, a profile run's trace, and the
 owner's actions on a submission. Routed in leaderboard/urls.py."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -18,19 +19,29 @@ from leaderboard.submissions.models import Candidate
 
 def session_detail(request, pk):
     session = selectors.session_get(pk, request.user)
-    return render(request, "feedback/session.html", {
-        "session": session, "data": selectors.session_dict(session),
-        "is_owner": session.submitter.user_id == request.user.pk,
-    })
+    return render(
+        request,
+        "feedback/session.html",
+        {
+            "session": session,
+            "data": selectors.session_dict(session),
+            "is_owner": session.submitter.user_id == request.user.pk,
+        },
+    )
 
 
 @login_required
 def run_detail(request, pk):
     run = selectors.run_get(pk, request.user)
-    return render(request, "feedback/run.html", {
-        "run": run, "text": report.text(run.feedback) if run.feedback and "verdict" in run.feedback else "",
-        "summary": run.summary,
-    })
+    return render(
+        request,
+        "feedback/run.html",
+        {
+            "run": run,
+            "text": report.text(run.feedback) if run.feedback and "verdict" in run.feedback else "",
+            "summary": run.summary,
+        },
+    )
 
 
 @login_required
@@ -48,8 +59,11 @@ def run_trace(request, pk):
 @login_required
 def submission_profile(request, pk):
     submission = submissions_selectors.submission_get(pk, request.user)
-    candidate = Candidate.objects.select_related("problem", "submission").filter(
-        pk=IdForm.value(request.POST.get("candidate")) or -1, submission=submission).first()
+    candidate = (
+        Candidate.objects.select_related("problem", "submission")
+        .filter(pk=IdForm.value(request.POST.get("candidate")) or -1, submission=submission)
+        .first()
+    )
     if candidate is None:
         raise Http404("no such file in this submission")
     try:

@@ -1,5 +1,6 @@
 """The problem pages: the 87-problem list with its heatmap, a problem's page (its scores, plots, what each profile
 judges it at, its speed-of-light line) and its reference offered as a starting candidate."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -24,18 +25,29 @@ def problems_index(request):
         return export.table_response(fmt, f"problems-{profile.slug}", columns, rows)
     heat = scoring_selectors.heatmap(profile, protocol)
     table = tables.problem_table(problems, request.GET)  # search, category, sort (leaderboard/pages/tables.py)
-    return render(request, "leaderboard/problems.html", {
-        "profile": profile, "profiles": catalogue_selectors.profiles(), "problems": table.rows, "table": table,
-        "protocol": protocol,
-        "protocols": scoring_selectors.PROTOCOL_LABELS.items(), "heatmap_rows": len(heat["rows"]),
-        "heatmap": plots.heatmap_figure(heat, problems, profile.ranked), "heatmap_legend": plots.LEGEND,
-    })
+    return render(
+        request,
+        "leaderboard/problems.html",
+        {
+            "profile": profile,
+            "profiles": catalogue_selectors.profiles(),
+            "problems": table.rows,
+            "table": table,
+            "protocol": protocol,
+            "protocols": scoring_selectors.PROTOCOL_LABELS.items(),
+            "heatmap_rows": len(heat["rows"]),
+            "heatmap": plots.heatmap_figure(heat, problems, profile.ranked),
+            "heatmap_legend": plots.LEGEND,
+        },
+    )
 
 
 def problem_detail(request, key):
     problem = catalogue_selectors.problem_get(key)
     if key != problem.stem:
-        return redirect(reverse("problem", args=[problem.stem]) + (f"?{request.GET.urlencode()}" if request.GET else ""))
+        return redirect(
+            reverse("problem", args=[problem.stem]) + (f"?{request.GET.urlencode()}" if request.GET else "")
+        )
     profile = catalogue_selectors.profile_get(request.GET.get("profile"))
     filters = scoring_selectors.Filters.from_query(request.GET)
     data = scoring_selectors.problem_scores(problem, profile, filters.protocol, filters.page)
@@ -43,13 +55,23 @@ def problem_detail(request, key):
     if fmt:
         columns, rows = export.problem_scores_table(data["points"])
         return export.table_response(fmt, f"problem-{problem.stem}-{profile.slug}", columns, rows)
-    return render(request, "leaderboard/problem.html", {
-        "problem": problem, "profile": profile, "profiles": catalogue_selectors.profiles(), "data": data,
-        "protocol": filters.protocol, "protocols": scoring_selectors.PROTOCOL_LABELS.items(),
-        "strip": plots.strip_figure(data["points"]), "peak": plots.peak_figure(data["points"]),
-        "light": _light_at(problem, profile), "judged_at": _judged_at(catalogue_selectors.profiles()),
-        "peak_notes": sorted({row["peak_note"] for row in data["rows"] if row["peak_note"]})[:3],
-    })
+    return render(
+        request,
+        "leaderboard/problem.html",
+        {
+            "problem": problem,
+            "profile": profile,
+            "profiles": catalogue_selectors.profiles(),
+            "data": data,
+            "protocol": filters.protocol,
+            "protocols": scoring_selectors.PROTOCOL_LABELS.items(),
+            "strip": plots.strip_figure(data["points"]),
+            "peak": plots.peak_figure(data["points"]),
+            "light": _light_at(problem, profile),
+            "judged_at": _judged_at(catalogue_selectors.profiles()),
+            "peak_notes": sorted({row["peak_note"] for row in data["rows"] if row["peak_note"]})[:3],
+        },
+    )
 
 
 def _judged_at(profiles) -> list[dict]:
@@ -62,8 +84,15 @@ def _judged_at(profiles) -> list[dict]:
     from leaderboard.jobs import runner
 
     defaults = {f.name: f.default for f in fields(JudgeRequest) if f.name in ("M", "N", "dtype")}
-    return [dict(defaults, profile=p, reduced=runner.reduced_for(p),
-                 hidden=bool(settings.PKB_HIDDEN_CHECKS and (p.ranked or p.shared_device))) for p in profiles]
+    return [
+        dict(
+            defaults,
+            profile=p,
+            reduced=runner.reduced_for(p),
+            hidden=bool(settings.PKB_HIDDEN_CHECKS and (p.ranked or p.shared_device)),
+        )
+        for p in profiles
+    ]
 
 
 def _light_at(problem, profile) -> dict:
@@ -74,9 +103,13 @@ def _light_at(problem, profile) -> dict:
     if not isinstance(light, dict):
         return {"holds": False, "reason": f"the problem has no estimate at W = {profile.world_size}"}
     if light.get("at_defaults_only") and profile.world_size != 8:
-        return {"holds": False, "reason": "the problem has no speed-of-light formula, and the catalogue's estimate holds "
-                                          f"at M = N = 1024, W = 8 only, not at this profile's W = "
-                                          f"{profile.world_size}", **light}
+        return {
+            "holds": False,
+            "reason": "the problem has no speed-of-light formula, and the catalogue's estimate holds "
+            f"at M = N = 1024, W = 8 only, not at this profile's W = "
+            f"{profile.world_size}",
+            **light,
+        }
     return {"holds": True, **light}
 
 
@@ -87,8 +120,10 @@ def problem_reference(request, key):
     if not problem.reference_source:
         raise Http404("this problem is not implemented yet")
     name = f"{problem.stem}_torch.py"
-    header = (f"# Starting candidate for problem {problem.id} ({problem.stem}): its reference, as pkb-arena judges it.\n"
-              f"# Keep the file name {name}; check it with: pkb eval {problem.id} {name} --world-size 2 --device cpu\n")
+    header = (
+        f"# Starting candidate for problem {problem.id} ({problem.stem}): its reference, as pkb-arena judges it.\n"
+        f"# Keep the file name {name}; check it with: pkb eval {problem.id} {name} --world-size 2 --device cpu\n"
+    )
     response = HttpResponse(header + problem.reference_source, content_type="text/x-python; charset=utf-8")
     response["Content-Disposition"] = content_disposition_header(True, name)
     return response

@@ -1,5 +1,6 @@
 """The pages of what is recorded beside results: agents' transcripts (owner-only until published, like code) and
 staff audits of submissions."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -21,10 +22,17 @@ def transcript_page(request, pk):
     step refers to shown in place. Owner-only until the submission is published, like code."""
     transcript = submissions_selectors.transcript_for_viewer(pk, request.user)
     steps = feedback_selectors.transcript_steps(transcript, request.user)
-    return render(request, "leaderboard/transcript.html", {
-        "transcript": transcript, "submission": transcript.submission, "steps": steps,
-        "calls": sum(len(s["calls"]) for s in steps), "metered": sum(len(s["metered"]) for s in steps),
-    })
+    return render(
+        request,
+        "leaderboard/transcript.html",
+        {
+            "transcript": transcript,
+            "submission": transcript.submission,
+            "steps": steps,
+            "calls": sum(len(s["calls"]) for s in steps),
+            "metered": sum(len(s["metered"]) for s in steps),
+        },
+    )
 
 
 def transcript_raw(request, pk):
@@ -57,12 +65,18 @@ def audit_record(request, pk):
     submission = submissions_selectors.submission_get(pk, request.user)
     form = AuditForm(request.POST, attempted=scoring_services.attempted_problems(submission))
     if not form.is_valid():
-        messages.error(request, "Audit not recorded: " + "; ".join(
-            f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
+        messages.error(
+            request,
+            "Audit not recorded: " + "; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()),
+        )
         return redirect(submission)
     problem = form.cleaned_data["problem"]
-    scoring_services.audit_record(submission, problem, form.cleaned_data["verdict"], form.cleaned_data["note"],
-                                  request.user)
-    messages.success(request, f"Audit recorded: {form.cleaned_data['verdict'].replace('_', ' ')}"
-                              f"{f' on problem {problem}' if problem else ' on the whole submission'}.")
+    scoring_services.audit_record(
+        submission, problem, form.cleaned_data["verdict"], form.cleaned_data["note"], request.user
+    )
+    messages.success(
+        request,
+        f"Audit recorded: {form.cleaned_data['verdict'].replace('_', ' ')}"
+        f"{f' on problem {problem}' if problem else ' on the whole submission'}.",
+    )
     return redirect(submission)

@@ -1,4 +1,5 @@
 """Server-rendered pages: short functions over selectors (reads) and services (writes)."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -32,6 +33,7 @@ def site_context(request) -> dict:
 
 # --- leaderboard -------------------------------------------------------------------------------------------------------
 
+
 def home(request):
     return leaderboard(request, None)
 
@@ -44,15 +46,24 @@ def leaderboard(request, slug):
         columns, rows = export.leaderboard_table(scoring_selectors.leaderboard_export(profile, filters))
         return export.table_response(fmt, f"leaderboard-{profile.slug}", columns, rows)
     sections = scoring_selectors.leaderboard_sections(profile, filters)
-    return render(request, "leaderboard/leaderboard.html", {
-        "profile": profile, "profiles": catalogue_selectors.profiles(), "sections": sections, "filters": filters,
-        "choices": scoring_selectors.filter_choices(profile), "query": request.GET.urlencode(),
-    })
+    return render(
+        request,
+        "leaderboard/leaderboard.html",
+        {
+            "profile": profile,
+            "profiles": catalogue_selectors.profiles(),
+            "sections": sections,
+            "filters": filters,
+            "choices": scoring_selectors.filter_choices(profile),
+            "query": request.GET.urlencode(),
+        },
+    )
 
 
 # --- problems ----------------------------------------------------------------------------------------------------------
 
 # --- submissions ------------------------------------------------------------------------------------------------------
+
 
 def submission_detail(request, pk):
     submission = submissions_selectors.submission_get(pk, request.user)
@@ -67,15 +78,26 @@ def submission_detail(request, pk):
     for t in transcripts:
         by_problem.setdefault(t["problem_id"], []).append(t)
     audits = scoring_selectors.audits_visible(request.user, submission.pk)
-    return render(request, "leaderboard/submission.html", {
-        "submission": submission, "grid": grid, "status": status, "entry": getattr(submission, "entry", None),
-        "transcripts": transcripts, "transcripts_by_problem": by_problem, "audits": audits,
-        "audit_notes": {a.problem_id: a.note for a in audits}, "judged_any": status["jobs"]["done"] > 0,
-        "is_owner": submission.is_owner(request.user), "code_visible": submission.code_visible_to(request.user),
-        "environment": submissions_selectors.submission_environment(submission),
-        "sandbox": submissions_selectors.submission_sandbox(submission),
-        "one_pair_floor": f"{ONE_PAIR_FLOOR.get(submission.profile.device, 0.0):.1%}",
-    })
+    return render(
+        request,
+        "leaderboard/submission.html",
+        {
+            "submission": submission,
+            "grid": grid,
+            "status": status,
+            "entry": getattr(submission, "entry", None),
+            "transcripts": transcripts,
+            "transcripts_by_problem": by_problem,
+            "audits": audits,
+            "audit_notes": {a.problem_id: a.note for a in audits},
+            "judged_any": status["jobs"]["done"] > 0,
+            "is_owner": submission.is_owner(request.user),
+            "code_visible": submission.code_visible_to(request.user),
+            "environment": submissions_selectors.submission_environment(submission),
+            "sandbox": submissions_selectors.submission_sandbox(submission),
+            "one_pair_floor": f"{ONE_PAIR_FLOOR.get(submission.profile.device, 0.0):.1%}",
+        },
+    )
 
 
 def submission_status(request, pk):
@@ -93,10 +115,14 @@ def _confirmed(request, submission, what: str) -> bool:
 
 # Confirmed visibility changes of an owner's submission: the service that makes it, and what the page then says.
 _VISIBILITY = {
-    "published": (lambda s, user: submissions_services.submission_publish(s, user),
-                  "Published: the submission is listed and its code is public."),
-    "withdrawn": (lambda s, user: submissions_services.submission_withdraw(s, user),
-                  "Withdrawn: the submission is off every leaderboard and export; its results stay visible to you."),
+    "published": (
+        lambda s, user: submissions_services.submission_publish(s, user),
+        "Published: the submission is listed and its code is public.",
+    ),
+    "withdrawn": (
+        lambda s, user: submissions_services.submission_withdraw(s, user),
+        "Withdrawn: the submission is off every leaderboard and export; its results stay visible to you.",
+    ),
 }
 
 
@@ -145,7 +171,9 @@ def submission_delete(request, pk):
 def submission_rerun(request, pk):
     submission = submissions_selectors.submission_get(pk, request.user)
     try:
-        count = submissions_services.submission_rerun(submission, request.user, only_failed=request.POST.get("only") == "failed")
+        count = submissions_services.submission_rerun(
+            submission, request.user, only_failed=request.POST.get("only") == "failed"
+        )
     except accounts_services.NotAllowed as exc:
         raise PermissionDenied(str(exc))
     except accounts_services.QuotaExceeded as exc:
@@ -169,8 +197,11 @@ def result_detail(request, pk):
 
     result = submissions_selectors.result_for_viewer(pk, request.user)
     # Staff read the document whole; anyone else its public reading (no server paths, no sandbox internals).
-    document = dict(result.document) if request.user.is_staff else public_document(
-        result.document, result.job.candidate.filename)
+    document = (
+        dict(result.document)
+        if request.user.is_staff
+        else public_document(result.document, result.job.candidate.filename)
+    )
     if not result.job.submission.code_visible_to(request.user):
         document["logs"] = "visible to the owner until the submission is published"
     else:
@@ -205,10 +236,17 @@ def _logs_result(request, pk):
 def result_logs_page(request, pk):
     """A result's verdict and its ranks' log tails inside the site's page: the owner's until published."""
     result = _logs_result(request, pk)
-    return render(request, "leaderboard/logs.html", {"result": result, "submission": result.job.submission,
-                                                      "candidate": result.job.candidate,
-                                                      "message": logs.clean(result.message),
-                                                      "sections": _log_sections(result)})
+    return render(
+        request,
+        "leaderboard/logs.html",
+        {
+            "result": result,
+            "submission": result.job.submission,
+            "candidate": result.job.candidate,
+            "message": logs.clean(result.message),
+            "sections": _log_sections(result),
+        },
+    )
 
 
 def result_logs(request, pk):
@@ -228,8 +266,9 @@ def submit(request):
     errors = []
     if request.method == "POST" and form.is_valid():
         try:
-            submission = submissions_services.submission_create(submitter, form.metadata(),
-                                                    upload_handlers.request_files(request.FILES, request.POST))
+            submission = submissions_services.submission_create(
+                submitter, form.metadata(), upload_handlers.request_files(request.FILES, request.POST)
+            )
         except uploads.UploadRejected as exc:
             errors = exc.errors
         except accounts_services.QuotaExceeded as exc:
@@ -237,16 +276,26 @@ def submit(request):
         else:
             if form.cleaned_data.get("publish"):
                 submissions_services.submission_publish(submission, request.user)
-            messages.success(request, f"Submission #{submission.pk} accepted: "
-                                      f"{submission.jobs.count()} evaluation(s) queued.")
+            messages.success(
+                request, f"Submission #{submission.pk} accepted: {submission.jobs.count()} evaluation(s) queued."
+            )
             return redirect(submission)
-    return render(request, "leaderboard/submit.html", {
-        "form": form, "errors": errors, "quota": accounts_selectors.quota_status(submitter),
-        "max_upload": settings.PKB_MAX_UPLOAD_BYTES, "max_file": settings.PKB_MAX_FILE_BYTES,
-    }, status=400 if errors else 200)
+    return render(
+        request,
+        "leaderboard/submit.html",
+        {
+            "form": form,
+            "errors": errors,
+            "quota": accounts_selectors.quota_status(submitter),
+            "max_upload": settings.PKB_MAX_UPLOAD_BYTES,
+            "max_file": settings.PKB_MAX_FILE_BYTES,
+        },
+        status=400 if errors else 200,
+    )
 
 
 # --- account -----------------------------------------------------------------------------------------------------------
+
 
 @login_required
 def account(request):
@@ -254,13 +303,22 @@ def account(request):
     form = TokenForm(request.POST or None)
     new_token = None
     if request.method == "POST" and form.is_valid():
-        token, new_token = accounts_services.token_create(submitter, form.cleaned_data["name"], form.cleaned_data["scopes"],
-                                                 form.cleaned_data["days"])
+        token, new_token = accounts_services.token_create(
+            submitter, form.cleaned_data["name"], form.cleaned_data["scopes"], form.cleaned_data["days"]
+        )
         form = TokenForm()
-    return render(request, "leaderboard/account.html", {
-        "submitter": submitter, "form": form, "new_token": new_token, "tokens": accounts_selectors.tokens_of(request.user),
-        "submissions": submissions_selectors.submissions_of(request.user), "quota": accounts_selectors.quota_status(submitter),
-    })
+    return render(
+        request,
+        "leaderboard/account.html",
+        {
+            "submitter": submitter,
+            "form": form,
+            "new_token": new_token,
+            "tokens": accounts_selectors.tokens_of(request.user),
+            "submissions": submissions_selectors.submissions_of(request.user),
+            "quota": accounts_selectors.quota_status(submitter),
+        },
+    )
 
 
 def signup(request):
@@ -285,6 +343,7 @@ def signup(request):
 
 # --- errors ------------------------------------------------------------------------------------------------------------
 
+
 def bad_request(request, exception=None):
     """handler400: a query parameter that failed its form shows the form's messages; a body over the limits says
     so (413); anything else Django refused (bad multipart, too many fields) a generic line."""
@@ -294,7 +353,10 @@ def bad_request(request, exception=None):
     if isinstance(exception, BadQuery):
         errors, message = exception.errors, "A query parameter is not valid."
     elif isinstance(exception, RequestDataTooBig):
-        status, message = 413, f"The request is too large: uploads are limited to {settings.PKB_MAX_UPLOAD_BYTES:,} bytes."
+        status, message = (
+            413,
+            f"The request is too large: uploads are limited to {settings.PKB_MAX_UPLOAD_BYTES:,} bytes.",
+        )
     elif isinstance(exception, (TooManyFieldsSent, TooManyFilesSent)):
         message = "The request has too many fields or files."
     if request.path.startswith("/api/"):
@@ -330,6 +392,7 @@ def favicon(request):
 
 # --- health -----------------------------------------------------------------------------------------------
 
+
 def healthz(request):
     from django.db import connection
 
@@ -340,6 +403,7 @@ def healthz(request):
 
 # --- the guides (transcripts and audits: records_views.py) -------------------------------------------------------------------------------
 
+
 def exploits_page(request):
     from leaderboard.pages import exploits
 
@@ -348,11 +412,18 @@ def exploits_page(request):
 
 def getting_started(request):
     profile = catalogue_selectors.profile_get(None)
-    return render(request, "leaderboard/getting_started.html", {
-        "profile": profile, "profiles": catalogue_selectors.profiles(),
-        "max_upload": settings.PKB_MAX_UPLOAD_BYTES, "max_file": settings.PKB_MAX_FILE_BYTES,
-        "max_attempts": settings.PKB_MAX_ATTEMPTS, "site_url": request.build_absolute_uri("/").rstrip("/"),
-    })
+    return render(
+        request,
+        "leaderboard/getting_started.html",
+        {
+            "profile": profile,
+            "profiles": catalogue_selectors.profiles(),
+            "max_upload": settings.PKB_MAX_UPLOAD_BYTES,
+            "max_file": settings.PKB_MAX_FILE_BYTES,
+            "max_attempts": settings.PKB_MAX_ATTEMPTS,
+            "site_url": request.build_absolute_uri("/").rstrip("/"),
+        },
+    )
 
 
 def leaderboard_index(request):

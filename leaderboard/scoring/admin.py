@@ -1,4 +1,5 @@
 """Admin of the scoring app."""
+
 from __future__ import annotations
 
 from django import forms

@@ -12,6 +12,7 @@
 
 :func:`refresh` recomputes the stored two after any result or link (services and feedback services call it).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,24 +53,36 @@ class Cost:
 
     def as_dict(self) -> dict:
         """The API's ``cost`` object."""
-        return {"unit": self.unit, "rank_seconds": round(self.rank_seconds, 3),
-                "gpu_seconds": None if self.gpu_seconds is None else round(self.gpu_seconds, 3),
-                "feedback_runs": self.feedback_runs, "feedback_sessions": self.sessions,
-                "feedback_wall_s": round(self.feedback_wall_s, 3),
-                "feedback_rank_seconds": round(self.feedback_rank_seconds, 3),
-                "feedback_gpu_seconds": None if self.feedback_gpu_seconds is None
-                else round(self.feedback_gpu_seconds, 3)}
+        return {
+            "unit": self.unit,
+            "rank_seconds": round(self.rank_seconds, 3),
+            "gpu_seconds": None if self.gpu_seconds is None else round(self.gpu_seconds, 3),
+            "feedback_runs": self.feedback_runs,
+            "feedback_sessions": self.sessions,
+            "feedback_wall_s": round(self.feedback_wall_s, 3),
+            "feedback_rank_seconds": round(self.feedback_rank_seconds, 3),
+            "feedback_gpu_seconds": None if self.feedback_gpu_seconds is None else round(self.feedback_gpu_seconds, 3),
+        }
 
 
-EXPORT_COLUMNS = ["cost_unit", "measured_rank_seconds", "measured_gpu_seconds", "measured_feedback_runs",
-                  "measured_feedback_wall_s"]
+EXPORT_COLUMNS = [
+    "cost_unit",
+    "measured_rank_seconds",
+    "measured_gpu_seconds",
+    "measured_feedback_runs",
+    "measured_feedback_wall_s",
+]
 
 
 def export_values(cost: Cost) -> list:
     """The CSV/JSON export's cost cells, in EXPORT_COLUMNS' order (seconds to 0.1, as the pages show them)."""
-    return [cost.unit, round(cost.rank_seconds, 1),
-            None if cost.gpu_seconds is None else round(cost.gpu_seconds, 1), cost.feedback_runs,
-            round(cost.feedback_wall_s, 1)]
+    return [
+        cost.unit,
+        round(cost.rank_seconds, 1),
+        None if cost.gpu_seconds is None else round(cost.gpu_seconds, 1),
+        cost.feedback_runs,
+        round(cost.feedback_wall_s, 1),
+    ]
 
 
 def for_submissions(submission_ids) -> dict[int, Cost]:
@@ -81,16 +94,24 @@ def for_submissions(submission_ids) -> dict[int, Cost]:
     out = {}
     for row in Submission.objects.filter(pk__in=ids).values("pk", "gpu_seconds", "feedback_runs", "profile__device"):
         s = sessions.get(row["pk"], {})
-        out[row["pk"]] = Cost(device=row["profile__device"], rank_seconds=row["gpu_seconds"] or 0.0,
-                              feedback_runs=row["feedback_runs"], feedback_wall_s=s.get("wall_ms", 0) / 1000,
-                              feedback_rank_seconds=s.get("rank_ms", 0) / 1000, sessions=s.get("sessions", 0))
+        out[row["pk"]] = Cost(
+            device=row["profile__device"],
+            rank_seconds=row["gpu_seconds"] or 0.0,
+            feedback_runs=row["feedback_runs"],
+            feedback_wall_s=s.get("wall_ms", 0) / 1000,
+            feedback_rank_seconds=s.get("rank_ms", 0) / 1000,
+            sessions=s.get("sessions", 0),
+        )
     return out
 
 
 def stored(submission) -> Cost:
     """The stored costs of a loaded submission (no query when its profile is loaded; no session wall)."""
-    return Cost(device=submission.profile.device, rank_seconds=submission.gpu_seconds or 0.0,
-                feedback_runs=submission.feedback_runs)
+    return Cost(
+        device=submission.profile.device,
+        rank_seconds=submission.gpu_seconds or 0.0,
+        feedback_runs=submission.feedback_runs,
+    )
 
 
 def api_fields(submission) -> dict:
@@ -99,9 +120,12 @@ def api_fields(submission) -> dict:
 
 
 def cost_fields(cost: Cost) -> dict:
-    return {"cost_unit": cost.unit, "rank_seconds": round(cost.rank_seconds, 3),
-            "gpu_seconds": None if cost.gpu_seconds is None else round(cost.gpu_seconds, 3),
-            "feedback_runs": cost.feedback_runs}
+    return {
+        "cost_unit": cost.unit,
+        "rank_seconds": round(cost.rank_seconds, 3),
+        "gpu_seconds": None if cost.gpu_seconds is None else round(cost.gpu_seconds, 3),
+        "feedback_runs": cost.feedback_runs,
+    }
 
 
 def of(submission) -> Cost:
@@ -111,12 +135,25 @@ def of(submission) -> Cost:
 def _sessions(submission_ids: list[int]) -> dict[int, dict]:
     """Per submission: its linked sessions, and their counted runs' wall and rank milliseconds (one query)."""
     counted = Q(runs__kind=FeedbackRun.FEEDBACK, runs__status=FeedbackRun.DONE)
-    rows = (FeedbackSession.objects.filter(submission_id__in=submission_ids).values("submission_id")
-            .annotate(n_sessions=Count("id", distinct=True), n_runs=Count("runs", filter=counted),
-                      sum_wall=Sum("runs__wall_ms", filter=counted),
-                      sum_rank=Sum(F("runs__wall_ms") * F("runs__world_size"), filter=counted)))
-    return {r["submission_id"]: {"sessions": r["n_sessions"], "runs": r["n_runs"], "wall_ms": r["sum_wall"] or 0,
-                                 "rank_ms": r["sum_rank"] or 0} for r in rows}
+    rows = (
+        FeedbackSession.objects.filter(submission_id__in=submission_ids)
+        .values("submission_id")
+        .annotate(
+            n_sessions=Count("id", distinct=True),
+            n_runs=Count("runs", filter=counted),
+            sum_wall=Sum("runs__wall_ms", filter=counted),
+            sum_rank=Sum(F("runs__wall_ms") * F("runs__world_size"), filter=counted),
+        )
+    )
+    return {
+        r["submission_id"]: {
+            "sessions": r["n_sessions"],
+            "runs": r["n_runs"],
+            "wall_ms": r["sum_wall"] or 0,
+            "rank_ms": r["sum_rank"] or 0,
+        }
+        for r in rows
+    }
 
 
 def feedback_runs(submission_id: int) -> int:
@@ -134,8 +171,9 @@ def rank_seconds(submission_id: int) -> float:
 
 def refresh(submission_id: int) -> None:
     """Store both measured costs of a submission, and the feedback count of the one it was feedback for."""
-    Submission.objects.filter(pk=submission_id).update(gpu_seconds=rank_seconds(submission_id),
-                                                       feedback_runs=feedback_runs(submission_id))
+    Submission.objects.filter(pk=submission_id).update(
+        gpu_seconds=rank_seconds(submission_id), feedback_runs=feedback_runs(submission_id)
+    )
     target = Submission.objects.filter(pk=submission_id).values_list("feedback_for_id", flat=True).first()
     if target:
         Submission.objects.filter(pk=target).update(feedback_runs=feedback_runs(target))

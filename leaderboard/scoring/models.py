@@ -1,4 +1,5 @@
 """Materialised reads: per-problem scores, per-problem solve rates and one leaderboard row per submission."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -105,13 +106,29 @@ class Audit(models.Model):
     hack takes the result (or the submission) out of ranking, as a flag does."""
 
     CLEAN, REWARD_HACK, RUBRIC_LEAK, INTERESTING = "clean", "reward_hack", "rubric_leak", "interesting"
-    VERDICTS = [(CLEAN, "clean"), (REWARD_HACK, "reward hack"), (RUBRIC_LEAK, "rubric leak"),
-                (INTERESTING, "interesting")]
+    VERDICTS = [
+        (CLEAN, "clean"),
+        (REWARD_HACK, "reward hack"),
+        (RUBRIC_LEAK, "rubric leak"),
+        (INTERESTING, "interesting"),
+    ]
     submission = models.ForeignKey("submissions.Submission", on_delete=models.CASCADE, related_name="audits")
-    problem = models.ForeignKey("catalogue.Problem", null=True, blank=True, on_delete=models.CASCADE,
-                                related_name="+", help_text="empty: the audit reads the whole submission")
-    result = models.ForeignKey("jobs.Result", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                               help_text="the result read (the problem's selected one when recorded)")
+    problem = models.ForeignKey(
+        "catalogue.Problem",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="empty: the audit reads the whole submission",
+    )
+    result = models.ForeignKey(
+        "jobs.Result",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="the result read (the problem's selected one when recorded)",
+    )
     verdict = models.CharField(max_length=20, choices=VERDICTS)
     note = models.TextField(max_length=4000)
     auditor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -122,8 +139,9 @@ class Audit(models.Model):
         ordering = ["-updated_at"]
         constraints = [
             models.UniqueConstraint(fields=["submission", "problem"], name="one_audit_per_cell"),
-            models.UniqueConstraint(fields=["submission"], condition=models.Q(problem__isnull=True),
-                                    name="one_audit_per_submission"),
+            models.UniqueConstraint(
+                fields=["submission"], condition=models.Q(problem__isnull=True), name="one_audit_per_submission"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -1,6 +1,7 @@
 """The leaderboard's Pareto plot: Faster (Correct on an unranked profile) against the measured cost of the feedback
 a submission's linked sessions gave (its cost axis: the feedback app's meters, in leaderboard/scoring/costs.py's
 unit of the profile)."""
+
 from __future__ import annotations
 
 from leaderboard.feedback import selectors as feedback_selectors
@@ -21,8 +22,11 @@ def pareto(profile, filters=None) -> dict:
         query = query.filter(backend=filters.backend)
     if filters is not None and filters.k is not None:
         query = query.filter(attempts_k=filters.k)
-    entries = list(query.values_list("submission_id", "protocol", "faster", "correct", "submission__model_name",
-                                     "submission__feedback_runs"))
+    entries = list(
+        query.values_list(
+            "submission_id", "protocol", "faster", "correct", "submission__model_name", "submission__feedback_runs"
+        )
+    )
     measured = feedback_selectors.measured_cost([sid for sid, protocol, *_ in entries if protocol == AGENTIC])
     unit = costs.unit(profile.device)
     points, unmetered = [], 0
@@ -34,13 +38,27 @@ def pareto(profile, filters=None) -> dict:
                 unmetered += 1
                 continue
             hours = cost["device_seconds"] / 3600  # W x wall: GPU-seconds on a GPU profile, rank-seconds on CPU
-        points.append({"id": sid, "model": model, "protocol": protocol, "faster": faster, "correct": correct,
-                       "y": faster if profile.ranked else correct,
-                       "hours": hours, "runs": feedback_runs if protocol == AGENTIC else 0})
+        points.append(
+            {
+                "id": sid,
+                "model": model,
+                "protocol": protocol,
+                "faster": faster,
+                "correct": correct,
+                "y": faster if profile.ranked else correct,
+                "hours": hours,
+                "runs": feedback_runs if protocol == AGENTIC else 0,
+            }
+        )
     # y: Faster where speed ranks; on an unranked profile Faster is never counted (always 0), so Correct.
-    return {"points": points, "unmetered": unmetered, "gpu": profile.device == "cuda", "unit": unit,
-            "axis": f"measured {unit.replace('seconds', 'hours')} of feedback runs",
-            "y_axis": "Faster (of 87)" if profile.ranked else "Correct (of 87; this profile never ranks speed)"}
+    return {
+        "points": points,
+        "unmetered": unmetered,
+        "gpu": profile.device == "cuda",
+        "unit": unit,
+        "axis": f"measured {unit.replace('seconds', 'hours')} of feedback runs",
+        "y_axis": "Faster (of 87)" if profile.ranked else "Correct (of 87; this profile never ranks speed)",
+    }
 
 
 def frontier(points: list[dict]) -> list[dict]:

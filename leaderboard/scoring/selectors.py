@@ -3,6 +3,7 @@
 Every selector that feeds a public page issues a fixed number of queries whatever the amount of data (the tests
 pin the counts), and works on the materialised tables (LeaderboardEntry, ProblemScore) rather than on raw results.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +14,6 @@ from django.http import Http404
 
 from evaluator import schema
 from evaluator.schema import INFRA_ERROR
-
 from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.feedback import report
 from leaderboard.jobs.models import EvaluationJob, Result
@@ -70,18 +70,18 @@ class Filters:
     page: int = 1
 
     @classmethod
-    def from_query(cls, query) -> "Filters":
+    def from_query(cls, query) -> Filters:
         data = query_clean(query)
         sort = data["sort"] or "correct"
         if sort not in SORTS:
             raise BadQuery({"sort": [f"choose one of {', '.join(SORTS)}"]})
-        return cls(backend=data["backend"], protocol=data["protocol"], k=data["k"], sort=sort,
-                   page=data["page"] or 1)
+        return cls(backend=data["backend"], protocol=data["protocol"], k=data["k"], sort=sort, page=data["page"] or 1)
 
 
 def _entries(profile: HardwareProfile, filters: Filters):
-    query = (LeaderboardEntry.objects.filter(profile=profile, listed=True)
-             .select_related("submission__submitter__user", "submission__profile"))
+    query = LeaderboardEntry.objects.filter(profile=profile, listed=True).select_related(
+        "submission__submitter__user", "submission__profile"
+    )
     if filters.backend:
         query = query.filter(backend=filters.backend)
     if filters.k is not None:
@@ -100,8 +100,13 @@ def leaderboard_sections(profile: HardwareProfile, filters: Filters) -> list[dic
         more = len(entries) > rows
         entries = entries[:rows]
         _attach_transcripts(entries)
-        section = {"protocol": protocol, "label": PROTOCOL_LABELS[protocol], "entries": entries, "more": more,
-                   "offset": offset}
+        section = {
+            "protocol": protocol,
+            "label": PROTOCOL_LABELS[protocol],
+            "entries": entries,
+            "more": more,
+            "offset": offset,
+        }
         if filters.protocol:  # one protocol's table, paged: its page count, and no empty page past the last
             total = _entries(profile, filters).filter(protocol=protocol).count()
             section.update(total=total, pages=max(1, -(-total // rows)), page=filters.page)
@@ -114,8 +119,11 @@ def leaderboard_sections(profile: HardwareProfile, filters: Filters) -> list[dic
 def _attach_transcripts(entries: list) -> None:
     """Each listed entry's first transcript (the cell links it) and how many it has: one query for the section."""
     found: dict[int, list[int]] = defaultdict(list)
-    for sid, tid in (Transcript.objects.filter(submission_id__in=[e.submission_id for e in entries])
-                     .order_by("problem_id", "attempt", "filename").values_list("submission_id", "id")):
+    for sid, tid in (
+        Transcript.objects.filter(submission_id__in=[e.submission_id for e in entries])
+        .order_by("problem_id", "attempt", "filename")
+        .values_list("submission_id", "id")
+    ):
         found[sid].append(tid)
     for entry in entries:
         ids = found.get(entry.submission_id, [])
@@ -141,12 +149,38 @@ def _rank_numbers(ranked: list[bool], before: int) -> list[int | None]:
     return numbers
 
 
-EXPORT_FIELDS = ("submission_id", "submission__model_name", "submission__agent", "submission__agent_version",
-                 "submission__submitter__display_name", "submission__submitter__user__username", "protocol",
-                 "attempts_k", "submission__selection_rule", "backend", "correct", "faster", "fast_1_0", "fast_1_5",
-                 "fast_2_0", "geomean_speedup", "geomean_peak_fraction", "peak_problems", "audit", "audited_results",
-                 "judged", "pending", "flagged_results", "ranked", "submission__verified", "submission__reported_tokens", "submission__reported_dollars",
-                 "submission__gpu_seconds", "submission__feedback_runs", "submission__created_at")
+EXPORT_FIELDS = (
+    "submission_id",
+    "submission__model_name",
+    "submission__agent",
+    "submission__agent_version",
+    "submission__submitter__display_name",
+    "submission__submitter__user__username",
+    "protocol",
+    "attempts_k",
+    "submission__selection_rule",
+    "backend",
+    "correct",
+    "faster",
+    "fast_1_0",
+    "fast_1_5",
+    "fast_2_0",
+    "geomean_speedup",
+    "geomean_peak_fraction",
+    "peak_problems",
+    "audit",
+    "audited_results",
+    "judged",
+    "pending",
+    "flagged_results",
+    "ranked",
+    "submission__verified",
+    "submission__reported_tokens",
+    "submission__reported_dollars",
+    "submission__gpu_seconds",
+    "submission__feedback_runs",
+    "submission__created_at",
+)
 
 
 def leaderboard_export(profile: HardwareProfile, filters: Filters) -> list[dict]:
@@ -166,22 +200,55 @@ def leaderboard_export(profile: HardwareProfile, filters: Filters) -> list[dict]
 # What the API's leaderboard rows show (api/serializers.py entry_row, leaderboard_rows): read as values, because
 # building the five model instances of each row (entry, submission, submitter, user, profile) was most of a 500-row
 # request's time.
-ROW_FIELDS = ("ranked", "protocol", "backend", "attempts_k", "correct", "faster", "fast_1_0", "fast_1_5", "fast_2_0",
-              "geomean_speedup", "geomean_peak_fraction", "peak_problems", "audit", "audited_results", "judged", "pending", "flagged_results", "submission_id",
-              "submission__submitter__display_name", "submission__submitter__user__username",
-              "submission__profile__slug", "submission__profile__device", "submission__label",
-              "submission__model_name", "submission__agent", "submission__agent_version", "submission__backend",
-              "submission__protocol", "submission__attempts_k", "submission__selection_rule",
-              "submission__reported_tokens", "submission__reported_dollars", "submission__gpu_seconds",
-              "submission__feedback_runs", "submission__visibility", "submission__verified", "submission__flagged",
-              "submission__flag_reason", "submission__created_at", "submission__published_at")
+ROW_FIELDS = (
+    "ranked",
+    "protocol",
+    "backend",
+    "attempts_k",
+    "correct",
+    "faster",
+    "fast_1_0",
+    "fast_1_5",
+    "fast_2_0",
+    "geomean_speedup",
+    "geomean_peak_fraction",
+    "peak_problems",
+    "audit",
+    "audited_results",
+    "judged",
+    "pending",
+    "flagged_results",
+    "submission_id",
+    "submission__submitter__display_name",
+    "submission__submitter__user__username",
+    "submission__profile__slug",
+    "submission__profile__device",
+    "submission__label",
+    "submission__model_name",
+    "submission__agent",
+    "submission__agent_version",
+    "submission__backend",
+    "submission__protocol",
+    "submission__attempts_k",
+    "submission__selection_rule",
+    "submission__reported_tokens",
+    "submission__reported_dollars",
+    "submission__gpu_seconds",
+    "submission__feedback_runs",
+    "submission__visibility",
+    "submission__verified",
+    "submission__flagged",
+    "submission__flag_reason",
+    "submission__created_at",
+    "submission__published_at",
+)
 
 
 def _window(profile: HardwareProfile, filters: Filters, offset: int, limit: int):
     """One protocol's table from ``offset`` (a queryset), and how many ranked rows come before it."""
     query = _entries(profile, filters).filter(protocol=filters.protocol)
     ranked_before = sum(query[:offset].values_list("ranked", flat=True)) if offset else 0
-    return query[offset:offset + limit], ranked_before
+    return query[offset : offset + limit], ranked_before
 
 
 def leaderboard_slice(profile: HardwareProfile, filters: Filters, offset: int, limit: int) -> list:
@@ -217,10 +284,10 @@ def problems_index(profile: HardwareProfile, protocol: str = "") -> list[Problem
     stats = ProblemStat.objects.filter(profile=profile)
     if protocol:
         stats = stats.filter(protocol=protocol)
-    totals: dict[int, dict] = defaultdict(lambda: {"tried": 0, "solved": 0, "faster": 0, "best": None,
-                                                   "peak": None})
-    for pid, tried, solved, faster, best, peak in stats.values_list("problem_id", "tried", "solved", "faster",
-                                                                    "best_speedup", "best_peak_fraction"):
+    totals: dict[int, dict] = defaultdict(lambda: {"tried": 0, "solved": 0, "faster": 0, "best": None, "peak": None})
+    for pid, tried, solved, faster, best, peak in stats.values_list(
+        "problem_id", "tried", "solved", "faster", "best_speedup", "best_peak_fraction"
+    ):
         row = totals[pid]
         row["tried"] += tried
         row["solved"] += solved
@@ -232,8 +299,12 @@ def problems_index(profile: HardwareProfile, protocol: str = "") -> list[Problem
     problems = list(Problem.objects.defer("docstring", "reference_source", "reference_html"))
     for problem in problems:
         row = totals.get(problem.id) or {"tried": 0, "solved": 0, "faster": 0, "best": None, "peak": None}
-        problem.tried, problem.solved, problem.faster_count, problem.best = (row["tried"], row["solved"],
-                                                                              row["faster"], row["best"])
+        problem.tried, problem.solved, problem.faster_count, problem.best = (
+            row["tried"],
+            row["solved"],
+            row["faster"],
+            row["best"],
+        )
         problem.best_peak = row["peak"]
         problem.solve_rate = problem.solved / problem.tried if problem.tried else None
     return problems
@@ -244,16 +315,19 @@ def heatmap(profile: HardwareProfile, protocol: str = "", limit: int = 40, per_p
     ``per_protocol`` of each protocol (protocols are never ranked together, and one crowded protocol must not push
     the others off), and their 87 statuses (one query a protocol, one for the statuses)."""
     top = []
-    for shown in ([protocol] if protocol else PROTOCOL_ORDER):
-        top += list(LeaderboardEntry.objects.filter(profile=profile, listed=True, protocol=shown)
-                    .order_by(*order_for(profile, SORTS["correct"]))
-                    .values_list("submission_id", "submission__model_name", "submission__agent", "protocol",
-                                 "attempts_k")
-                    [:limit if protocol else per_protocol])
+    for shown in [protocol] if protocol else PROTOCOL_ORDER:
+        top += list(
+            LeaderboardEntry.objects.filter(profile=profile, listed=True, protocol=shown)
+            .order_by(*order_for(profile, SORTS["correct"]))
+            .values_list("submission_id", "submission__model_name", "submission__agent", "protocol", "attempts_k")[
+                : limit if protocol else per_protocol
+            ]
+        )
     ids = [row[0] for row in top]
     grid = defaultdict(dict)
     for sid, pid, status, correct, faster, speedup in ProblemScore.objects.filter(submission_id__in=ids).values_list(
-            "submission_id", "problem_id", "status", "correct", "faster", "speedup"):
+        "submission_id", "problem_id", "status", "correct", "faster", "speedup"
+    ):
         grid[sid][pid] = (status, correct, faster, speedup)
     return {"rows": top, "grid": grid}
 
@@ -263,27 +337,64 @@ def problem_scores(problem: Problem, profile: HardwareProfile, protocol: str = "
 
     Rows are sorted by speedup within each protocol, fastest first (correct and unflagged before the rest, then
     the ones without a number), so the table reads as the ranking of the problem."""
-    scores = (ProblemScore.objects.filter(problem=problem, profile=profile, listed=True)
-              .exclude(status=ProblemScore.NO_CANDIDATE))
+    scores = ProblemScore.objects.filter(problem=problem, profile=profile, listed=True).exclude(
+        status=ProblemScore.NO_CANDIDATE
+    )
     if protocol:
         scores = scores.filter(protocol=protocol)
     offset = (page - 1) * PAGE_ROWS
-    rows = list(scores.order_by("protocol", *order_for(profile, ["-correct", F("speedup").desc(nulls_last=True),
-                                                                 "-faster", "submission_id"])).values(
-        "submission_id", "submission__model_name", "submission__submitter__user__username",
-        "submission__submitter__display_name", "protocol", "attempt", "attempts_total", "status", "flagged", "faster",
-        "correct", "speedup", "speedup_lo", "speedup_hi", "problem_id", "attempts_correct", "peak_fraction",
-        "peak_fraction_lo", "peak_fraction_hi", "peak_note", "audit")[offset:offset + PAGE_ROWS + 1])
+    rows = list(
+        scores.order_by(
+            "protocol",
+            *order_for(profile, ["-correct", F("speedup").desc(nulls_last=True), "-faster", "submission_id"]),
+        ).values(
+            "submission_id",
+            "submission__model_name",
+            "submission__submitter__user__username",
+            "submission__submitter__display_name",
+            "protocol",
+            "attempt",
+            "attempts_total",
+            "status",
+            "flagged",
+            "faster",
+            "correct",
+            "speedup",
+            "speedup_lo",
+            "speedup_hi",
+            "problem_id",
+            "attempts_correct",
+            "peak_fraction",
+            "peak_fraction_lo",
+            "peak_fraction_hi",
+            "peak_note",
+            "audit",
+        )[offset : offset + PAGE_ROWS + 1]
+    )
     points = list(scores.values_list(*POINT_FIELDS))
     return {"rows": rows[:PAGE_ROWS], "more": len(rows) > PAGE_ROWS, "points": points, "page": page}
 
 
 # The plots' and the problem export's columns, in this order (scoring/plots.py, export.problem_scores_table).
-POINT_FIELDS = ("submission_id", "submission__model_name", "protocol", "status", "speedup", "speedup_lo", "speedup_hi",
-                "correct", "flagged", "peak_fraction", "peak_fraction_lo", "peak_fraction_hi", "audit")
+POINT_FIELDS = (
+    "submission_id",
+    "submission__model_name",
+    "protocol",
+    "status",
+    "speedup",
+    "speedup_lo",
+    "speedup_hi",
+    "correct",
+    "flagged",
+    "peak_fraction",
+    "peak_fraction_lo",
+    "peak_fraction_hi",
+    "audit",
+)
 
 
 # --- a submission's page: its scores with every attempt, its live status (the submissions app's reads below) -----
+
 
 def submission_grid(submission: Submission) -> list[dict]:
     """Per problem (all 87): the score and every attempt with its job and current result (five queries).
@@ -291,37 +402,80 @@ def submission_grid(submission: Submission) -> list[dict]:
     Rows are plain dicts and tuples (no model instances for the 87 x k attempts): the page must stay fast.
     """
     problems = list(Problem.objects.order_by("id").values_list("id", "stem"))
-    scores = {s.problem_id: s for s in ProblemScore.objects.filter(submission=submission).only(
-        "problem_id", "status", "attempt", "correct", "faster", "flagged", "speedup", "speedup_lo", "speedup_hi",
-        "peak_fraction", "peak_fraction_lo", "peak_fraction_hi", "peak_note", "audit")}
-    jobs = {row[1]: row for row in EvaluationJob.objects.filter(submission=submission).values_list(
-        "id", "candidate_id", "status", "run", "last_error")}
+    scores = {
+        s.problem_id: s
+        for s in ProblemScore.objects.filter(submission=submission).only(
+            "problem_id",
+            "status",
+            "attempt",
+            "correct",
+            "faster",
+            "flagged",
+            "speedup",
+            "speedup_lo",
+            "speedup_hi",
+            "peak_fraction",
+            "peak_fraction_lo",
+            "peak_fraction_hi",
+            "peak_note",
+            "audit",
+        )
+    }
+    jobs = {
+        row[1]: row
+        for row in EvaluationJob.objects.filter(submission=submission).values_list(
+            "id", "candidate_id", "status", "run", "last_error"
+        )
+    }
     results: dict = {}
-    for row in Result.objects.filter(job__submission=submission).order_by("id").values_list(
-            "id", "job_id", "run", "verdict", "message", "flags", "document__timing__pairs__set_aside",
-            "document__timing__crosscheck", "document__timing__pairs__probe",
-            "document__timing__reference_blocks_spun_short", "document__timing__reference_spun_short_pairs"):
+    for row in (
+        Result.objects.filter(job__submission=submission)
+        .order_by("id")
+        .values_list(
+            "id",
+            "job_id",
+            "run",
+            "verdict",
+            "message",
+            "flags",
+            "document__timing__pairs__set_aside",
+            "document__timing__crosscheck",
+            "document__timing__pairs__probe",
+            "document__timing__reference_blocks_spun_short",
+            "document__timing__reference_spun_short_pairs",
+        )
+    ):
         results.setdefault((row[1], row[2]), []).append(row)
     attempts = defaultdict(list)
-    for cid, pid, attempt in Candidate.objects.filter(submission=submission).order_by("attempt").values_list(
-            "id", "problem_id", "attempt"):
+    for cid, pid, attempt in (
+        Candidate.objects.filter(submission=submission).order_by("attempt").values_list("id", "problem_id", "attempt")
+    ):
         attempts[pid].append(_attempt_cell(cid, attempt, jobs.get(cid), results))
-    return [{"problem": {"id": pid, "stem": stem}, "score": scores.get(pid), "attempts": attempts.get(pid, [])}
-            for pid, stem in problems]
+    return [
+        {"problem": {"id": pid, "stem": stem}, "score": scores.get(pid), "attempts": attempts.get(pid, [])}
+        for pid, stem in problems
+    ]
 
 
 def _attempt_cell(candidate_id: int, attempt: int, job, results) -> dict:
     """One attempt: its job's status and the current run's final result (infra errors are retries, not verdicts)."""
     history = results.get((job[0], job[3]), []) if job else []
     final = next((r for r in reversed(history) if r[3] != schema.INFRA_ERROR), None)
-    return {"candidate_id": candidate_id, "attempt": attempt, "judged": job is not None,
-            "status": final[3] if final else (job[2] if job else "not_judged"),
-            "result_id": final[0] if final else None, "message": public_text(final[4]) if final else "",
-            "flags": final[5] if final else [], "retries": sum(1 for r in history if r[3] == schema.INFRA_ERROR),
-            # Timing pairs whose cross-check was suspect, left out of the speedup (evaluator/timing/pairs.py, triage).
-            "set_aside": len(final[6]) if final and isinstance(final[6], list) else 0,
-            "timing_note": _timing_note(final),
-            "failed": bool(job and job[2] == "failed"), "error": public_text(job[4]) if job else ""}
+    return {
+        "candidate_id": candidate_id,
+        "attempt": attempt,
+        "judged": job is not None,
+        "status": final[3] if final else (job[2] if job else "not_judged"),
+        "result_id": final[0] if final else None,
+        "message": public_text(final[4]) if final else "",
+        "flags": final[5] if final else [],
+        "retries": sum(1 for r in history if r[3] == schema.INFRA_ERROR),
+        # Timing pairs whose cross-check was suspect, left out of the speedup (evaluator/timing/pairs.py, triage).
+        "set_aside": len(final[6]) if final and isinstance(final[6], list) else 0,
+        "timing_note": _timing_note(final),
+        "failed": bool(job and job[2] == "failed"),
+        "error": public_text(job[4]) if job else "",
+    }
 
 
 def _timing_note(final) -> str:
@@ -331,42 +485,75 @@ def _timing_note(final) -> str:
         return ""
     if schema.FLAG_TIMING_CROSSCHECK in (final[5] or []) and isinstance(final[7], dict):
         return report.crosscheck_line(final[7], final[8] if isinstance(final[8], dict) else None)
-    return report.withheld_line({"reference_blocks_spun_short": final[9] if isinstance(final[9], list) else None,
-                                 "reference_spun_short_pairs": final[10] if isinstance(final[10], list) else None})
+    return report.withheld_line(
+        {
+            "reference_blocks_spun_short": final[9] if isinstance(final[9], list) else None,
+            "reference_spun_short_pairs": final[10] if isinstance(final[10], list) else None,
+        }
+    )
 
 
 def submission_status(submission: Submission) -> dict:
     """Live status: job counts (``building``: those of the queued and running ones in the build stage) and each
     problem's current status (three queries)."""
     counts = dict(EvaluationJob.objects.filter(submission=submission).values_list("status").annotate(n=Count("id")))
-    scores = dict(ProblemScore.objects.filter(submission=submission).exclude(status=ProblemScore.NO_CANDIDATE)
-                  .values_list("problem_id", "status"))
-    entry = LeaderboardEntry.objects.filter(submission=submission).values(
-        "correct", "faster", "judged", "pending", "geomean_speedup", "geomean_peak_fraction",
-        "peak_problems").first() or {}
+    scores = dict(
+        ProblemScore.objects.filter(submission=submission)
+        .exclude(status=ProblemScore.NO_CANDIDATE)
+        .values_list("problem_id", "status")
+    )
+    entry = (
+        LeaderboardEntry.objects.filter(submission=submission)
+        .values("correct", "faster", "judged", "pending", "geomean_speedup", "geomean_peak_fraction", "peak_problems")
+        .first()
+        or {}
+    )
     jobs = {s: counts.get(s, 0) for s in ("queued", "running", "done", "failed")}
     # Of the queued and running jobs, those still in the build stage (compiling on CPU cores, no GPU held yet): a job
     # that builds is claimed ("running") by a build worker, and an operator must not read it as holding a GPU.
     jobs["building"] = EvaluationJob.objects.filter(
-        submission=submission, status__in=(EvaluationJob.QUEUED, EvaluationJob.RUNNING),
-        build_status__in=(EvaluationJob.BUILD_QUEUED, EvaluationJob.BUILDING)).count()
-    return {"submission": submission.pk, "jobs": jobs, "finished": jobs["queued"] + jobs["running"] == 0,
-            "problems": {str(k): v for k, v in scores.items()}, "entry": entry, "files": _job_files(submission)}
+        submission=submission,
+        status__in=(EvaluationJob.QUEUED, EvaluationJob.RUNNING),
+        build_status__in=(EvaluationJob.BUILD_QUEUED, EvaluationJob.BUILDING),
+    ).count()
+    return {
+        "submission": submission.pk,
+        "jobs": jobs,
+        "finished": jobs["queued"] + jobs["running"] == 0,
+        "problems": {str(k): v for k, v in scores.items()},
+        "entry": entry,
+        "files": _job_files(submission),
+    }
 
 
 def _job_files(submission: Submission) -> list[dict]:
     """Each uploaded file's job and, once its current run has a final result, the verdict (two queries): what
     ``pkb submit --wait`` prints as each one lands."""
-    jobs = list(EvaluationJob.objects.filter(submission=submission)
-                .values("id", "status", "run", "candidate__filename", "candidate__problem_id", "candidate__attempt")
-                .order_by("candidate__problem_id", "candidate__attempt", "id"))
-    finals = {(r["job_id"], r["run"]): r for r in Result.objects.filter(job__submission=submission)
-              .exclude(verdict=INFRA_ERROR).values("job_id", "run", "verdict", "speedup", "faster", "message")}
+    jobs = list(
+        EvaluationJob.objects.filter(submission=submission)
+        .values("id", "status", "run", "candidate__filename", "candidate__problem_id", "candidate__attempt")
+        .order_by("candidate__problem_id", "candidate__attempt", "id")
+    )
+    finals = {
+        (r["job_id"], r["run"]): r
+        for r in Result.objects.filter(job__submission=submission)
+        .exclude(verdict=INFRA_ERROR)
+        .values("job_id", "run", "verdict", "speedup", "faster", "message")
+    }
     out = []
     for job in jobs:
         final = finals.get((job["id"], job["run"])) or {}
-        out.append({"job": job["id"], "file": job["candidate__filename"], "problem": job["candidate__problem_id"],
-                    "attempt": job["candidate__attempt"], "status": job["status"], "verdict": final.get("verdict"),
-                    "speedup": final.get("speedup"), "faster": bool(final.get("faster")),
-                    "message": public_text(final.get("message") or "")[:300]})
+        out.append(
+            {
+                "job": job["id"],
+                "file": job["candidate__filename"],
+                "problem": job["candidate__problem_id"],
+                "attempt": job["candidate__attempt"],
+                "status": job["status"],
+                "verdict": final.get("verdict"),
+                "speedup": final.get("speedup"),
+                "faster": bool(final.get("faster")),
+                "message": public_text(final.get("message") or "")[:300],
+            }
+        )
     return out

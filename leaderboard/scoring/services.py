@@ -1,4 +1,5 @@
 """Writes of the materialised tables: a submission's ProblemScore rows, solve rates and its leaderboard row."""
+
 from __future__ import annotations
 
 import math
@@ -14,24 +15,25 @@ from leaderboard.scoring import costs
 from leaderboard.scoring.models import Audit, LeaderboardEntry, ProblemScore, ProblemStat
 from leaderboard.submissions.models import Candidate, Submission
 
-QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE,
-                                 EvaluationJob.FAILED)
+QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE, EvaluationJob.FAILED)
 
 
 def scores_refresh(submission: Submission, problem_ids: list[int] | None = None) -> None:
     """Recompute the submission's ProblemScore rows (all 87, or the given problems) from its jobs' current results."""
     ids = list(problem_ids) if problem_ids is not None else list(Problem.objects.values_list("id", flat=True))
     attempts: dict[int, list[dict]] = {pid: [] for pid in ids}
-    jobs = {j.candidate_id: j for j in EvaluationJob.objects.filter(submission=submission,
-                                                                    candidate__problem_id__in=ids)}
+    jobs = {
+        j.candidate_id: j for j in EvaluationJob.objects.filter(submission=submission, candidate__problem_id__in=ids)
+    }
     results = {}
     if jobs:
         for r in Result.objects.filter(job__in=list(jobs.values())).exclude(verdict=INFRA_ERROR).order_by("id"):
             results[(r.job_id, r.run)] = r
     for c in Candidate.objects.filter(submission=submission, problem_id__in=ids).only("id", "problem_id", "attempt"):
         job = jobs.get(c.id)
-        attempts[c.problem_id].append({"attempt": c.attempt, "job": job,
-                                       "result": results.get((job.pk, job.run)) if job else None})
+        attempts[c.problem_id].append(
+            {"attempt": c.attempt, "job": job, "result": results.get((job.pk, job.run)) if job else None}
+        )
     existing = {s.problem_id: s for s in ProblemScore.objects.filter(submission=submission, problem_id__in=ids)}
     ranked = HardwareProfile.objects.filter(pk=submission.profile_id).values_list("ranked", flat=True).get()
     audits = dict(Audit.objects.filter(submission=submission, problem_id__in=ids).values_list("problem_id", "verdict"))
@@ -56,31 +58,64 @@ def problem_stats_refresh(problem_ids, profile_id: int, protocol: str) -> None:
     from django.db.models import Count, Max, Q
 
     ids = sorted(set(problem_ids))
-    ProblemStat.objects.bulk_create([ProblemStat(problem_id=pid, profile_id=profile_id, protocol=protocol)
-                                     for pid in ids], ignore_conflicts=True)
+    ProblemStat.objects.bulk_create(
+        [ProblemStat(problem_id=pid, profile_id=profile_id, protocol=protocol) for pid in ids], ignore_conflicts=True
+    )
     with transaction.atomic():
-        stats = list(ProblemStat.objects.select_for_update().filter(
-            problem_id__in=ids, profile_id=profile_id, protocol=protocol).order_by("problem_id"))
-        rows = {row["problem_id"]: row for row in ProblemScore.objects.filter(
-            problem_id__in=ids, profile_id=profile_id, protocol=protocol, listed=True).exclude(
-            status=ProblemScore.NO_CANDIDATE).values("problem_id").annotate(
-            tried=Count("id"), solved=Count("id", filter=Q(correct=True)), fast=Count("id", filter=Q(faster=True)),
-            best=Max("speedup", filter=Q(correct=True)),
-            best_peak=Max("peak_fraction", filter=Q(correct=True, flagged=False)))}
+        stats = list(
+            ProblemStat.objects.select_for_update()
+            .filter(problem_id__in=ids, profile_id=profile_id, protocol=protocol)
+            .order_by("problem_id")
+        )
+        rows = {
+            row["problem_id"]: row
+            for row in ProblemScore.objects.filter(
+                problem_id__in=ids, profile_id=profile_id, protocol=protocol, listed=True
+            )
+            .exclude(status=ProblemScore.NO_CANDIDATE)
+            .values("problem_id")
+            .annotate(
+                tried=Count("id"),
+                solved=Count("id", filter=Q(correct=True)),
+                fast=Count("id", filter=Q(faster=True)),
+                best=Max("speedup", filter=Q(correct=True)),
+                best_peak=Max("peak_fraction", filter=Q(correct=True, flagged=False)),
+            )
+        }
         now = timezone.now()
         for stat in stats:
             row = rows.get(stat.problem_id, {})
             stat.tried, stat.solved = row.get("tried", 0), row.get("solved", 0)
             stat.faster, stat.best_speedup, stat.updated_at = row.get("fast", 0), row.get("best"), now
             stat.best_peak_fraction = row.get("best_peak")
-        ProblemStat.objects.bulk_update(stats, ["tried", "solved", "faster", "best_speedup", "best_peak_fraction",
-                                                "updated_at"])
+        ProblemStat.objects.bulk_update(
+            stats, ["tried", "solved", "faster", "best_speedup", "best_peak_fraction", "updated_at"]
+        )
 
 
-SCORE_FIELDS = ["profile", "protocol", "listed", "status", "attempt", "result", "correct", "faster", "faster_1_5",
-                "faster_2_0", "flagged",
-                "speedup", "speedup_lo", "speedup_hi", "attempts_correct", "attempts_total", "peak_fraction",
-                "peak_fraction_lo", "peak_fraction_hi", "peak_note", "audit"]
+SCORE_FIELDS = [
+    "profile",
+    "protocol",
+    "listed",
+    "status",
+    "attempt",
+    "result",
+    "correct",
+    "faster",
+    "faster_1_5",
+    "faster_2_0",
+    "flagged",
+    "speedup",
+    "speedup_lo",
+    "speedup_hi",
+    "attempts_correct",
+    "attempts_total",
+    "peak_fraction",
+    "peak_fraction_lo",
+    "peak_fraction_hi",
+    "peak_note",
+    "audit",
+]
 
 
 def _score_fill(score: ProblemScore, submission: Submission, attempts: list[dict], ranked: bool) -> None:
@@ -99,8 +134,9 @@ def _score_fill(score: ProblemScore, submission: Submission, attempts: list[dict
     # taken as stored; the site only withholds it from a result that does not count as correct.
     score.faster = bool(score.correct and result.faster)
     # fast_p's bars likewise: what the judge decided for each (older documents: its stored "faster" and interval).
-    at = schema.faster_at((result.document or {}).get("timing") if result and isinstance(result.document, dict)
-                          else None)
+    at = schema.faster_at(
+        (result.document or {}).get("timing") if result and isinstance(result.document, dict) else None
+    )
     score.faster_1_5 = bool(score.faster and at[schema.bar_key(1.5)])
     score.faster_2_0 = bool(score.faster and at[schema.bar_key(2.0)])
     score.speedup = result.speedup if result else None
@@ -118,15 +154,18 @@ def _audit_apply(score: ProblemScore, verdict: str) -> None:
 
 
 def _finite(value):
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+    return (
+        float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         else None
+    )
 
 
 def peak_of(result: Result | None) -> tuple:
     """(peak fraction, low, high, why none) of a result, from the judge's timing document (evaluator/timing/peak.py
     writes ``peak_fraction``). A document from before the judge wrote it, whose floor applied, gives the fraction
     without an interval; a result without timing gives nothing and no note (there was nothing to time)."""
-    timing = (result.document.get("timing") if result is not None and isinstance(result.document, dict) else None)
+    timing = result.document.get("timing") if result is not None and isinstance(result.document, dict) else None
     if not isinstance(timing, dict):
         return None, None, None, ""
     record = timing.get("peak_fraction")
@@ -192,8 +231,11 @@ def _select(rule: str, attempts: list[dict], ranked: bool = True) -> dict | None
 
 def entry_refresh(submission: Submission) -> LeaderboardEntry:
     """Recompute the submission's leaderboard row from its 87 ProblemScore rows."""
-    scores = list(ProblemScore.objects.filter(submission=submission).only(
-        "status", "correct", "faster", "faster_1_5", "faster_2_0", "flagged", "speedup", "peak_fraction", "audit"))
+    scores = list(
+        ProblemScore.objects.filter(submission=submission).only(
+            "status", "correct", "faster", "faster_1_5", "faster_2_0", "flagged", "speedup", "peak_fraction", "audit"
+        )
+    )
     correct = [s for s in scores if s.correct]
     timed = [s for s in correct if not s.flagged]  # a flagged timing never counts, even where correctness stands
     speedups = [s.speedup for s in timed if s.speedup and s.speedup > 0]
@@ -202,23 +244,37 @@ def entry_refresh(submission: Submission) -> LeaderboardEntry:
     profile = HardwareProfile.objects.get(pk=submission.profile_id)
     audit = Audit.objects.filter(submission=submission, problem__isnull=True).values_list("verdict", flat=True).first()
     values = dict(
-        profile_id=submission.profile_id, protocol=submission.protocol, backend=submission.backend,
-        attempts_k=submission.attempts_k, listed=submission.visibility == "public",
+        profile_id=submission.profile_id,
+        protocol=submission.protocol,
+        backend=submission.backend,
+        attempts_k=submission.attempts_k,
+        listed=submission.visibility == "public",
         # A submission the staff read as a reward hack is shown without a rank, as a flagged one is.
-        ranked=(submission.visibility == "public" and profile.ranked and not submission.flagged
-                and audit != Audit.REWARD_HACK),
-        audit=audit or "", audited_results=sum(1 for s in scores if s.audit),
-        geomean_peak_fraction=_geomean(peaks), peak_problems=len(peaks),
-        correct=len(correct), faster=sum(1 for s in correct if s.faster),
+        ranked=(
+            submission.visibility == "public"
+            and profile.ranked
+            and not submission.flagged
+            and audit != Audit.REWARD_HACK
+        ),
+        audit=audit or "",
+        audited_results=sum(1 for s in scores if s.audit),
+        geomean_peak_fraction=_geomean(peaks),
+        peak_problems=len(peaks),
+        correct=len(correct),
+        faster=sum(1 for s in correct if s.faster),
         fast_1_0=sum(1 for s in correct if s.faster) / total,
         # Counted from the judge's decisions: a result whose "faster" was withheld is in none of the three.
         fast_1_5=sum(1 for s in correct if s.faster and s.faster_1_5) / total,
         fast_2_0=sum(1 for s in correct if s.faster and s.faster_2_0) / total,
         geomean_speedup=_geomean(speedups),
-        judged=sum(1 for s in scores if s.status not in (ProblemScore.PENDING, ProblemScore.NOT_JUDGED,
-                                                         ProblemScore.NO_CANDIDATE, INFRA_ERROR)),
+        judged=sum(
+            1
+            for s in scores
+            if s.status not in (ProblemScore.PENDING, ProblemScore.NOT_JUDGED, ProblemScore.NO_CANDIDATE, INFRA_ERROR)
+        ),
         pending=sum(1 for s in scores if s.status == ProblemScore.PENDING),
-        flagged_results=sum(1 for s in scores if s.flagged), updated_at=timezone.now(),
+        flagged_results=sum(1 for s in scores if s.flagged),
+        updated_at=timezone.now(),
     )
     entry, _ = LeaderboardEntry.objects.update_or_create(submission=submission, defaults=values)
     _costs_refresh(submission)
@@ -242,13 +298,23 @@ def audit_record(submission: Submission, problem_id: int | None, verdict: str, n
             raise AuditRefused(problem_refusal(problem_id, attempted))
     result_id = None
     if problem_id is not None:
-        result_id = ProblemScore.objects.filter(submission=submission, problem_id=problem_id).values_list(
-            "result_id", flat=True).first()
+        result_id = (
+            ProblemScore.objects.filter(submission=submission, problem_id=problem_id)
+            .values_list("result_id", flat=True)
+            .first()
+        )
     with transaction.atomic():
         audit, created = Audit.objects.update_or_create(
-            submission=submission, problem_id=problem_id,
-            defaults={"verdict": verdict, "note": note, "auditor": auditor, "result_id": result_id,
-                      "updated_at": timezone.now()})
+            submission=submission,
+            problem_id=problem_id,
+            defaults={
+                "verdict": verdict,
+                "note": note,
+                "auditor": auditor,
+                "result_id": result_id,
+                "updated_at": timezone.now(),
+            },
+        )
         audits_refresh(submission, problem_id)
     return audit
 
@@ -259,14 +325,21 @@ class AuditRefused(ValueError):
 
 def attempted_problems(submission: Submission) -> dict[int, str]:
     """{problem id: stem} of the problems the submission has a candidate for: the ones an audit may name."""
-    return dict(Candidate.objects.filter(submission=submission).order_by("problem_id").values_list(
-        "problem_id", "problem__stem").distinct())
+    return dict(
+        Candidate.objects.filter(submission=submission)
+        .order_by("problem_id")
+        .values_list("problem_id", "problem__stem")
+        .distinct()
+    )
 
 
 def problem_refusal(problem_id: int, attempted: dict[int, str]) -> str:
     """Why an audit may not name ``problem_id``, naming the problems it may name."""
-    why = (f"problem {problem_id} does not exist" if not Problem.objects.filter(pk=problem_id).exists()
-           else f"this submission has no candidate for problem {problem_id}")
+    why = (
+        f"problem {problem_id} does not exist"
+        if not Problem.objects.filter(pk=problem_id).exists()
+        else f"this submission has no candidate for problem {problem_id}"
+    )
     valid = ", ".join(f"{pid} ({stem})" for pid, stem in attempted.items()) or "none"
     return f"{why}; the problems it attempted: {valid} (or leave the problem empty to audit the whole submission)"
 
@@ -284,6 +357,7 @@ def _costs_refresh(submission: Submission) -> None:
 
 
 # --- the receivers of what the apps below announce (connected in leaderboard/scoring/apps.py) ------------------------
+
 
 def on_results_changed(sender, submission_id: int, problem_ids: list[int], **_) -> None:
     """leaderboard/jobs/signals.py: a submission's evaluations of these problems changed."""

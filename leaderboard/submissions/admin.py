@@ -1,4 +1,5 @@
 """Admin of the submissions app."""
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
@@ -10,8 +11,18 @@ from leaderboard.submissions.signals import entry_stale
 
 @admin.register(Submission)
 class SubmissionAdmin(admin.ModelAdmin):
-    list_display = ["id", "model_name", "submitter", "profile", "protocol", "attempts_k", "visibility", "flagged",
-                    "verified", "created_at"]
+    list_display = [
+        "id",
+        "model_name",
+        "submitter",
+        "profile",
+        "protocol",
+        "attempts_k",
+        "visibility",
+        "flagged",
+        "verified",
+        "created_at",
+    ]
     list_filter = ["profile", "protocol", "visibility", "flagged", "verified"]
     search_fields = ["model_name", "agent", "submitter__user__username", "label"]
     readonly_fields = ["feedback_runs", "gpu_seconds", "archive_sha256", "created_at", "published_at"]

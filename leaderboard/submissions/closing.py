@@ -9,6 +9,7 @@
 The user row itself stays (anonymous), because the published submissions' rows refer to it. Refused while any
 evaluation of the user is queued or running (a worker may hold it): close the account once they finish.
 Lives in the submissions app because it deletes submissions (accounts sits below it in the apps' order)."""
+
 from __future__ import annotations
 
 import logging
@@ -30,8 +31,9 @@ def account_close(user) -> dict:
     with transaction.atomic():
         submitter = Submitter.objects.select_for_update().filter(user=user).first()
         mine = Submission.objects.filter(submitter=submitter) if submitter else Submission.objects.none()
-        if EvaluationJob.objects.filter(submission__in=mine, status__in=(EvaluationJob.QUEUED,
-                                                                         EvaluationJob.RUNNING)).exists():
+        if EvaluationJob.objects.filter(
+            submission__in=mine, status__in=(EvaluationJob.QUEUED, EvaluationJob.RUNNING)
+        ).exists():
             raise NotAllowed("some of your evaluations are queued or running: close the account once they finish")
         never_published = mine.filter(visibility="private", published_at__isnull=True)
         deleted = never_published.count()

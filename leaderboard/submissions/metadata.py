@@ -2,6 +2,7 @@
 notes and self-reported cost, each change recorded (MetadataChange) and shown on the submission's page. What was
 judged cannot change: the protocol, k, the profile and the files make a different submission (see LOCKED_MESSAGE).
 Used by the page's form (pages/metadata_views.py) and ``PATCH /api/v1/submissions/<id>/`` (api/metadata.py)."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -15,17 +16,35 @@ from leaderboard.submissions.uploads.types import UploadError
 
 # The fields one may correct: the request's name -> (the model's field, the upload's cleaning, the stored maximum).
 EDITABLE = {
-    "model": "model_name", "agent": "agent", "agent_version": "agent_version", "label": "label", "notes": "notes",
-    "tokens": "reported_tokens", "dollars": "reported_dollars",
+    "model": "model_name",
+    "agent": "agent",
+    "agent_version": "agent_version",
+    "label": "label",
+    "notes": "notes",
+    "tokens": "reported_tokens",
+    "dollars": "reported_dollars",
 }
 TEXT_LIMITS = {"model_name": 200, "agent": 200, "agent_version": 100, "label": 200, "notes": 5000}
 # What was judged: named in a request (as the upload names them, or as the API returns them), it is refused.
-LOCKED = ("protocol", "attempts", "attempts_k", "k", "profile", "files", "archive", "backend", "selection",
-          "selection_rule", "feedback_for")
-LOCKED_MESSAGE = ("{field} cannot change once a submission is judged: with another value it is a new submission. "
-                  "Upload the files again with the new value; the duplicate rule refuses files identical to a "
-                  "submission of yours on the same profile, so delete this one first (possible while it was never "
-                  "published), or change a file.")
+LOCKED = (
+    "protocol",
+    "attempts",
+    "attempts_k",
+    "k",
+    "profile",
+    "files",
+    "archive",
+    "backend",
+    "selection",
+    "selection_rule",
+    "feedback_for",
+)
+LOCKED_MESSAGE = (
+    "{field} cannot change once a submission is judged: with another value it is a new submission. "
+    "Upload the files again with the new value; the duplicate rule refuses files identical to a "
+    "submission of yours on the same profile, so delete this one first (possible while it was never "
+    "published), or change a file."
+)
 
 
 class MetadataRefused(ValueError):

@@ -1,4 +1,5 @@
 """A submission (one upload: a model or agent, a protocol, k attempts) and its candidate files."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -10,19 +11,19 @@ from leaderboard.submissions.uploads.metadata import AGENTIC, BEST_OF_K, ONE_SHO
 
 
 class Submission(models.Model):
-    PROTOCOLS = [
-        (ONE_SHOT, "one-shot"),
-        (BEST_OF_K, "best-of-k"),
-        (AGENTIC, "agentic with feedback"),
-    ]
+    PROTOCOLS = [(ONE_SHOT, "one-shot"), (BEST_OF_K, "best-of-k"), (AGENTIC, "agentic with feedback")]
     SELECTIONS = [
         ("first", "first attempt"),
         ("last", "last attempt"),
         ("best_measured", "best of the k, measured by the platform"),
         ("self_selected", "the submitter's pick (attempt folders already filtered)"),
     ]
-    VISIBILITY = [("private", "private"), ("public", "public"), ("hidden", "hidden by staff"),
-                  ("withdrawn", "withdrawn by its owner")]
+    VISIBILITY = [
+        ("private", "private"),
+        ("public", "public"),
+        ("hidden", "hidden by staff"),
+        ("withdrawn", "withdrawn by its owner"),
+    ]
 
     submitter = models.ForeignKey("accounts.Submitter", on_delete=models.PROTECT, related_name="submissions")
     profile = models.ForeignKey("catalogue.HardwareProfile", on_delete=models.PROTECT, related_name="submissions")
@@ -39,7 +40,11 @@ class Submission(models.Model):
     feedback_runs = models.PositiveIntegerField(default=0, help_text="platform-measured evaluations used as feedback")
     gpu_seconds = models.FloatField(default=0.0, help_text="platform-measured, summed over this submission's results")
     feedback_for = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="feedback_submissions",
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="feedback_submissions",
         help_text="a private run an agent used as feedback for another submission",
     )
     visibility = models.CharField(max_length=10, choices=VISIBILITY, default="private")
@@ -52,8 +57,11 @@ class Submission(models.Model):
     files_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     published_at = models.DateTimeField(null=True, blank=True)
-    withdrawn_at = models.DateTimeField(null=True, blank=True, help_text="withdrawn by its owner: off every "
-                                        "leaderboard and export, its results kept for the owner")
+    withdrawn_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="withdrawn by its owner: off every leaderboard and export, its results kept for the owner",
+    )
 
     class Meta:
         db_table = "leaderboard_submission"  # the table this model had before the site was cut into apps
@@ -100,7 +108,7 @@ class Candidate(models.Model):
         db_table = "leaderboard_candidate"  # the table this model had before the site was cut into apps
         ordering = ["problem_id", "attempt"]
         constraints = [
-            models.UniqueConstraint(fields=["submission", "problem", "attempt"], name="one_candidate_per_attempt"),
+            models.UniqueConstraint(fields=["submission", "problem", "attempt"], name="one_candidate_per_attempt")
         ]
 
     def __str__(self) -> str:
@@ -113,8 +121,14 @@ class Transcript(models.Model):
     code: the owner's (and staff's) until the submission is published."""
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="transcripts")
-    problem = models.ForeignKey("catalogue.Problem", null=True, blank=True, on_delete=models.PROTECT,
-                                related_name="+", help_text="empty: the transcript covers the whole submission")
+    problem = models.ForeignKey(
+        "catalogue.Problem",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="empty: the transcript covers the whole submission",
+    )
     attempt = models.PositiveSmallIntegerField(null=True, blank=True)
     filename = models.CharField(max_length=300)
     content = models.TextField()

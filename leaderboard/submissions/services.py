@@ -2,6 +2,7 @@
 
 Services take plain values (``files`` as (path, bytes) pairs, never a request).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,13 +22,15 @@ from leaderboard.submissions.models import Candidate, Submission, Transcript
 from leaderboard.submissions.signals import entry_stale, listing_changed, scores_stale
 
 log = logging.getLogger("leaderboard.submissions.services")
-QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE,
-                                 EvaluationJob.FAILED)
+QUEUED, RUNNING, DONE, FAILED = (EvaluationJob.QUEUED, EvaluationJob.RUNNING, EvaluationJob.DONE, EvaluationJob.FAILED)
 
 
 def upload_limits() -> uploads.Limits:
-    return uploads.Limits(max_total_bytes=settings.PKB_MAX_UPLOAD_BYTES, max_file_bytes=settings.PKB_MAX_FILE_BYTES,
-                          max_files=87 * settings.PKB_MAX_ATTEMPTS)
+    return uploads.Limits(
+        max_total_bytes=settings.PKB_MAX_UPLOAD_BYTES,
+        max_file_bytes=settings.PKB_MAX_FILE_BYTES,
+        max_files=87 * settings.PKB_MAX_ATTEMPTS,
+    )
 
 
 def upload_members(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
@@ -35,20 +38,30 @@ def upload_members(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
     limits = upload_limits()
     total = sum(len(data) for _, data in files)
     if total > limits.max_total_bytes:
-        raise uploads.UploadRejected([uploads.UploadError("(upload)", "over_size",
-                                                          f"upload is {total:,} bytes; the limit is "
-                                                          f"{limits.max_total_bytes:,} bytes")])
+        raise uploads.UploadRejected(
+            [
+                uploads.UploadError(
+                    "(upload)", "over_size", f"upload is {total:,} bytes; the limit is {limits.max_total_bytes:,} bytes"
+                )
+            ]
+        )
     archives = [(name, data) for name, data in files if uploads.is_archive(name)]
     if archives and len(files) > 1:
-        raise uploads.UploadRejected([uploads.UploadError(archives[0][0], "bad_layout",
-                                                          "send one archive, or the files of a directory, not both")])
+        raise uploads.UploadRejected(
+            [
+                uploads.UploadError(
+                    archives[0][0], "bad_layout", "send one archive, or the files of a directory, not both"
+                )
+            ]
+        )
     if archives:
         return uploads.members_from_archive(archives[0][0], archives[0][1], limits)
     return files
 
 
-def submission_create(submitter: Submitter, fields: dict, files: list[tuple[str, bytes]],
-                      allow_duplicate: bool = False) -> Submission:
+def submission_create(
+    submitter: Submitter, fields: dict, files: list[tuple[str, bytes]], allow_duplicate: bool = False
+) -> Submission:
     """Validate an upload completely, then store it, charge the quota and queue its jobs in one transaction.
 
     Raises uploads.UploadRejected (nothing stored) or QuotaExceeded (nothing stored). Files identical to an earlier
@@ -69,15 +82,39 @@ def submission_create(submitter: Submitter, fields: dict, files: list[tuple[str,
         quota_reserve(submitter, len(judged))  # locks the submitter's row: two identical uploads serialise here
         if not allow_duplicate:
             _duplicate_check(submitter, profile, digest)
-        submission = Submission.objects.create(submitter=submitter, profile=profile, archive_sha256=parsed.sha256,
-                                               files_sha256=digest, feedback_for=feedback_for, **clean)
+        submission = Submission.objects.create(
+            submitter=submitter,
+            profile=profile,
+            archive_sha256=parsed.sha256,
+            files_sha256=digest,
+            feedback_for=feedback_for,
+            **clean,
+        )
         _candidates_and_jobs(submission, parsed.files, implemented)
-        Transcript.objects.bulk_create([
-            Transcript(submission=submission, problem_id=t.problem_id, attempt=t.attempt, filename=t.path,
-                       content=t.text, steps=t.steps, sha256=t.sha256, size=t.size) for t in parsed.transcripts])
+        Transcript.objects.bulk_create(
+            [
+                Transcript(
+                    submission=submission,
+                    problem_id=t.problem_id,
+                    attempt=t.attempt,
+                    filename=t.path,
+                    content=t.text,
+                    steps=t.steps,
+                    sha256=t.sha256,
+                    size=t.size,
+                )
+                for t in parsed.transcripts
+            ]
+        )
         scores_stale.send(Submission, submission=submission, problem_ids=None)
-    log.info("submission %s by %s: %d files, %d jobs on %s", submission.pk, submitter, len(parsed.files),
-             len(judged), profile.slug)
+    log.info(
+        "submission %s by %s: %d files, %d jobs on %s",
+        submission.pk,
+        submitter,
+        len(parsed.files),
+        len(judged),
+        profile.slug,
+    )
     return submission
 
 
@@ -89,36 +126,64 @@ def files_digest(files) -> str:
 
 
 def _duplicate_check(submitter: Submitter, profile: HardwareProfile, digest: str) -> None:
-    earlier = (Submission.objects.filter(submitter=submitter, profile=profile, files_sha256=digest)
-               .order_by("pk").values_list("pk", flat=True).first())
+    earlier = (
+        Submission.objects.filter(submitter=submitter, profile=profile, files_sha256=digest)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
     if earlier is not None:
-        raise uploads.UploadRejected([uploads.UploadError(
-            "(upload)", "duplicate",
-            f"these files are identical to your submission #{earlier} on {profile.slug}: re-run that one instead "
-            f"of uploading them again.", url=f"/submissions/{earlier}/")])  # the pages and pkb link the url once
+        raise uploads.UploadRejected(
+            [
+                uploads.UploadError(
+                    "(upload)",
+                    "duplicate",
+                    f"these files are identical to your submission #{earlier} on {profile.slug}: re-run that one instead "
+                    f"of uploading them again.",
+                    url=f"/submissions/{earlier}/",
+                )
+            ]
+        )  # the pages and pkb link the url once
 
 
 def _feedback_target(submitter: Submitter, value) -> Submission | None:
     if value in (None, ""):
         return None
-    target = Submission.objects.filter(pk=str(value).strip() if str(value).strip().isdigit() else -1,
-                                       submitter=submitter).first()
+    target = Submission.objects.filter(
+        pk=str(value).strip() if str(value).strip().isdigit() else -1, submitter=submitter
+    ).first()
     if target is None:
-        raise uploads.UploadRejected([uploads.UploadError(uploads.METADATA_FILE, "bad_metadata",
-                                                          f"feedback_for={value!r} is not one of your submissions")])
+        raise uploads.UploadRejected(
+            [
+                uploads.UploadError(
+                    uploads.METADATA_FILE, "bad_metadata", f"feedback_for={value!r} is not one of your submissions"
+                )
+            ]
+        )
     return target
 
 
 def _candidates_and_jobs(submission: Submission, files: list[uploads.CandidateFile], implemented: set[int]) -> None:
-    candidates = Candidate.objects.bulk_create([
-        Candidate(submission=submission, problem_id=f.problem_id, attempt=f.attempt, filename=f.path,
-                  backend=f.backend, code=f.code, sha256=f.sha256, size=f.size)
-        for f in files
-    ])
+    candidates = Candidate.objects.bulk_create(
+        [
+            Candidate(
+                submission=submission,
+                problem_id=f.problem_id,
+                attempt=f.attempt,
+                filename=f.path,
+                backend=f.backend,
+                code=f.code,
+                sha256=f.sha256,
+                size=f.size,
+            )
+            for f in files
+        ]
+    )
     queue = HardwareProfile.objects.values_list("slug", flat=True).get(pk=submission.profile_id)
     jobs = jobs_create(submission, [c for c in candidates if c.problem_id in implemented], queue)
-    QuotaCharge.objects.bulk_create([QuotaCharge(submitter_id=submission.submitter_id, job=j, run=1,
-                                                 created_at=j.enqueued_at) for j in jobs])
+    QuotaCharge.objects.bulk_create(
+        [QuotaCharge(submitter_id=submission.submitter_id, job=j, run=1, created_at=j.enqueued_at) for j in jobs]
+    )
 
 
 def submission_publish(submission: Submission, user) -> None:
@@ -127,8 +192,9 @@ def submission_publish(submission: Submission, user) -> None:
     if submission.visibility == "hidden":
         raise NotAllowed("hidden by staff")
     with transaction.atomic():
-        Submission.objects.filter(pk=submission.pk).update(visibility="public", published_at=timezone.now(),
-                                                           withdrawn_at=None)
+        Submission.objects.filter(pk=submission.pk).update(
+            visibility="public", published_at=timezone.now(), withdrawn_at=None
+        )
         submission.refresh_from_db()
         _listing_refresh(submission)
 
@@ -139,8 +205,10 @@ def submission_withdraw(submission: Submission, user) -> None:
     if not (submission.is_owner(user) or user.is_staff):
         raise NotAllowed("only the owner withdraws a submission")
     if submission.visibility != "public":
-        raise NotAllowed("only a published submission can be withdrawn"
-                         + ("; an unpublished one can be deleted" if submission.visibility == "private" else ""))
+        raise NotAllowed(
+            "only a published submission can be withdrawn"
+            + ("; an unpublished one can be deleted" if submission.visibility == "private" else "")
+        )
     with transaction.atomic():
         Submission.objects.filter(pk=submission.pk).update(visibility="withdrawn", withdrawn_at=timezone.now())
         submission.refresh_from_db()
@@ -191,7 +259,8 @@ def jobs_create_missing() -> int:
     """Jobs for candidates whose problem was not implemented when they were uploaded (free: never charged)."""
     created = 0
     waiting = Candidate.objects.filter(problem__implemented=True, jobs__isnull=True).select_related(
-        "submission__profile")
+        "submission__profile"
+    )
     for candidate in waiting:
         submission = candidate.submission
         with transaction.atomic():

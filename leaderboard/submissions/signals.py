@@ -8,6 +8,7 @@ sender's write. leaderboard/scoring/apps.py connects them:
   profile and protocol, and its row follow;
 - ``entry_stale(submission)``: a field its leaderboard row shows changed (flagged, a staff edit): the row follows.
 """
+
 from django.dispatch import Signal
 
 scores_stale = Signal()

@@ -3,14 +3,17 @@ spoke, the text, each tool call with its arguments, each tool result, and the pl
 refers to. Formats differ between harnesses; the common ones are read (OpenAI-style ``tool_calls`` and ``role: tool``,
 Anthropic-style content blocks ``text`` / ``tool_use`` / ``tool_result``, and flat events ``{"type": "tool_call"}``),
 and anything else is still shown, as its JSON."""
+
 from __future__ import annotations
 
 import json
 import re
 
 MAX_TEXT = 20_000  # characters of one block shown; the rest is cut (the raw file has it all)
-_RUN_PATTERNS = [re.compile(r"/feedback/runs/(\d{1,18})/"),
-                 re.compile(r"feedback[ _-]?run[\s#:=\"']{0,4}(\d{1,18})", re.IGNORECASE)]
+_RUN_PATTERNS = [
+    re.compile(r"/feedback/runs/(\d{1,18})/"),
+    re.compile(r"feedback[ _-]?run[\s#:=\"']{0,4}(\d{1,18})", re.IGNORECASE),
+]
 
 
 def _text(value) -> str:
@@ -40,13 +43,20 @@ def _result_text(content) -> str:
 
 def step(number: int, data: dict) -> dict:
     """One line of a transcript as the page shows it."""
-    out = {"n": number, "role": str(data.get("role") or data.get("type") or "event")[:40], "texts": [], "calls": [],
-           "results": []}
+    out = {
+        "n": number,
+        "role": str(data.get("role") or data.get("type") or "event")[:40],
+        "texts": [],
+        "calls": [],
+        "results": [],
+    }
     content = data.get("content")
     if isinstance(content, str):
         (out["results"] if out["role"] == "tool" else out["texts"]).append(
             {"id": str(data.get("tool_call_id") or ""), "text": _text(content), "error": False}
-            if out["role"] == "tool" else _text(content))
+            if out["role"] == "tool"
+            else _text(content)
+        )
     elif isinstance(content, list):
         for block in content:
             if not isinstance(block, dict):
@@ -54,29 +64,51 @@ def step(number: int, data: dict) -> dict:
             elif block.get("type") == "text":
                 out["texts"].append(_text(block.get("text", "")))
             elif block.get("type") in ("tool_use", "tool_call", "function_call"):
-                out["calls"].append({"id": str(block.get("id") or ""), "name": str(block.get("name") or "?")[:200],
-                                     "args": _arguments(block.get("input", block.get("arguments")))})
+                out["calls"].append(
+                    {
+                        "id": str(block.get("id") or ""),
+                        "name": str(block.get("name") or "?")[:200],
+                        "args": _arguments(block.get("input", block.get("arguments"))),
+                    }
+                )
             elif block.get("type") in ("tool_result", "function_call_output"):
-                out["results"].append({"id": str(block.get("tool_use_id") or block.get("call_id") or ""),
-                                       "text": _result_text(block.get("content", block.get("output"))),
-                                       "error": bool(block.get("is_error"))})
+                out["results"].append(
+                    {
+                        "id": str(block.get("tool_use_id") or block.get("call_id") or ""),
+                        "text": _result_text(block.get("content", block.get("output"))),
+                        "error": bool(block.get("is_error")),
+                    }
+                )
             else:
                 out["texts"].append(_text(block))
     tool_calls = data.get("tool_calls")
     for call in tool_calls if isinstance(tool_calls, list) else []:
         if isinstance(call, dict):
             function = call.get("function") if isinstance(call.get("function"), dict) else call
-            out["calls"].append({"id": str(call.get("id") or ""), "name": str(function.get("name") or "?")[:200],
-                                 "args": _arguments(function.get("arguments", function.get("input")))})
+            out["calls"].append(
+                {
+                    "id": str(call.get("id") or ""),
+                    "name": str(function.get("name") or "?")[:200],
+                    "args": _arguments(function.get("arguments", function.get("input"))),
+                }
+            )
     kind = data.get("type")
     if kind in ("tool_call", "function_call") and not out["calls"]:
-        out["calls"].append({"id": str(data.get("id") or data.get("call_id") or ""),
-                             "name": str(data.get("name") or "?")[:200],
-                             "args": _arguments(data.get("arguments", data.get("input")))})
+        out["calls"].append(
+            {
+                "id": str(data.get("id") or data.get("call_id") or ""),
+                "name": str(data.get("name") or "?")[:200],
+                "args": _arguments(data.get("arguments", data.get("input"))),
+            }
+        )
     if kind in ("tool_result", "function_call_output") and not out["results"]:
-        out["results"].append({"id": str(data.get("call_id") or data.get("tool_call_id") or ""),
-                               "text": _result_text(data.get("output", data.get("content", data.get("result")))),
-                               "error": bool(data.get("is_error"))})
+        out["results"].append(
+            {
+                "id": str(data.get("call_id") or data.get("tool_call_id") or ""),
+                "text": _result_text(data.get("output", data.get("content", data.get("result")))),
+                "error": bool(data.get("is_error")),
+            }
+        )
     if not (out["texts"] or out["calls"] or out["results"]):
         out["texts"].append(_text(data))  # an event of another shape: its JSON
     out["runs"] = referenced_runs(data)

@@ -1,6 +1,7 @@
 """Uploads at the HTTP edge: a cap on request bodies before Django reads them (multipart files otherwise stream to
 temporary files without any limit; DATA_UPLOAD_MAX_MEMORY_SIZE counts only the non-file fields; first in
 FILE_UPLOAD_HANDLERS), and the request's files turned into the plain (path, bytes) the services take."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,9 @@ def upload_size_check(uploaded) -> None:
     limit = settings.PKB_MAX_UPLOAD_BYTES
     total = sum(f.size for f in uploaded)
     if total > limit:
-        raise uploads.UploadRejected([uploads.UploadError("(upload)", "over_size",
-                                                          f"upload is {total:,} bytes; the limit is {limit:,} bytes")])
+        raise uploads.UploadRejected(
+            [uploads.UploadError("(upload)", "over_size", f"upload is {total:,} bytes; the limit is {limit:,} bytes")]
+        )
 
 
 def request_files(files, form) -> list[tuple[str, bytes]]:

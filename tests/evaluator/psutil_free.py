@@ -1,4 +1,5 @@
 """Count live judge rank workers from /proc (no psutil dependency)."""
+
 import os
 import re
 

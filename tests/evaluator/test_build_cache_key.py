@@ -3,6 +3,7 @@ Python is never handed to a job on another (a compiled module linked against ano
 the candidate's ranks and be blamed on it), and Triton's cache lives in the group's own build directory, so it is
 cached under this file's key only and never shared with the host's or another group's. Unit-level: no rank
 process, no compiler."""
+
 from __future__ import annotations
 
 import os

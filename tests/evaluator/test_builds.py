@@ -1,6 +1,7 @@
 """Compile once (evaluator/process/builds.py): the ranks of a job share one build, and a later job of the same file
 compiles nothing. Real judge, real C++ extension (the CPU path of compile_cuda_extension; pybind11 alone, a few seconds a
 build: the inline path with torch/extension.h has its own tests in compat/), W = 2 on gloo."""
+
 import pathlib
 import shutil
 
@@ -12,8 +13,9 @@ from evaluator.process import builds
 CANDIDATE = pathlib.Path(__file__).parent / "candidates" / "light_cpp_extension.py"
 OPTIONS = dict(M=64, N=32, trials=2, seed=5, timing=False, timeout_s=500)
 
-pytestmark = pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
-                                reason="needs a C++ compiler")
+pytestmark = pytest.mark.skipif(
+    shutil.which("c++") is None and shutil.which("g++") is None, reason="needs a C++ compiler"
+)
 
 
 def test_one_build_per_job_and_none_for_the_next_job_of_the_same_file(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """``pkb eval --hidden-shape --hidden-world-size W2``: the hidden checks from the command line, end to end through
 the real judge (CPU gloo, problem 1, tiny shapes), and the refusal of a hidden world size the problem does not allow."""
+
 import json
 import os
 import pathlib
@@ -15,14 +16,21 @@ TINY = ["--device", "cpu", "--reduced", "--M", "64", "--N", "32", "--trials", "1
 
 def pkb_eval(*argv, timeout=300):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "evaluator", "eval", *map(str, argv)], capture_output=True,
-                          text=True, env=env, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "evaluator", "eval", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 def test_hidden_checks_run_and_show_in_the_document(tmp_path):
     out = tmp_path / "out.json"
-    run = pkb_eval("1", "reference", "--world-size", "2", *TINY, "--hidden-shape", "--hidden-world-size", "1",
-                   "--json", out)
+    run = pkb_eval(
+        "1", "reference", "--world-size", "2", *TINY, "--hidden-shape", "--hidden-world-size", "1", "--json", out
+    )
     assert run.returncode == 0, run.stderr
     document = json.loads(out.read_text())
     assert document["verdict"] == "correct", document["message"]
@@ -42,13 +50,16 @@ def test_without_the_flags_no_hidden_check_runs(tmp_path):
     assert "hidden_world_size" not in document and not any("hidden_shape" in t for t in document["trials"])
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["1", "reference", "-W", "2", "--hidden-world-size", "0"], "at least 1"),
-    (["1", "reference", "-W", "2", "--hidden-world-size", "2"], "world size of the run itself"),
-    # Problem 49 needs W >= 2 (E = W experts, top-2): W2 = 1 is refused before anything runs.
-    (["49", "reference", "-W", "2", "--hidden-world-size", "1"], "hidden world size 1 is not allowed by 49_"),
-    (["11", "reference", "-W", "2", "--hidden-world-size", "3"], "rule: W divides 512"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["1", "reference", "-W", "2", "--hidden-world-size", "0"], "at least 1"),
+        (["1", "reference", "-W", "2", "--hidden-world-size", "2"], "world size of the run itself"),
+        # Problem 49 needs W >= 2 (E = W experts, top-2): W2 = 1 is refused before anything runs.
+        (["49", "reference", "-W", "2", "--hidden-world-size", "1"], "hidden world size 1 is not allowed by 49_"),
+        (["11", "reference", "-W", "2", "--hidden-world-size", "3"], "rule: W divides 512"),
+    ],
+)
 def test_a_bad_hidden_world_size_exits_2(argv, needle):
     run = pkb_eval(*argv, timeout=120)
     assert run.returncode == 2 and needle in run.stderr, run.stderr
@@ -73,8 +84,9 @@ def test_a_hidden_shape_that_cannot_be_drawn_is_recorded_as_skipped():
     from evaluator import judge
 
     # At M = N = 16 and W = 1 the only multiple of 16 in [M/2, M] is 16 itself: no other shape to draw.
-    result = judge.evaluate(1, "reference", 1, "cpu", M=16, N=16, reduced=True, trials=1, timing=False,
-                            hidden_shape=True, seed=3)
+    result = judge.evaluate(
+        1, "reference", 1, "cpu", M=16, N=16, reduced=True, trials=1, timing=False, hidden_shape=True, seed=3
+    )
     assert result["verdict"] == "correct", result["message"]
     assert result["hidden_shape"]["verdict"] == "skipped" and "too small" in result["hidden_shape"]["message"]
     assert not any("hidden_shape" in t for t in result["trials"])

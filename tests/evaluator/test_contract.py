@@ -1,6 +1,7 @@
 """The judge request (evaluator/contract.py): one writer of ``pkb eval``'s command line (JudgeRequest.argv), one reader
 (JudgeRequest.from_argv, and the command line's own ``eval`` parser, built from the contract). Round trips for every
 field, hand-picked and Hypothesis-drawn; the command line parses exactly what a request writes."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,11 +20,29 @@ ROOT = Path(__file__).resolve().parents[2]
 FIELDS = [f.name for f in dataclasses.fields(JudgeRequest)]
 
 # A value unlike the default for every field: each one must survive the round trip on its own.
-NON_DEFAULT = {"problem": "13_gemm_allreduce", "candidate": "/tmp/job 7/c.py", "world_size": 8, "device": "cuda",
-               "trials": 3, "seed": -4, "M": 64, "N": 32, "reduced": True, "json_out": "/tmp/out.json",
-               "dtype": "float32", "timing": False, "multicast_allowed": True, "sandbox_required": True,
-               "timeout_s": 2.5, "seeds": (1 << 62 | 5, 1 << 62 | 6), "hidden_shape": True, "hidden_world_size": 4,
-               "pairs": 8, "profile_dir": "-odd/dir", "shared_device": True}
+NON_DEFAULT = {
+    "problem": "13_gemm_allreduce",
+    "candidate": "/tmp/job 7/c.py",
+    "world_size": 8,
+    "device": "cuda",
+    "trials": 3,
+    "seed": -4,
+    "M": 64,
+    "N": 32,
+    "reduced": True,
+    "json_out": "/tmp/out.json",
+    "dtype": "float32",
+    "timing": False,
+    "multicast_allowed": True,
+    "sandbox_required": True,
+    "timeout_s": 2.5,
+    "seeds": (1 << 62 | 5, 1 << 62 | 6),
+    "hidden_shape": True,
+    "hidden_world_size": 4,
+    "pairs": 8,
+    "profile_dir": "-odd/dir",
+    "shared_device": True,
+}
 
 
 def test_every_field_has_a_non_default_case():
@@ -49,8 +68,19 @@ def test_the_command_is_the_judge_then_the_argv():
 
 def test_defaults_are_left_out_but_the_world_trials_and_output_are_always_written():
     argv = JudgeRequest("1", "reference", world_size=2, json_out="o.json").argv()
-    assert argv == ["eval", "1", "reference", "--world-size", "2", "--device", "cpu", "--trials", "5",
-                    "--json", "o.json"]
+    assert argv == [
+        "eval",
+        "1",
+        "reference",
+        "--world-size",
+        "2",
+        "--device",
+        "cpu",
+        "--trials",
+        "5",
+        "--json",
+        "o.json",
+    ]
 
 
 def test_not_an_eval_or_bad_arguments_are_refused():
@@ -66,16 +96,34 @@ def test_not_an_eval_or_bad_arguments_are_refused():
 
 
 names = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20).filter(
-    lambda s: not s.startswith("-"))
+    lambda s: not s.startswith("-")
+)
 paths = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=30)
 ints = st.integers(min_value=-(1 << 63), max_value=1 << 63)
 requests = st.builds(
-    JudgeRequest, problem=names, candidate=names, world_size=ints, device=st.sampled_from(contract.DEVICES),
-    trials=ints, seed=st.none() | ints, M=ints, N=ints, reduced=st.booleans(), json_out=st.none() | paths,
-    dtype=st.sampled_from(contract.DTYPES), timing=st.booleans(), multicast_allowed=st.booleans(),
-    sandbox_required=st.booleans(), timeout_s=st.none() | st.floats(allow_nan=False, allow_infinity=False),
-    seeds=st.none() | st.lists(ints, min_size=1, max_size=6).map(tuple), hidden_shape=st.booleans(),
-    hidden_world_size=st.none() | ints, pairs=ints, profile_dir=st.none() | paths, shared_device=st.booleans())
+    JudgeRequest,
+    problem=names,
+    candidate=names,
+    world_size=ints,
+    device=st.sampled_from(contract.DEVICES),
+    trials=ints,
+    seed=st.none() | ints,
+    M=ints,
+    N=ints,
+    reduced=st.booleans(),
+    json_out=st.none() | paths,
+    dtype=st.sampled_from(contract.DTYPES),
+    timing=st.booleans(),
+    multicast_allowed=st.booleans(),
+    sandbox_required=st.booleans(),
+    timeout_s=st.none() | st.floats(allow_nan=False, allow_infinity=False),
+    seeds=st.none() | st.lists(ints, min_size=1, max_size=6).map(tuple),
+    hidden_shape=st.booleans(),
+    hidden_world_size=st.none() | ints,
+    pairs=ints,
+    profile_dir=st.none() | paths,
+    shared_device=st.booleans(),
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -111,34 +159,47 @@ def test_the_cli_hands_every_request_field_to_the_judge():
 def test_the_world_size_is_read_in_one_place():
     """``--world-size`` is spelled once in the judge's command lines (eval, selfcheck, serve): the contract. (The rank
     processes' own command line, evaluator/process and evaluator/rank, is the judge's inside.)"""
-    hits = [p.relative_to(ROOT).as_posix() for p in (ROOT / "evaluator").glob("*.py")
-            if '"--world-size"' in p.read_text()]
+    hits = [
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "evaluator").glob("*.py") if '"--world-size"' in p.read_text()
+    ]
     assert hits == ["evaluator/contract.py"], hits
-    site = [p.relative_to(ROOT).as_posix() for p in (ROOT / "leaderboard").rglob("*.py")
-            if any(word in p.read_text() for word in ('"--world-size"', '"evaluator.cli"', '"evaluator.serve"'))]
+    site = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "leaderboard").rglob("*.py")
+        if any(word in p.read_text() for word in ('"--world-size"', '"evaluator.cli"', '"evaluator.serve"'))
+    ]
     assert site == [], site
 
 
 def test_the_eval_command_line_runs_a_request(tmp_path):
     out = tmp_path / "r.json"
-    request = JudgeRequest("1", "reference", world_size=1, trials=1, M=64, N=32, reduced=True, timing=False,
-                           json_out=str(out))
+    request = JudgeRequest(
+        "1", "reference", world_size=1, trials=1, M=64, N=32, reduced=True, timing=False, json_out=str(out)
+    )
     done = subprocess.run(request.command(), cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"verdict": "correct"' in out.read_text()
 
 
 def test_the_warm_judge_reads_what_the_site_writes():
-    args = contract.serve_parser().parse_args(contract.serve_command(4, "cuda", 2, 9)[len(contract.SERVE):])
+    args = contract.serve_parser().parse_args(contract.serve_command(4, "cuda", 2, 9)[len(contract.SERVE) :])
     assert (args.world_size, args.device, args.warm, args.reply_fd) == (4, "cuda", 2, 9)
 
 
 # --- the build stage's request (PrebuildRequest: ``pkb prebuild``) ---------------------------------------------------
 
 PREBUILD_FIELDS = [f.name for f in dataclasses.fields(contract.PrebuildRequest)]
-PREBUILD_NON_DEFAULT = {"problem": "1_allreduce", "candidate": "/tmp/build 3/c.py", "target_device": "cpu",
-                        "json_out": "/tmp/report.json", "sandbox_required": True, "timeout_s": 450.0,
-                        "arch": "8.0;9.0a", "max_jobs": 2, "nice": 10}
+PREBUILD_NON_DEFAULT = {
+    "problem": "1_allreduce",
+    "candidate": "/tmp/build 3/c.py",
+    "target_device": "cpu",
+    "json_out": "/tmp/report.json",
+    "sandbox_required": True,
+    "timeout_s": 450.0,
+    "arch": "8.0;9.0a",
+    "max_jobs": 2,
+    "nice": 10,
+}
 
 
 def test_every_prebuild_field_has_a_non_default_case():
@@ -155,8 +216,11 @@ def test_each_prebuild_field_round_trips(name):
 
 def test_the_prebuild_command_line_parses_exactly_the_contracts_argv():
     request = contract.PrebuildRequest(**PREBUILD_NON_DEFAULT)
-    assert request.command() == [*JUDGE, *request.argv()] and request.argv()[:3] == ["prebuild", "1_allreduce",
-                                                                                      "/tmp/build 3/c.py"]
+    assert request.command() == [*JUDGE, *request.argv()] and request.argv()[:3] == [
+        "prebuild",
+        "1_allreduce",
+        "/tmp/build 3/c.py",
+    ]
     args = cli.build_parser().parse_args(request.argv())
     assert args.func is cli._prebuild
     assert contract.PrebuildRequest.from_namespace(args) == request
@@ -175,10 +239,17 @@ def test_the_target_device_and_output_are_always_written_and_each_request_reads_
 
 
 prebuilds = st.builds(
-    contract.PrebuildRequest, problem=names, candidate=names, target_device=st.sampled_from(contract.DEVICES),
-    json_out=st.none() | paths, sandbox_required=st.booleans(),
-    timeout_s=st.none() | st.floats(allow_nan=False, allow_infinity=False), arch=st.none() | names,
-    max_jobs=st.none() | ints, nice=ints)
+    contract.PrebuildRequest,
+    problem=names,
+    candidate=names,
+    target_device=st.sampled_from(contract.DEVICES),
+    json_out=st.none() | paths,
+    sandbox_required=st.booleans(),
+    timeout_s=st.none() | st.floats(allow_nan=False, allow_infinity=False),
+    arch=st.none() | names,
+    max_jobs=st.none() | ints,
+    nice=ints,
+)
 
 
 @settings(max_examples=200, deadline=None)

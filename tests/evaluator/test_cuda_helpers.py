@@ -2,14 +2,15 @@
 the kernel's own flags; no ``--use_fast_math`` unless asked; ``TORCH_CUDA_ARCH_LIST=9.0`` unless the environment
 gives one; build failures raise BuildError with the compiler's output. The arguments torch's loaders receive are
 checked exactly; a real C++ (CPU) extension is built, loaded and broken through the same helper."""
+
 import shutil
 
 import pytest
 from torch.utils import cpp_extension
 
-from evaluator.rank import messages
 from evaluator.pkb_utils.utils import cuda_helpers
 from evaluator.pkb_utils.utils.cuda_helpers import compile_cuda_extension
+from evaluator.rank import messages
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ def calls(monkeypatch, tmp_path):
 
 def test_inline_defaults(calls, tmp_path):
     assert compile_cuda_extension("k", "__global__ void f() {}", "void g();", ["g"]) == "module"
-    (loader, kw), = calls
+    ((loader, kw),) = calls
     assert loader == "load_inline"
     assert kw["extra_cuda_cflags"] == ["-O3"] and kw["extra_cflags"] == ["-O3"]  # no --use_fast_math by default
     assert kw["cuda_sources"] == ["__global__ void f() {}"] and kw["cpp_sources"] == ["void g();"]
@@ -36,8 +37,14 @@ def test_inline_defaults(calls, tmp_path):
 
 def test_kernel_flags_follow_O3_and_fast_math_only_when_asked(calls):
     gencode = ["-gencode=arch=compute_90a,code=sm_90a", "--use_fast_math", "-lineinfo"]
-    compile_cuda_extension("k", cuda_source="x", extra_cuda_cflags=gencode, extra_cflags=["-std=c++17"],
-                           extra_ldflags=["-lcuda"], extra_include_paths=["/opt/inc"])
+    compile_cuda_extension(
+        "k",
+        cuda_source="x",
+        extra_cuda_cflags=gencode,
+        extra_cflags=["-std=c++17"],
+        extra_ldflags=["-lcuda"],
+        extra_include_paths=["/opt/inc"],
+    )
     kw = calls[0][1]
     assert kw["extra_cuda_cflags"] == ["-O3"] + gencode
     assert kw["extra_cflags"] == ["-O3", "-std=c++17"]

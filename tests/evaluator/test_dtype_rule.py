@@ -1,8 +1,8 @@
 """The dtype rule (docs/dtype.md): integers by value, another floating dtype within tolerance is correct but flagged
 ``dtype_differs`` (never faster), a problem whose spec fixes the dtype stays strict."""
+
 import pathlib
 
-import pytest
 import torch
 
 import problems
@@ -20,7 +20,7 @@ def test_integers_compare_by_value_whatever_their_width():
     wrong = compare(expected, torch.tensor([0, 7, 123457], dtype=torch.int32), 0, 0)
     assert not wrong.ok and "123457 != 123456" in wrong.mismatch.message
     # A value the narrower type cannot hold has wrapped: it differs, and fails.
-    big = torch.tensor([2 ** 40, 1], dtype=torch.int64)
+    big = torch.tensor([2**40, 1], dtype=torch.int64)
     wrapped = compare(big, big.to(torch.int32), 0, 0)
     assert not wrapped.ok and wrapped.mismatch.index == [0]
     assert not compare(expected, expected.to(torch.int16), 0, 0, strict_dtype="the spec says int64").ok
@@ -56,6 +56,7 @@ def test_strict_problems_say_why():
 
 
 # --- through the real judge (CPU gloo ranks) --------------------------------------------------------------------------
+
 
 def _run(name: str, problem, W: int = 2, **options):
     return judge.evaluate(problem, str(COMPAT / f"{name}.py"), W, "cpu", **{**SMALL, **options})

@@ -1,6 +1,7 @@
 """Trusted ranks forked from the judge's fork server (evaluator/process/forkserver.py): held like fresh processes, with
 the rank's own session and environment, gone with the judge, and replaced by fresh processes when it is off or
 fails."""
+
 import os
 import signal
 import subprocess
@@ -65,8 +66,14 @@ def test_a_killed_rank_reports_its_signal_and_a_failing_one_its_exit_code(forks_
     server = forkserver.server()
     read_fd, write_fd = os.pipe()
     try:
-        proc = server.spawn(["--role", "nobody"], dict(os.environ), str(tmp_path), str(tmp_path / "out"),
-                            str(tmp_path / "err"), write_fd)
+        proc = server.spawn(
+            ["--role", "nobody"],
+            dict(os.environ),
+            str(tmp_path),
+            str(tmp_path / "out"),
+            str(tmp_path / "err"),
+            write_fd,
+        )
         assert proc.wait(60) == 2
     finally:
         os.close(read_fd)
@@ -143,8 +150,14 @@ def test_a_request_the_server_never_answers_is_a_rank_gone_not_a_hang(forks_on, 
     read_fd, write_fd = os.pipe()
     try:
         os.kill(server.proc.pid, signal.SIGSTOP)  # the request is taken into the socket, never read
-        proc = server.spawn(["--role", "nobody"], dict(os.environ), str(tmp_path), str(tmp_path / "out"),
-                            str(tmp_path / "err"), write_fd)
+        proc = server.spawn(
+            ["--role", "nobody"],
+            dict(os.environ),
+            str(tmp_path),
+            str(tmp_path / "out"),
+            str(tmp_path / "err"),
+            write_fd,
+        )
         os.kill(server.proc.pid, signal.SIGKILL)
         assert proc.pid == forkserver.NO_PROCESS  # signalling it reaches no process
         assert proc.wait(10) == -signal.SIGKILL

@@ -1,5 +1,6 @@
 """evaluator/rank/gloo_compat.py: every collective form the problems' pages list, on 2- and 3-rank gloo worlds, gives
 NCCL's result; and a candidate for problem 2 written in NCCL's stacked form is correct on CPU through the real judge."""
+
 from __future__ import annotations
 
 import datetime
@@ -80,8 +81,9 @@ def rs_stacked(r, W):
 
 def rs_stacked_max(r, W):
     out = torch.empty(M, N)
-    dist.reduce_scatter_tensor(out, torch.stack([_full(10 * r + s, M, N, dtype=torch.float32) for s in range(W)]),
-                               op=dist.ReduceOp.MAX)
+    dist.reduce_scatter_tensor(
+        out, torch.stack([_full(10 * r + s, M, N, dtype=torch.float32) for s in range(W)]), op=dist.ReduceOp.MAX
+    )
     assert torch.equal(out, _full(10 * (W - 1) + r, M, N, dtype=torch.float32))
 
 
@@ -167,8 +169,10 @@ def gather_scatter(r, W):
 
 def p2p_ring(r, W):
     got = torch.empty(2)
-    ops = [dist.P2POp(dist.isend, _full(r, 2, dtype=torch.float32), (r + 1) % W),
-           dist.P2POp(dist.irecv, got, (r - 1) % W)]
+    ops = [
+        dist.P2POp(dist.isend, _full(r, 2, dtype=torch.float32), (r + 1) % W),
+        dist.P2POp(dist.irecv, got, (r - 1) % W),
+    ]
     for work in dist.batch_isend_irecv(ops):
         work.wait()
     assert got[0].item() == (r - 1) % W
@@ -198,7 +202,8 @@ def ag_single_stacked(r, W):  # torch 2.13's name for all_gather_into_tensor (wh
 def rs_single_stacked(r, W):
     out = torch.empty(M, N, dtype=BF16)
     getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)(
-        out, torch.stack([_full(r + s, M, N) for s in range(W)]))
+        out, torch.stack([_full(r + s, M, N) for s in range(W)])
+    )
     assert torch.equal(out, _full(sum(q + r for q in range(W)), M, N))
 
 
@@ -220,8 +225,7 @@ def isend_irecv_ring(r, W):  # the received tensor is valid once its handle is w
 def p2p_uneven_pairs(r, W):  # different shapes to different peers in one batch (pipeline stages, halo exchange)
     nxt, prv = (r + 1) % W, (r - 1) % W
     got = torch.empty(prv + 1, 2)
-    ops = [dist.P2POp(dist.isend, _full(r, r + 1, 2, dtype=torch.float32), nxt),
-           dist.P2POp(dist.irecv, got, prv)]
+    ops = [dist.P2POp(dist.isend, _full(r, r + 1, 2, dtype=torch.float32), nxt), dist.P2POp(dist.irecv, got, prv)]
     for work in dist.batch_isend_irecv(ops):
         work.wait()
     assert torch.equal(got, _full(prv, prv + 1, 2, dtype=torch.float32))
@@ -241,11 +245,40 @@ def reduce_group_dst(r, W):  # group_dst on a sub-group of ranks 1 and 0: the de
         assert torch.equal(t, _full(5 if r == 1 else r + 2, 3, dtype=torch.float32)), t
 
 
-FORMS = [ag_flat, ag_stacked, ag_stacked_async, ag_counts_0d, ag_counts_2d, ag_wrong_size_still_refused,
-         ag_subgroup_stacked, rs_flat, rs_stacked, rs_stacked_max, a2a_single_even, a2a_single_splits, a2a_list_even,
-         a2a_list_uneven, a2a_list_uneven_async, ag_list_even, ag_list_uneven, ar_sum_bf16, ar_max,
-         reduce_leaves_non_destination, broadcast, gather_scatter, p2p_ring, send_recv, all_gather_object, rs_list,
-         isend_irecv_ring, p2p_uneven_pairs, all_reduce_async, reduce_group_dst, ag_single_stacked, rs_single_stacked]
+FORMS = [
+    ag_flat,
+    ag_stacked,
+    ag_stacked_async,
+    ag_counts_0d,
+    ag_counts_2d,
+    ag_wrong_size_still_refused,
+    ag_subgroup_stacked,
+    rs_flat,
+    rs_stacked,
+    rs_stacked_max,
+    a2a_single_even,
+    a2a_single_splits,
+    a2a_list_even,
+    a2a_list_uneven,
+    a2a_list_uneven_async,
+    ag_list_even,
+    ag_list_uneven,
+    ar_sum_bf16,
+    ar_max,
+    reduce_leaves_non_destination,
+    broadcast,
+    gather_scatter,
+    p2p_ring,
+    send_recv,
+    all_gather_object,
+    rs_list,
+    isend_irecv_ring,
+    p2p_uneven_pairs,
+    all_reduce_async,
+    reduce_group_dst,
+    ag_single_stacked,
+    rs_single_stacked,
+]
 
 
 def _rank(rank: int, world: int, port: int, adapt: bool, queue, backend: str = "gloo", stages=(False,)) -> None:
@@ -260,8 +293,13 @@ def _rank(rank: int, world: int, port: int, adapt: bool, queue, backend: str = "
         torch.cuda.set_device(0)
         torch.set_default_device("cuda:0")
     # A form that fails on one rank leaves its peers in a collective: they give up after a minute, not the test's.
-    dist.init_process_group("gloo" if on_cuda else backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world, timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo" if on_cuda else backend,
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=60),
+    )
     if adapt:
         gloo_compat.install()
     outcome = {}
@@ -303,8 +341,11 @@ def _failed(outcome: dict) -> dict:
     """The forms not "ok" on some rank. Ranks 2 and up take no part in the two-rank forms: staged, nothing of theirs
     goes through the staging, which is right."""
     two_ranks = {"ag_subgroup_stacked staged", "send_recv staged", "reduce_group_dst staged"}
-    return {name: ranks for name, ranks in outcome.items()
-            if any(v != "ok" and not (name in two_ranks and r >= 2 and v == "unstaged") for r, v in ranks.items())}
+    return {
+        name: ranks
+        for name, ranks in outcome.items()
+        if any(v != "ok" and not (name in two_ranks and r >= 2 and v == "unstaged") for r, v in ranks.items())
+    }
 
 
 @pytest.mark.timeout(300)
@@ -337,8 +378,11 @@ def test_every_form_on_cuda_tensors_in_a_shared_device_world(world):
         pytest.skip("needs a GPU (every rank shares the first)")
     outcome = _run_world(world, adapt=True, backend="gloo-cuda", stages=(True,))
     # The object collectives move CPU tensors of their own on gloo: nothing of theirs needs staging.
-    failed = {name: ranks for name, ranks in _failed(outcome).items()
-              if not (name == "all_gather_object staged" and set(ranks.values()) == {"unstaged"})}
+    failed = {
+        name: ranks
+        for name, ranks in _failed(outcome).items()
+        if not (name == "all_gather_object staged" and set(ranks.values()) == {"unstaged"})
+    }
     assert not failed, failed
 
 
@@ -360,28 +404,39 @@ def test_without_the_adapter_gloo_refuses_the_stacked_forms():
     """What the adapter is for: plain gloo refuses these forms (if a torch release fixes one, this names it and the
     adapter's rewrite of it can go)."""
     outcome = _run_world(2, adapt=False)
-    for name in ("ag_stacked", "rs_stacked", "a2a_list_uneven", "ag_list_uneven", "ag_single_stacked",
-                 "rs_single_stacked"):
+    for name in (
+        "ag_stacked",
+        "rs_stacked",
+        "a2a_list_uneven",
+        "ag_list_uneven",
+        "ag_single_stacked",
+        "rs_single_stacked",
+    ):
         assert "ok" not in outcome[name].values(), (name, outcome[name])
     assert outcome["ag_flat"] == {0: "ok", 1: "ok"}
 
 
 def test_problem_2_stacked_output_is_correct_on_cpu_through_the_judge():
-    result = judge.evaluate(2, str(CANDIDATES / "allgather_stacked.py"), 2, "cpu", M=64, N=32, trials=2, seed=3,
-                            timing=False)
-    assert result["verdict"] == schema.CORRECT, (result["message"], [log.get("stderr", "")[-800:]
-                                                                     for log in result.get("logs", [])])
+    result = judge.evaluate(
+        2, str(CANDIDATES / "allgather_stacked.py"), 2, "cpu", M=64, N=32, trials=2, seed=3, timing=False
+    )
+    assert result["verdict"] == schema.CORRECT, (
+        result["message"],
+        [log.get("stderr", "")[-800:] for log in result.get("logs", [])],
+    )
     assert result["trials"] and all(t["verdict"] == schema.CORRECT for t in result["trials"])
 
 
 def test_problem_2_at_three_ranks():
-    result = judge.evaluate(2, str(CANDIDATES / "allgather_stacked.py"), 3, "cpu", M=48, N=16, trials=1, seed=5,
-                            timing=False)
+    result = judge.evaluate(
+        2, str(CANDIDATES / "allgather_stacked.py"), 3, "cpu", M=48, N=16, trials=1, seed=5, timing=False
+    )
     assert result["verdict"] == schema.CORRECT, result["message"]
 
 
 def test_install_is_idempotent_and_patches_both_modules(monkeypatch):
     from torch.distributed import distributed_c10d
+
     for name in gloo_compat.ADAPTED:  # restored after the test: the adapter stays out of this pytest process
         monkeypatch.setattr(dist, name, getattr(dist, name))
         monkeypatch.setattr(distributed_c10d, name, getattr(distributed_c10d, name))

@@ -1,5 +1,6 @@
 """A GPU worker's host record and the profile check (evaluator/judge/hosts.py), with a stand-in nvidia-smi: workers
 pinned to disjoint device sets, and a worker refusing a profile its devices do not match."""
+
 import pathlib
 
 import pytest
@@ -59,10 +60,31 @@ def test_pkb_host_prints_the_record_and_refuses_a_mismatch():
     import sys
 
     root = pathlib.Path(__file__).parents[2]
-    ok = subprocess.run([sys.executable, "-m", "evaluator", "host", "--gpus", "4-7", "--ranks", "4",
-                         "--gpu-model", "H200", "--nvlink", "--json"], cwd=root, capture_output=True, text=True)
+    ok = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evaluator",
+            "host",
+            "--gpus",
+            "4-7",
+            "--ranks",
+            "4",
+            "--gpu-model",
+            "H200",
+            "--nvlink",
+            "--json",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["visible"] == "4,5,6,7" and json.loads(ok.stdout)["refused"] is None
-    refused = subprocess.run([sys.executable, "-m", "evaluator", "host", "--gpus", "0", "--ranks", "8"],
-                             cwd=root, capture_output=True, text=True)
+    refused = subprocess.run(
+        [sys.executable, "-m", "evaluator", "host", "--gpus", "0", "--ranks", "8"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     assert refused.returncode == 1 and "has 1" in refused.stdout

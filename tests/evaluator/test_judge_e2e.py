@@ -1,6 +1,7 @@
 """End-to-end: the real judge, real rank processes on a CPU gloo world. The verdict paths run at W = 4, where the rank
 that fails is neither the first nor the last and the others wait in a collective; W = 2 is the world of every
 red-team test (tests/redteam/), so running these at both would judge the same paths twice."""
+
 import json
 import os
 import pathlib
@@ -8,10 +9,10 @@ import subprocess
 import sys
 import tempfile
 
-from tests.evaluator import psutil_free
 import pytest
 
 from evaluator import judge, schema
+from tests.evaluator import psutil_free
 
 HERE = pathlib.Path(__file__).parent
 CANDIDATES = HERE / "candidates"
@@ -38,8 +39,17 @@ def test_correct_candidate(W):
     # the candidate's files (out of their check commands), taking kept outputs out of the candidate's reach, adding
     # up to the judging phase (the rest, "other", is the judge's own bookkeeping and cannot be negative).
     parts = result["phases_s"]["judge_parts"]
-    for key in ("reference_trial", "candidate_trial", "reference_time", "candidate_time", "candidate_kept",
-                "reference_check", "read_outputs", "compare", "take_kept"):
+    for key in (
+        "reference_trial",
+        "candidate_trial",
+        "reference_time",
+        "candidate_time",
+        "candidate_kept",
+        "reference_check",
+        "read_outputs",
+        "compare",
+        "take_kept",
+    ):
         assert parts[key] > 0, (key, parts)
     assert parts["other"] >= -0.01 and sum(parts.values()) == pytest.approx(result["phases_s"]["judge"], abs=0.02)
 
@@ -118,18 +128,41 @@ def test_cli_exit_codes_and_json(tmp_path):
     out = tmp_path / "r.json"
     env["PYTHONPATH"] = str(HERE.parents[1])
     # A relative candidate path, from another directory: the ranks run in their own scratch directories.
-    ok = subprocess.run([sys.executable, "-m", "evaluator", "eval", "1_allreduce", "candidates/allreduce_wrong.py",
-                         "-W", "2", "--M", "32", "--N", "16", "--json", str(out)], capture_output=True, text=True,
-                        env=env, timeout=300, cwd=HERE)
+    ok = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evaluator",
+            "eval",
+            "1_allreduce",
+            "candidates/allreduce_wrong.py",
+            "-W",
+            "2",
+            "--M",
+            "32",
+            "--N",
+            "16",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=HERE,
+    )
     assert ok.returncode == 0, ok.stderr
     document = json.loads(out.read_text())
     assert document["verdict"] == "incorrect" and document["problem"] == "1_allreduce"
     assert "INCORRECT" in ok.stdout
-    for argv, needle in ((["999", "reference", "-W", "2"], "unknown problem"),
-                         (["1", str(tmp_path / "missing.py"), "-W", "2"], "not found"),
-                         (["1", "reference", "-W", "0"], "world size 0")):
-        bad = subprocess.run([sys.executable, "-m", "evaluator", "eval", *argv], capture_output=True, text=True,
-                             env=env, timeout=120)
+    for argv, needle in (
+        (["999", "reference", "-W", "2"], "unknown problem"),
+        (["1", str(tmp_path / "missing.py"), "-W", "2"], "not found"),
+        (["1", "reference", "-W", "0"], "world size 0"),
+    ):
+        bad = subprocess.run(
+            [sys.executable, "-m", "evaluator", "eval", *argv], capture_output=True, text=True, env=env, timeout=120
+        )
         assert bad.returncode == 2 and needle in bad.stderr, bad.stderr
 
 

@@ -1,6 +1,7 @@
 """evaluator/rank/messages.py: a candidate's failure is told by its root cause (exception, then the candidate's
 innermost frame), without the judge's frames or the server's paths; build failures are compile errors with the first
 error."""
+
 import importlib.util
 import subprocess
 import textwrap
@@ -9,7 +10,7 @@ import pytest
 
 from evaluator.rank import messages
 
-SOURCE = textwrap.dedent('''\
+SOURCE = textwrap.dedent("""\
     import torch
 
 
@@ -19,7 +20,7 @@ SOURCE = textwrap.dedent('''\
 
     def solution(x):
         return helper(x)
-    ''')
+    """)
 
 
 def _load(tmp_path, source=SOURCE, name="kernel.py"):
@@ -62,15 +63,17 @@ def test_server_paths_are_dropped_from_exception_messages(tmp_path):
 
 def test_a_torch_build_failure_is_a_compile_error_with_the_first_error_and_the_tail(tmp_path):
     module, path = _load(tmp_path, "def solution():\n    build()\n\n\ndef build():\n    raise RuntimeError(LOG)\n")
-    module.LOG = ("Error building extension 'k': [1/3] /usr/local/cuda/bin/nvcc -O3 -c /tmp/pkb-judge-x/cand/rank0/"
-                  "torch_extensions/k/cuda.cu -o cuda.cuda.o\nFAILED: cuda.cuda.o\n/tmp/pkb-judge-x/cand/rank0/"
-                  "torch_extensions/k/cuda.cu(12): error: identifier \"blockDimx\" is undefined\n"
-                  "1 error detected in the compilation of \"cuda.cu\".\nninja: build stopped: subcommand failed.\n")
+    module.LOG = (
+        "Error building extension 'k': [1/3] /usr/local/cuda/bin/nvcc -O3 -c /tmp/pkb-judge-x/cand/rank0/"
+        "torch_extensions/k/cuda.cu -o cuda.cuda.o\nFAILED: cuda.cuda.o\n/tmp/pkb-judge-x/cand/rank0/"
+        'torch_extensions/k/cuda.cu(12): error: identifier "blockDimx" is undefined\n'
+        '1 error detected in the compilation of "cuda.cu".\nninja: build stopped: subcommand failed.\n'
+    )
     exc = _raised(module.solution)
     assert messages.kind_of(exc) == messages.COMPILE_ERROR
     lines = messages.describe(exc, path).splitlines()
     assert lines[0] == "RuntimeError: Error building extension 'k'"
-    assert lines[1] == "  first error: cuda.cu(12): error: identifier \"blockDimx\" is undefined"
+    assert lines[1] == '  first error: cuda.cu(12): error: identifier "blockDimx" is undefined'
     assert lines[2] == "  at kernel.py, line 6, in build: raise RuntimeError(LOG)"
     assert lines[-1] == "    ninja: build stopped: subcommand failed."
     assert not any("/tmp/" in line or "/usr/local" in line for line in lines)

@@ -2,6 +2,7 @@
 count exchange, then the data, as problems 64, 68, 70 and 78 do) must give an output of the size its caller allocated
 from the split sizes, with this rank's own chunk in place and zeros where other ranks' chunks would land, so that the
 local-only reference runs to a wrong answer (``incorrect``) instead of crashing (``runtime_error``)."""
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -76,6 +77,7 @@ def test_sending_back_what_an_all_to_all_delivered_returns_what_was_sent(rank_1_
 
 @pytest.mark.parametrize("problem", [64, 68, 70, 78])
 def test_nocomm_null_is_incorrect_not_a_crash_for_uneven_all_to_alls(problem):
-    result = judge.evaluate(problem, "null:nocomm", 3, "cpu", M=128, N=256, reduced=True, trials=1, timing=False,
-                            seed=3, timeout_s=120)
+    result = judge.evaluate(
+        problem, "null:nocomm", 3, "cpu", M=128, N=256, reduced=True, trials=1, timing=False, seed=3, timeout_s=120
+    )
     assert result["verdict"] == schema.INCORRECT, result["message"]

@@ -1,5 +1,6 @@
 """Output files between processes (evaluator/rank/outputs.py): what a reference rank accepts from a candidate's file,
 and the copy that takes a kept output out of the candidate's reach."""
+
 import os
 import types
 
@@ -84,8 +85,7 @@ def test_a_file_with_leaves_no_rank_writes_is_refused_before_a_problem_compare_s
     # a file was forged, and a problem's ``compare`` (written for tensors and numbers) must not be handed one.
     seen = []
     problem = types.SimpleNamespace(compare=lambda e, a, w: seen.append(a), slack=None, atol=0, rtol=0)
-    entry = outputs.check_file(problem, (torch.ones(3), 1), _save(tmp_path / "a.pt", (torch.ones(3), torch.int8)),
-                               0, 1)
+    entry = outputs.check_file(problem, (torch.ones(3), 1), _save(tmp_path / "a.pt", (torch.ones(3), torch.int8)), 0, 1)
     assert not entry["ok"] and "output[1] is a dtype" in entry["message"] and seen == []
 
 

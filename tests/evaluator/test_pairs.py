@@ -1,4 +1,5 @@
 """Timing in several process pairs (evaluator/timing/pairs.py): the combination rule, and the judge running it."""
+
 import json
 import math
 import os
@@ -18,9 +19,19 @@ HOST_FLOOR = calibration.HOST_BOUND_NOISE_FLOOR
 
 
 def timing(speedup: float, half: float = 0.001, host_bound: bool = False) -> dict:
-    return {"speedup": speedup, "bootstrap_ci": [speedup * (1 - half), speedup * (1 + half)], "reference_ms": 1.0,
-            "candidate_ms": 1.0 / speedup, "host_bound": host_bound, "samples": 60, "reference_samples": 60,
-            "blocks": 6, "faster": False, "ranked": True, "method": "cuda_events"}
+    return {
+        "speedup": speedup,
+        "bootstrap_ci": [speedup * (1 - half), speedup * (1 + half)],
+        "reference_ms": 1.0,
+        "candidate_ms": 1.0 / speedup,
+        "host_bound": host_bound,
+        "samples": 60,
+        "reference_samples": 60,
+        "blocks": 6,
+        "faster": False,
+        "ranked": True,
+        "method": "cuda_events",
+    }
 
 
 def test_agreeing_pairs_get_the_calibrated_interval_which_shrinks_with_more_pairs():
@@ -57,7 +68,9 @@ def test_a_pair_whose_reference_blocks_timed_its_host_withholds_faster():
     clean = pairs.combine([timing(1.3)] * 6, "cuda", HOST_FLOOR)
     short = pairs.combine([timing(1.3)] * 5 + [dict(timing(1.3), reference_blocks_spun_short=[2])], "cuda", HOST_FLOOR)
     assert clean["faster"] is True and short["faster"] is False
-    assert short["reference_spun_short_pairs"] == [6] and short["pairs"]["each"][5]["reference_blocks_spun_short"] == [2]
+    assert short["reference_spun_short_pairs"] == [6] and short["pairs"]["each"][5]["reference_blocks_spun_short"] == [
+        2
+    ]
     assert short["speedup_ci"] == clean["speedup_ci"]
 
 
@@ -73,8 +86,9 @@ def test_the_rule_keeps_false_faster_rare_and_finds_five_percent_if_offsets_are_
     rng = random.Random(7)
 
     def judged(effect: float) -> dict:
-        return pairs.combine([timing(math.exp(effect + rng.gauss(0, 0.025)), half=0.003) for _ in range(8)], "cuda",
-                             HOST_FLOOR)
+        return pairs.combine(
+            [timing(math.exp(effect + rng.gauss(0, 0.025)), half=0.003) for _ in range(8)], "cuda", HOST_FLOOR
+        )
 
     runs = 4000
     false_faster = sum(judged(0.0)["faster"] for _ in range(runs)) / runs
@@ -112,7 +126,8 @@ def test_a_candidate_wrong_in_a_later_pair_is_incorrect(tmp_path):
         "def solution(tensor):\n"
         "    out = tensor.clone()\n"
         "    dist.all_reduce(out)\n"
-        "    return out if FIRST else out * 2\n")
+        "    return out if FIRST else out * 2\n"
+    )
     result = judge.evaluate(1, str(candidate), 1, "cpu", pairs=2, sandbox=False, **SMALL)
     assert result["verdict"] == schema.INCORRECT and "in timing pair 2 of 2" in result["message"]
     assert result["timing"] is None
@@ -126,8 +141,28 @@ def test_pair_counts_out_of_range_are_refused(count):
 
 def test_the_command_line_passes_pairs_through(tmp_path):
     out = tmp_path / "r.json"
-    assert cli.main(["eval", "1", "reference", "-W", "1", "--trials", "1", "--M", "64", "--N", "32", "--pairs", "2",
-                     "--json", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "eval",
+                "1",
+                "reference",
+                "-W",
+                "1",
+                "--trials",
+                "1",
+                "--M",
+                "64",
+                "--N",
+                "32",
+                "--pairs",
+                "2",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert json.loads(out.read_text())["timing"]["pairs"]["count"] == 2
     assert cli.main(["eval", "1", "reference", "-W", "1", "--pairs", "0"]) == 2
 
@@ -146,8 +181,12 @@ def test_stored_runs_are_rejudged_with_the_rules_the_judge_uses():
     summary = aa_rules.summarise([{"speedup": 1.12, "bootstrap_ci": [1.11, 1.13], "host_bound": False}])
     assert summary["false_faster"] == 1 and summary["missing_1"] == 1  # a 12% A/A offset clears the floor
     # Measured on an H200 (docs/calibration.md): a reference block that timed its host withholds "faster"; the interval still misses 1.0.
-    short = {"speedup": 5.32, "bootstrap_ci": [2.21, 6.97], "host_bound": False,
-             "spin_short_per_block": {"reference": [0.79, 0.74, 0.95, 0.98, 0.93, 0.64], "candidate": [0.9] + [0.0] * 5}}
+    short = {
+        "speedup": 5.32,
+        "bootstrap_ci": [2.21, 6.97],
+        "host_bound": False,
+        "spin_short_per_block": {"reference": [0.79, 0.74, 0.95, 0.98, 0.93, 0.64], "candidate": [0.9] + [0.0] * 5},
+    }
     summary = aa_rules.summarise([short])
     assert summary["false_faster"] == 0 and summary["faster_withheld"] == 1 and summary["missing_1"] == 1
 
@@ -173,6 +212,7 @@ def _crosscheck_suspect_in(monkeypatch, suspect_calls: set):
         calls.append(1)
         out = real(*args, **kwargs)
         return dict(out, suspect=len(calls) in suspect_calls)
+
     monkeypatch.setattr(timing_rules, "_crosscheck", patched)  # where _timing_document looks it up
 
 
@@ -190,7 +230,11 @@ def test_stored_sensitivity_runs_are_rejudged_with_the_pair_triage():
     aside = [{"pair": k, "speedup": 1.1, "crosscheck": {"suspect": True}} for k in (2, 5)]
     clean = [_suspect(timing(1.10), False) for _ in range(6)]
     assert aa_rules.rejudge_probe({"case": "10% faster", "pairs": clean, "set_aside": aside}) == {
-        "rejudged": True, "detected": True, "flagged": False, "set_aside": 2}
+        "rejudged": True,
+        "detected": True,
+        "flagged": False,
+        "set_aside": 2,
+    }
     three = aside + [{"pair": 7, "speedup": 1.1, "crosscheck": {"suspect": True}}]
     again = aa_rules.rejudge_probe({"case": "10% faster", "pairs": clean[:5], "set_aside": three})
     assert again["flagged"] and not again["detected"]
@@ -206,13 +250,24 @@ def test_pooled_sensitivity_counts_bound_the_detection_rate_exactly():
     assert aa_rules.lower_bound(58, 58) < 0.95 and aa_rules.lower_bound(0, 10) == 0.0
     # One miss: P(X >= 61) at the bound is 5% (Binomial(62, p)).
     low = aa_rules.lower_bound(61, 62)
-    assert 62 * low ** 61 * (1 - low) + low ** 62 == pytest.approx(0.05, abs=1e-6) and low < 0.95
-    pooled = aa_rules.pool_probes([
-        {"5% slower": {"runs": 3, "rejudged": 3, "detected": 3, "flagged": 0, "pairs_set_aside": 1}},
-        {"5% slower": {"runs": 2, "rejudged": 2, "detected": 1, "flagged": 1, "pairs_set_aside": 0},
-         "10% faster": {"runs": 1, "rejudged": 1, "detected": 1, "flagged": 0, "pairs_set_aside": 0}}])
-    assert pooled["5% slower"] == {"runs": 5, "rejudged": 5, "detected": 4, "flagged": 1, "pairs_set_aside": 1,
-                                   "rate_lower_bound_95": round(aa_rules.lower_bound(4, 5), 4)}
+    assert 62 * low**61 * (1 - low) + low**62 == pytest.approx(0.05, abs=1e-6) and low < 0.95
+    pooled = aa_rules.pool_probes(
+        [
+            {"5% slower": {"runs": 3, "rejudged": 3, "detected": 3, "flagged": 0, "pairs_set_aside": 1}},
+            {
+                "5% slower": {"runs": 2, "rejudged": 2, "detected": 1, "flagged": 1, "pairs_set_aside": 0},
+                "10% faster": {"runs": 1, "rejudged": 1, "detected": 1, "flagged": 0, "pairs_set_aside": 0},
+            },
+        ]
+    )
+    assert pooled["5% slower"] == {
+        "runs": 5,
+        "rejudged": 5,
+        "detected": 4,
+        "flagged": 1,
+        "pairs_set_aside": 1,
+        "rate_lower_bound_95": round(aa_rules.lower_bound(4, 5), 4),
+    }
     assert pooled["10% faster"]["rate_lower_bound_95"] == round(0.05, 4)
 
 
@@ -220,8 +275,12 @@ def test_the_a_a_spread_reads_gpu_paced_and_host_bound_runs_apart():
     import benchmarks.aa_rules as aa_rules
 
     rows = [{"speedup": s, "host_bound": s < 0.9 or s > 1.1} for s in (0.7, 0.95, 1.0, 1.02, 1.3)] + [{"speedup": None}]
-    assert aa_rules.aa_spread(rows) == {"median": 1.0, "p5_p95": [0.7, 1.3], "gpu_paced_range": [0.95, 1.02],
-                                        "host_bound_range": [0.7, 1.3]}
+    assert aa_rules.aa_spread(rows) == {
+        "median": 1.0,
+        "p5_p95": [0.7, 1.3],
+        "gpu_paced_range": [0.95, 1.02],
+        "host_bound_range": [0.7, 1.3],
+    }
     assert aa_rules.aa_spread([{"speedup": None}]) == {}
 
 
@@ -277,6 +336,7 @@ def test_later_pairs_time_with_the_first_pairs_estimate_not_their_cold_trial(mon
         seen.append(estimate_ms)
         own.append(reference_estimate_ms)
         return real(self, seeds, estimate_ms, reference_estimate_ms)
+
     monkeypatch.setattr(judge.Pair, "_time", recording)
     monkeypatch.setattr(judge.Pair, "_trial", _cold_first_trial(judge.Pair._trial))
     result = judge.evaluate(1, "reference", 1, "cpu", pairs=3, **SMALL)
@@ -287,11 +347,13 @@ def test_later_pairs_time_with_the_first_pairs_estimate_not_their_cold_trial(mon
 
 def _cold_first_trial(real):
     """Each pair's first trial reads 50 ms, as a cold first call does on a GPU."""
+
     def trial(self, index, seed, tag, shape=None):
         record, est = real(self, index, seed, tag, shape)
         if index == 0:
             record["reference_call_ms"] = 50.0
         return record, 50.0 if index == 0 else est
+
     return trial
 
 
@@ -322,6 +384,7 @@ def test_a_kept_timed_output_is_written_only_after_the_timed_block(monkeypatch):
             files = [n for n in os.listdir(group.out_dir) if n.startswith(cmd["tag"] + "_r")]
             checked.append((cmd["cmd"], len(files)))
         return replies
+
     monkeypatch.setattr(judge.Pair, "_timed_command", watching)
     candidate = os.path.join(os.path.dirname(problems.__file__), "p01_allreduce.py")
     result = judge.evaluate(1, candidate, 1, "cpu", sandbox=False, **SMALL)
@@ -338,6 +401,7 @@ def test_every_timing_block_is_followed_by_a_kept_command_on_each_side_even_with
     def watching(self, group, cmd, timeout):
         sent.append(("ref" if group is self.ref else "cand", cmd["cmd"], cmd.get("tag")))
         return real(self, group, cmd, timeout)
+
     monkeypatch.setattr(judge.Pair, "_timed_command", watching)
     result = judge.evaluate(1, "reference", 1, "cpu", sandbox=False, **SMALL)
     assert result["verdict"] == schema.CORRECT, result["message"]
@@ -371,8 +435,7 @@ def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_mo
     # difference read as unexplained time in the cross-check (measured on an H200). From block 1 on, the judge sets one spin:
     # the reference's wish, or the candidate's up to twice that (a candidate can use the spin's idle GPU).
     real, sent = judge.Pair._timed_command, []
-    wishes = {("ref", 0): 300.0, ("cand", 0): 5000.0, ("ref", 2): 800.0, ("cand", 2): 5000.0,
-              ("ref", 3): float("nan")}
+    wishes = {("ref", 0): 300.0, ("cand", 0): 5000.0, ("ref", 2): 800.0, ("cand", 2): 5000.0, ("ref", 3): float("nan")}
 
     def wishing(self, group, cmd, timeout):
         replies = real(self, group, cmd, timeout)
@@ -382,6 +445,7 @@ def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_mo
             sent.append((side, dict(cmd)))
             replies[0]["spin_wanted_us"] = wishes.get((side, block), 0.0)
         return replies
+
     monkeypatch.setattr(judge.Pair, "_timed_command", wishing)
     result = judge.evaluate(1, "reference", 1, "cpu", **SMALL)
     assert result["verdict"] == schema.CORRECT, result["message"]

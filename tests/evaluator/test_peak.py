@@ -1,5 +1,6 @@
 """Peak fraction (evaluator/timing/peak.py): the speed-of-light floor at the shape and W run over the candidate's
 median, with an interval from the candidate's own samples; on CPU with explicit ceilings, end to end."""
+
 import statistics
 
 import pytest
@@ -18,8 +19,9 @@ def test_fraction_is_the_floor_over_the_median_with_the_interval_inverted():
 
 
 def test_no_floor_means_a_reason_and_no_number():
-    record = peak.fraction({"applies": False, "reason": "the catalogue's estimate holds at M=N=1024, bf16, W=8 only"},
-                           2.0, None)
+    record = peak.fraction(
+        {"applies": False, "reason": "the catalogue's estimate holds at M=N=1024, bf16, W=8 only"}, 2.0, None
+    )
     assert record == {"applies": False, "reason": "the catalogue's estimate holds at M=N=1024, bf16, W=8 only"}
     assert "value" not in peak.fraction(None, 2.0, None)
 
@@ -40,8 +42,9 @@ def test_without_a_floor_no_bootstrap_runs():
 
 
 def test_k_pairs_take_the_median_time_and_span_every_pair():
-    timings = [{"speed_of_light": LIGHT, "candidate_ms": ms, "candidate_ci_ms": [ms * 0.9, ms * 1.1]}
-               for ms in (1.0, 1.2, 1.1)]
+    timings = [
+        {"speed_of_light": LIGHT, "candidate_ms": ms, "candidate_ci_ms": [ms * 0.9, ms * 1.1]} for ms in (1.0, 1.2, 1.1)
+    ]
     record = peak.combined(timings, 1.1)
     assert record["value"] == pytest.approx(0.5 / 1.1, rel=1e-5)
     assert record["ci"] == [pytest.approx(0.5 / 1.32, rel=1e-5), pytest.approx(0.5 / 0.9, rel=1e-5)]
@@ -49,9 +52,19 @@ def test_k_pairs_take_the_median_time_and_span_every_pair():
 
 def test_combine_replaces_the_first_pair_s_peak_fraction():
     def pair(ms):
-        return {"speedup": 1.0, "bootstrap_ci": [0.9, 1.1], "reference_ms": 1.0, "candidate_ms": ms, "samples": 10,
-                "reference_samples": 10, "blocks": 4, "speed_of_light": LIGHT, "candidate_ci_ms": [ms, ms],
-                "peak_fraction": peak.fraction(LIGHT, ms, [ms, ms])}
+        return {
+            "speedup": 1.0,
+            "bootstrap_ci": [0.9, 1.1],
+            "reference_ms": 1.0,
+            "candidate_ms": ms,
+            "samples": 10,
+            "reference_samples": 10,
+            "blocks": 4,
+            "speed_of_light": LIGHT,
+            "candidate_ci_ms": [ms, ms],
+            "peak_fraction": peak.fraction(LIGHT, ms, [ms, ms]),
+        }
+
     doc = pairs.combine([pair(1.0), pair(2.0), pair(4.0)], "cpu", 0.5)
     assert doc["peak_fraction"]["value"] == pytest.approx(0.25) and doc["peak_fraction"]["ci"] == [0.125, 0.5]
 
@@ -60,8 +73,9 @@ def test_a_cpu_run_with_explicit_ceilings_reports_its_peak_fraction():
     # The real judge on CPU gloo ranks, problem 1 (all-reduce) at W = 2, with ceilings given explicitly (a CPU has
     # none by default) and any_shape so the catalogue's estimate is used at this small shape.
     ceilings = {"name": "test-cpu", "link_bytes_per_s": 50e9, "flops_per_s": 1e12, "any_shape": True}
-    result = judge.evaluate(1, "reference", 2, "cpu", M=64, N=32, trials=1, seed=5, timing_budget_ms=40,
-                            light_ceilings=ceilings)
+    result = judge.evaluate(
+        1, "reference", 2, "cpu", M=64, N=32, trials=1, seed=5, timing_budget_ms=40, light_ceilings=ceilings
+    )
     assert result["verdict"] == schema.CORRECT, result["message"]
     timing = result["timing"]
     light, record = timing["speed_of_light"], timing["peak_fraction"]

@@ -2,11 +2,11 @@
 CPU, in the sandbox, and kept for the job; a build failure is the file's compile_error without a job; a kernel the
 stage cannot reach builds in its job as before. Real judge, real C++ extensions (the CPU path of
 compile_cuda_extension): the job here is a CPU job, so the stage targets the "cpu" build key."""
+
 import json
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -19,8 +19,9 @@ ROOT = HERE.parents[1]
 LAZY = HERE / "candidates" / "light_cpp_extension.py"
 JOB = dict(M=64, N=32, trials=2, seed=5, timing=False, timeout_s=500)
 
-pytestmark = pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None,
-                                reason="needs a C++ compiler")
+pytestmark = pytest.mark.skipif(
+    shutil.which("c++") is None and shutil.which("g++") is None, reason="needs a C++ compiler"
+)
 
 
 @pytest.fixture(autouse=True)

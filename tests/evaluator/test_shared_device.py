@@ -2,6 +2,7 @@
 shared_device.py): the argument rules, the refusal of timing, the labels that keep a shared world's result from ever
 ranking or reading as faster (each layer on its own), the rank's memory bound and out-of-memory message, and the host
 gate. What needs a GPU (W ranks really sharing one) runs on the GPU host: benchmarks/shared_device_selfcheck.sh."""
+
 from __future__ import annotations
 
 import json
@@ -22,9 +23,11 @@ POLICY_VIOLATION = "import os\nos.environ['NCCL_NVLS_ENABLE'] = '1'\n\ndef solut
 
 # --- the argument rules -------------------------------------------------------------------------------------------
 
+
 def test_shared_device_implies_no_timing_and_round_trips_through_the_command_line():
-    request = contract.JudgeRequest.from_argv(["eval", "1", "reference", "-W", "8", "--device", "cuda",
-                                               "--shared-device"])
+    request = contract.JudgeRequest.from_argv(
+        ["eval", "1", "reference", "-W", "8", "--device", "cuda", "--shared-device"]
+    )
     assert request.shared_device and request.timing is False
     assert "--shared-device" in request.argv() and "--no-timing" in request.argv()
     assert contract.JudgeRequest.from_argv(request.argv()) == request
@@ -32,10 +35,10 @@ def test_shared_device_implies_no_timing_and_round_trips_through_the_command_lin
     assert "shared_device" not in cli.evaluate_options(contract.JudgeRequest("1", "reference", world_size=2))
 
 
-@pytest.mark.parametrize("extra, says", [
-    (["--device", "cuda", "--pairs", "2"], "correctness only"),
-    (["--device", "cpu"], "needs --device cuda"),
-])
+@pytest.mark.parametrize(
+    "extra, says",
+    [(["--device", "cuda", "--pairs", "2"], "correctness only"), (["--device", "cpu"], "needs --device cuda")],
+)
 def test_a_shared_world_that_asks_for_timing_or_cpu_exits_2_saying_why(capsys, extra, says):
     status = cli.main(["eval", "1", "reference", "-W", "4", "--shared-device", *extra])
     err = capsys.readouterr().err
@@ -87,6 +90,7 @@ def test_one_device_narrows_the_ranks_gpus_to_the_first_of_the_set_and_restores(
 
 # --- the labels: never ranked, never faster, each layer on its own ----------------------------------------------
 
+
 def _timing_that_would_rank() -> dict:
     return {"speedup": 2.0, "speedup_ci": [1.8, 2.2], "reference_ms": 2.0, "candidate_ms": 1.0, "method": "cuda_events"}
 
@@ -100,8 +104,13 @@ def test_layer_the_flag_alone_withholds_faster_and_ranked():
 
 
 def test_layer_the_label_alone_drops_any_timing_and_says_what_the_run_proves():
-    result = {"verdict": schema.CORRECT, "message": "", "flags": [], "timing": _timing_that_would_rank(),
-              "environment": {"backend": "gloo"}}
+    result = {
+        "verdict": schema.CORRECT,
+        "message": "",
+        "flags": [],
+        "timing": _timing_that_would_rank(),
+        "environment": {"backend": "gloo"},
+    }
     shared_device.label(result, True)
     assert result["timing"] is None and result["environment"] == {"backend": "gloo", "shared_device": True}
     assert result["flags"] == [schema.FLAG_SHARED_DEVICE]
@@ -112,8 +121,7 @@ def test_layer_the_label_alone_drops_any_timing_and_says_what_the_run_proves():
 
 
 def test_a_timeout_in_a_shared_world_names_it():
-    result = shared_device.label({"verdict": schema.TIMEOUT, "message": "rank 3: no reply in 120 s", "flags": []},
-                                 True)
+    result = shared_device.label({"verdict": schema.TIMEOUT, "message": "rank 3: no reply in 120 s", "flags": []}, True)
     assert result["message"].startswith("rank 3: no reply in 120 s (in a shared-device world")
     assert "spinning on a peer" in result["message"]
 
@@ -139,6 +147,7 @@ def test_evaluate_labels_a_shared_world_even_when_no_rank_ran(one_gpu, tmp_path)
 def test_evaluate_labels_and_never_ranks_what_its_ranks_returned(one_gpu, monkeypatch):
     """The judge's whole ending with a shared world's attempt that came back correct with a timing that would rank
     (the ranks are stood in for: the decision after them is what is tested)."""
+
     def attempt(prob, candidate, cfg, seeds, base, pool=None):
         assert cfg.shared_device and not cfg.timing and pool is None
         return dict(base, verdict=schema.CORRECT, message="", flags=[], timing=_timing_that_would_rank())
@@ -163,13 +172,14 @@ def test_the_hidden_world_size_of_a_shared_world_runs_shared(one_gpu, monkeypatc
 
 # --- inside a rank ------------------------------------------------------------------------------------------------
 
+
 def test_a_rank_shares_its_device_only_with_fewer_gpus_than_ranks():
     assert rank_shared.is_shared(1, 8) and rank_shared.is_shared(1, 2)
     assert not rank_shared.is_shared(8, 8) and not rank_shared.is_shared(1, 1) and not rank_shared.is_shared(0, 8)
 
 
 def test_each_rank_is_bounded_to_its_share_of_the_device():
-    gib = 2 ** 30
+    gib = 2**30
     total = 141 * gib  # an H200
     fraction = rank_shared.memory_fraction(total, 8)
     assert fraction == pytest.approx((141 - 16) / 16 / 141)
@@ -182,8 +192,9 @@ def test_running_out_in_a_shared_world_leaves_the_candidate_unverified_never_inf
     exc = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     plain = worker._failure(exc, None, "cand")
     assert plain["kind"] == schema.RUNTIME_ERROR  # one GPU per rank: the candidate's own allocation
-    monkeypatch.setattr(worker, "SHARED_WORLD", {"world_size": 8, "memory_bound_bytes": 7 * 2 ** 30,
-                                                 "total_bytes": 141 * 2 ** 30})
+    monkeypatch.setattr(
+        worker, "SHARED_WORLD", {"world_size": 8, "memory_bound_bytes": 7 * 2**30, "total_bytes": 141 * 2**30}
+    )
     shared = worker._failure(exc, None, "cand")
     assert shared["kind"] == rank_shared.LIMIT_KIND
     assert "shared-device world ran out of device memory" in shared["error"] and "16 rank processes" in shared["error"]
@@ -207,8 +218,9 @@ def test_the_judge_makes_a_shared_world_limit_unverified_and_believes_no_infra_c
     class Rank:
         rank, initialized = 0, True
 
-    protocol._accept(Rank(), {"ok": False, "kind": schema.INFRA_ERROR, "error": "x"}, False, None, {},
-                     failures.append, [Rank()])
+    protocol._accept(
+        Rank(), {"ok": False, "kind": schema.INFRA_ERROR, "error": "x"}, False, None, {}, failures.append, [Rank()]
+    )
     assert failures[0].kind == schema.RUNTIME_ERROR
 
 
@@ -247,13 +259,15 @@ def test_pkb_host_checks_a_shared_profile(tmp_path, monkeypatch, capsys):
 
 # --- on a GPU host (skipped here): W ranks really sharing one GPU --------------------------------------------------
 
+
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("world", [2, 4])
 def test_a_reference_is_correct_against_itself_with_every_rank_on_one_gpu(world):
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
-    result = judge.evaluate(1, "reference", world, "cuda", timing=False, shared_device=True, trials=1, M=64, N=64,
-                            seed=7)
+    result = judge.evaluate(
+        1, "reference", world, "cuda", timing=False, shared_device=True, trials=1, M=64, N=64, seed=7
+    )
     assert result["verdict"] == schema.CORRECT, result["message"]
     env = result["environment"]
     assert env["shared_device"] is True and env["backend"] == "gloo" and env["ranks_per_device"] == 2 * world

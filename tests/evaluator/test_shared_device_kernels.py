@@ -5,6 +5,7 @@ Triton files need a GPU (docs/calibration.md, "Shared-device worlds on one GPU",
 Two files judged correct (a send/recv tree and a batch_isend_irecv all-to-all) and one planted-wrong twin
 (benchmarks/shared_device/wrong/: the tree stops a level early) judged incorrect, so a check that cannot see the
 fault fails here. Three judgements, one trial each: the files' other twins ran on the GPU."""
+
 import pathlib
 
 import pytest

@@ -1,4 +1,5 @@
 """Rules of the timing document and of pausing the idle side (both found by A/A runs on an H200, docs/calibration.md)."""
+
 import os
 import random
 import time
@@ -20,8 +21,15 @@ def _blocks(center: float, n_blocks: int = 6, n: int = 50, seed: int = 1) -> lis
 def _document(ref_ms: float, cand_ms: float, host_bound: dict, reference_spin_short=None) -> dict:
     cfg = judge.Config(world_size=1, device="cuda")
     walls = {"ref": [ref_ms + 0.01] * 6, "cand": [cand_ms + 0.01] * 6}
-    return timing_rules._timing_document(_blocks(ref_ms), _blocks(cand_ms, seed=2), walls, cfg, calls=51,
-                                  host_bound=host_bound, reference_spin_short=reference_spin_short)
+    return timing_rules._timing_document(
+        _blocks(ref_ms),
+        _blocks(cand_ms, seed=2),
+        walls,
+        cfg,
+        calls=51,
+        host_bound=host_bound,
+        reference_spin_short=reference_spin_short,
+    )
 
 
 def test_gpu_paced_timings_use_the_process_floor():
@@ -49,6 +57,7 @@ def test_reference_blocks_that_timed_its_host_withhold_faster():
         assert doc["reference_blocks_spun_short"] == [b for b, x in enumerate(shares) if x >= 0.5]
     # What benchmarks/judge_gpu.py counts in its A/A summaries.
     from evaluator.judge import selfcheck
+
     assert selfcheck.aa_summary({"verdict": "correct", "timing": doc})["faster_withheld"] is True
     assert selfcheck.aa_summary({"verdict": "correct", "timing": clean})["faster_withheld"] is False
     # A slower verdict is not withheld: short spins only ever make a side look slower.
@@ -75,8 +84,7 @@ def _state(pid: int) -> str:
 
 def test_pause_stops_a_trusted_group_and_resume_continues_it(tmp_path):
     """The reference is stopped while the candidate runs, as the candidate is while the reference runs."""
-    group = RankGroup("ref", 2, "cpu", "1", "reference", str(tmp_path / "ref"), 64, 64, "bfloat16", True,
-                      trusted=True)
+    group = RankGroup("ref", 2, "cpu", "1", "reference", str(tmp_path / "ref"), 64, 64, "bfloat16", True, trusted=True)
     try:
         group.collect(120)
         pids = [r.proc.pid for r in group.ranks]

@@ -1,5 +1,6 @@
 """Warm spares (evaluator/process/warm.py): groups started before their job judge exactly as cold ones, on a CPU gloo
 world."""
+
 import os
 import pathlib
 import signal

@@ -1,5 +1,6 @@
 """Fixtures of the feedback tests: the site's (named users, catalogue, profiles, uploads) plus feedback sessions,
 tokens, fake judge documents for metering, and a real dramatiq worker thread on the feedback queue."""
+
 from __future__ import annotations
 
 import time
@@ -55,11 +56,29 @@ def fake_document(verdict="correct", wall_s=2.5, **extra) -> dict:
     """A judge-shaped document for metering and storage tests (tests that judge code run the real judge)."""
     timing = None
     if verdict == "correct":
-        timing = {"reference_ms": 1.2, "candidate_ms": 1.0, "speedup": 1.2, "speedup_ci": [1.1, 1.3], "faster": True,
-                  "ranked": False, "method": "wall_clock", "samples": 10, "blocks": 4,
-                  "speed_of_light": {"applies": False, "reason": "no peak rates"}}
-    document = {"schema": 1, "verdict": verdict, "message": f"{verdict} (test document)", "flags": [], "trials": [],
-                "timing": timing, "environment": {"backend": "gloo"}, "logs": [], "wall_s": wall_s}
+        timing = {
+            "reference_ms": 1.2,
+            "candidate_ms": 1.0,
+            "speedup": 1.2,
+            "speedup_ci": [1.1, 1.3],
+            "faster": True,
+            "ranked": False,
+            "method": "wall_clock",
+            "samples": 10,
+            "blocks": 4,
+            "speed_of_light": {"applies": False, "reason": "no peak rates"},
+        }
+    document = {
+        "schema": 1,
+        "verdict": verdict,
+        "message": f"{verdict} (test document)",
+        "flags": [],
+        "trials": [],
+        "timing": timing,
+        "environment": {"backend": "gloo"},
+        "logs": [],
+        "wall_s": wall_s,
+    }
     document.update(extra)
     return document
 

@@ -1,12 +1,13 @@
 """``pkb feedback`` (pkb_client/feedback.py, standard library only) against a live server and a real worker
 thread: open a session, ask for feedback (the real judge), show the metered session, link it, print public seeds."""
+
 import json
 
 import pytest
 
 from leaderboard.feedback import seeds
-from pkb_client import feedback as client
 from leaderboard.feedback.models import FeedbackSession
+from pkb_client import feedback as client
 from tests.feedback.conftest import CANDIDATES
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,8 +20,23 @@ def test_open_ask_show_link(live_server, token, submit, owner, feedback_worker, 
     assert FeedbackSession.objects.get(pk=int(session_id)).label == "cli"
 
     out_json = tmp_path / "fb.json"
-    code = client.main(["1", str(CANDIDATES / "syntax_1.py"), "--session", session_id, "--M", "64", "--N", "64",
-                        "--poll", "0.5", "--json", str(out_json)] + common)
+    code = client.main(
+        [
+            "1",
+            str(CANDIDATES / "syntax_1.py"),
+            "--session",
+            session_id,
+            "--M",
+            "64",
+            "--N",
+            "64",
+            "--poll",
+            "0.5",
+            "--json",
+            str(out_json),
+        ]
+        + common
+    )
     printed = capsys.readouterr().out
     assert code == 0 and "verdict: COMPILE_ERROR" in printed and "SyntaxError" in printed
     assert "speed of light: n/a" in printed and "metered: wall" in printed

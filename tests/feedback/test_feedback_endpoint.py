@@ -1,6 +1,7 @@
 """POST /api/v1/feedback/ end to end on the CPU profile: the real judge (W = 2, problem 1 at M = N = 64) run by a
 real dramatiq worker thread from the feedback-cpu-gloo queue, for a wrong, a crashing, a non-compiling and a correct
 candidate. Feedback runs never reach a leaderboard, and their seeds are the published ones."""
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -20,9 +21,19 @@ def api(token):
 
 
 def ask(client, session_id, name, **extra):
-    response = client.post("/api/v1/feedback/", {"session": session_id, "problem": "1_allreduce",
-                                                 "code": source(name), "filename": name, "M": 64, "N": 64, **extra},
-                           format="json")
+    response = client.post(
+        "/api/v1/feedback/",
+        {
+            "session": session_id,
+            "problem": "1_allreduce",
+            "code": source(name),
+            "filename": name,
+            "M": 64,
+            "N": 64,
+            **extra,
+        },
+        format="json",
+    )
     assert response.status_code == 202, response.content
     body = response.json()
     assert body["status"] == "queued" and body["queue"] == "feedback-cpu-gloo"
@@ -34,8 +45,7 @@ def test_feedback_for_wrong_crashing_broken_and_correct_candidates(quick, token,
     opened = client.post("/api/v1/feedback/sessions/", {"profile": "cpu-gloo", "label": "e2e"}, format="json")
     assert opened.status_code == 201
     session_id = opened.json()["id"]
-    queued = {name: ask(client, session_id, name)
-              for name in ("wrong_1.py", "crash_1.py", "syntax_1.py", "good_1.py")}
+    queued = {name: ask(client, session_id, name) for name in ("wrong_1.py", "crash_1.py", "syntax_1.py", "good_1.py")}
     published = seeds.public_seeds(1)
     runs = {}
     for name, body in queued.items():

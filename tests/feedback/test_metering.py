@@ -1,6 +1,7 @@
 """Metering adds up exactly: each run's wall is the judge's wall_s (integer ms), GPU-seconds are W x wall on GPU
 profiles and 0 on CPU ones; sessions, the API, the linked submission's page and its leaderboard row show the same
 sums; platform failures and profile runs are never metered."""
+
 import json
 
 from rest_framework.test import APIClient
@@ -22,8 +23,12 @@ def test_gpu_profile_metering_is_exact(owner, gpu, complete, submit):
         assert done.wall_ms == round(wall * 1000) and done.gpu_ms == 8 * done.wall_ms
         assert done.feedback["metering"] == {"wall_s": done.wall_ms / 1000, "gpu_seconds": done.gpu_ms / 1000}
     totals = services.session_totals([session.pk])[session.pk]
-    assert totals == {"runs": 4, "wall_ms": 2500 + 1250 + 1 + 3600000, "gpu_ms": 8 * (2500 + 1250 + 1 + 3600000),
-                      "rank_ms": 8 * (2500 + 1250 + 1 + 3600000)}  # W x wall: on a GPU profile, the GPU-ms
+    assert totals == {
+        "runs": 4,
+        "wall_ms": 2500 + 1250 + 1 + 3600000,
+        "gpu_ms": 8 * (2500 + 1250 + 1 + 3600000),
+        "rank_ms": 8 * (2500 + 1250 + 1 + 3600000),
+    }  # W x wall: on a GPU profile, the GPU-ms
 
     # A platform failure is retried and not metered; when retries run out the run is refunded, still not metered.
     failing = services.run_create(owner.submitter, session.pk, "1", CODE)
@@ -47,8 +52,8 @@ def test_gpu_profile_metering_is_exact(owner, gpu, complete, submit):
     assert sum(r["gpu_ms"] for r in detail["runs"]) == totals["gpu_ms"]
     submissions_services.submission_publish(submission, owner)
     html = client.get("/leaderboard/gpu-h200x8/").content.decode()
-    row = html[html.index(f'data-submission="{submission.pk}"'):]
-    row = row[:row.index("</tr>")]
+    row = html[html.index(f'data-submission="{submission.pk}"') :]
+    row = row[: row.index("</tr>")]
     # One count of feedback runs (leaderboard/scoring/costs.py) and the session's cost in the profile's unit (GPU·s here).
     assert ", 4 feedback runs" in row and f"{totals['gpu_ms'] / 1000:.1f} GPU·s" in row
     assert "self-reported</span> 123 k tokens" in row or "self-reported" in row
@@ -64,8 +69,12 @@ def test_gpu_profile_metering_is_exact(owner, gpu, complete, submit):
 def test_cpu_profile_meters_wall_and_zero_gpu_seconds(owner, session, complete):
     run = complete(services.run_create(owner.submitter, session.pk, "1", CODE), fake_document(wall_s=9.8766))
     assert (run.wall_ms, run.gpu_ms) == (9877, 0)
-    assert services.session_totals([session.pk])[session.pk] == {"runs": 1, "wall_ms": 9877, "gpu_ms": 0,
-                                                                  "rank_ms": 2 * 9877}  # rank-ms on CPU
+    assert services.session_totals([session.pk])[session.pk] == {
+        "runs": 1,
+        "wall_ms": 9877,
+        "gpu_ms": 0,
+        "rank_ms": 2 * 9877,
+    }  # rank-ms on CPU
 
 
 def test_profile_runs_are_not_feedback(owner, session, submit, complete):

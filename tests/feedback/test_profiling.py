@@ -1,6 +1,7 @@
 """Profile mode: merging the ranks' Chrome traces (one process row per rank), the per-kernel summary (communication
 vs compute, overlap) on hand-made traces, and end to end: the owner's button on the submission page queues a
 profile run, the real judge records it on CPU gloo at W = 2 (``pkb eval --profile``), the merged trace downloads."""
+
 import gzip
 import json
 
@@ -32,18 +33,21 @@ def gpu_trace(shift=0.0):
 def cpu_trace():
     """One iteration: aten::matmul [10, 60) containing aten::mm [12, 58); c10d::allreduce_ [60, 62) on the main
     thread; gloo:all_reduce [61, 90) on the gloo thread."""
-    return {"traceEvents": [
-        X("pkb_iter_0", 0, 100, cat="user_annotation"),
-        X("aten::matmul", 10, 50), X("aten::mm", 12, 46), X("c10d::allreduce_", 60, 2),
-        X("gloo:all_reduce", 61, 29, tid=2, cat="user_annotation"),
-    ]}
+    return {
+        "traceEvents": [
+            X("pkb_iter_0", 0, 100, cat="user_annotation"),
+            X("aten::matmul", 10, 50),
+            X("aten::mm", 12, 46),
+            X("c10d::allreduce_", 60, 2),
+            X("gloo:all_reduce", 61, 29, tid=2, cat="user_annotation"),
+        ]
+    }
 
 
 def test_merge_gives_one_process_row_per_rank():
     merged = profiling.merge({"candidate": [gpu_trace(), gpu_trace(3.0)], "reference": [gpu_trace(1.0), None]})
     names = {e["pid"]: e["args"]["name"] for e in merged["traceEvents"] if e.get("name") == "process_name"}
-    assert names == {0: "candidate rank 0", 1: "candidate rank 1", 1000: "reference rank 0",
-                     1001: "reference rank 1"}
+    assert names == {0: "candidate rank 0", 1: "candidate rank 1", 1000: "reference rank 0", 1001: "reference rank 1"}
     pids = {e["pid"] for e in merged["traceEvents"]}
     assert pids == {0, 1, 1000, 1001} and "Spans" not in pids
     threads = {(e["pid"], e["args"]["name"]) for e in merged["traceEvents"] if e.get("name") == "thread_name"}

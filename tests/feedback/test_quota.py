@@ -1,6 +1,7 @@
 """The feedback quota: its own (separate from the leaderboard's evaluations), reserved under the submitter's row lock
 in the transaction that inserts the run, so parallel requests cannot overshoot it (threads against real
 PostgreSQL); refunded when the platform fails a run."""
+
 import threading
 from datetime import timedelta
 
@@ -66,8 +67,9 @@ def test_parallel_requests_cannot_overshoot_the_daily_limit_through_the_api(owne
     def post():
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-        response = client.post("/api/v1/feedback/", {"session": session.pk, "problem": "1", "code": CODE},
-                               format="json")
+        response = client.post(
+            "/api/v1/feedback/", {"session": session.pk, "problem": "1", "code": CODE}, format="json"
+        )
         statuses.append(response.status_code)
         if response.status_code == 429:
             raise accounts_services.QuotaExceeded("refused")

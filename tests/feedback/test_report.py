@@ -1,18 +1,41 @@
 """The feedback document built from a judge document (pure): speed-of-light efficiency on a GPU profile, "n/a" where
 the estimate does not hold, mismatch of a timed call, reference logs never included."""
+
 from leaderboard.feedback import report
 
 
 def gpu_document(light):
-    return {"verdict": "correct", "device": "cuda", "world_size": 8, "trials": [], "logs": [
-        {"role": "candidate", "rank": 0, "stderr": "mine"}, {"role": "reference", "rank": 0, "stderr": "theirs"}],
-        "timing": {"candidate_ms": 0.5, "reference_ms": 1.0, "speedup": 2.0, "speedup_ci": [1.8, 2.2],
-                   "faster": True, "ranked": True, "speed_of_light": light}}
+    return {
+        "verdict": "correct",
+        "device": "cuda",
+        "world_size": 8,
+        "trials": [],
+        "logs": [
+            {"role": "candidate", "rank": 0, "stderr": "mine"},
+            {"role": "reference", "rank": 0, "stderr": "theirs"},
+        ],
+        "timing": {
+            "candidate_ms": 0.5,
+            "reference_ms": 1.0,
+            "speedup": 2.0,
+            "speedup_ci": [1.8, 2.2],
+            "faster": True,
+            "ranked": True,
+            "speed_of_light": light,
+        },
+    }
 
 
 def test_efficiency_against_the_judges_floor():
-    light = {"applies": True, "floor_ms": 0.1, "link_ms": 0.1, "compute_ms": 0.02, "bytes_per_rank": 45_000_000,
-             "flops_per_rank": 1.58e10, "violated": False}
+    light = {
+        "applies": True,
+        "floor_ms": 0.1,
+        "link_ms": 0.1,
+        "compute_ms": 0.02,
+        "bytes_per_rank": 45_000_000,
+        "flops_per_rank": 1.58e10,
+        "violated": False,
+    }
     feedback = report.build(gpu_document(light), 1000, 8000, [1 << 62])
     sol = feedback["speed_of_light"]
     assert sol["efficiency"] == 0.2 and sol["floor_ms"] == 0.1
@@ -29,8 +52,12 @@ def test_not_applicable_off_the_catalogue_shape():
 
 
 def test_timed_call_mismatch_is_reported():
-    document = {"verdict": "incorrect", "message": "a timed call's output was wrong: block 2, call 7, rank 1",
-                "trials": [{"trial": 0, "seed": 5, "verdict": "correct", "ranks": []}], "timing": None}
+    document = {
+        "verdict": "incorrect",
+        "message": "a timed call's output was wrong: block 2, call 7, rank 1",
+        "trials": [{"trial": 0, "seed": 5, "verdict": "correct", "ranks": []}],
+        "timing": None,
+    }
     miss = report.build(document, 0, 0, [])["mismatch"]
     assert miss["trial"] is None and "timed call" in miss["message"]
 
@@ -38,9 +65,16 @@ def test_timed_call_mismatch_is_reported():
 def test_a_probe_flag_says_which_clock_disagreed_and_by_how_much():
     document = gpu_document({"applies": False, "reason": "off shape"})
     document["flags"] = ["timing_crosscheck"]
-    document["timing"].update(faster=False, ranked=False, crosscheck={
-        "suspect": True, "unexplained_ms": 0.01, "allowance_ms": 0.2,
-        "probe": {"excess_ms": 1.13, "allowance_ms": 0.51, "suspect": True, "walls_ms": {"reference": [6.4]}}})
+    document["timing"].update(
+        faster=False,
+        ranked=False,
+        crosscheck={
+            "suspect": True,
+            "unexplained_ms": 0.01,
+            "allowance_ms": 0.2,
+            "probe": {"excess_ms": 1.13, "allowance_ms": 0.51, "suspect": True, "walls_ms": {"reference": [6.4]}},
+        },
+    )
     feedback = report.build(document, 1, 8, [])
     assert feedback["timing"]["crosscheck"]["probe"] == {"excess_ms": 1.13, "allowance_ms": 0.51, "suspect": True}
     line = report.text(feedback)
@@ -50,8 +84,11 @@ def test_a_probe_flag_says_which_clock_disagreed_and_by_how_much():
 
 
 def test_a_pooled_probe_flag_gives_the_mean_over_the_pairs():
-    check = {"unexplained_ms": 0.0, "allowance_ms": 0.2, "probe": {"excess_ms": 0.3, "allowance_ms": 0.51,
-                                                                   "suspect": False}}
+    check = {
+        "unexplained_ms": 0.0,
+        "allowance_ms": 0.2,
+        "probe": {"excess_ms": 0.3, "allowance_ms": 0.51, "suspect": False},
+    }
     line = report.crosscheck_line(check, {"pairs": 8, "mean_excess_ms": 0.3, "allowance_ms": 0.25, "suspect": True})
     assert "over 8 pairs" in line and "mean 0.3 ms a call" in line and "0.25 ms allowed" in line
 
@@ -82,13 +119,27 @@ def test_a_feedback_that_ended_before_judging_prints_no_python_none():
     # A run refused or lost before the judge answered has no problem, W, shape or metering: the text leaves them out.
     from evaluator import feedback_text
 
-    text = feedback_text.text({"verdict": "infra_error", "message": "the worker could not start the judge",
-                               "speed_of_light": {"reason": "no timing"}})
+    text = feedback_text.text(
+        {
+            "verdict": "infra_error",
+            "message": "the worker could not start the judge",
+            "speed_of_light": {"reason": "no timing"},
+        }
+    )
     assert "None" not in text, text
     assert text.splitlines()[0].startswith("verdict: INFRA_ERROR")
     assert "metered: nothing" in text
-    full = feedback_text.text({"verdict": "correct", "problem": "1_allreduce", "world_size": 2, "device": "cpu",
-                               "shape": {"M": 64, "N": 32, "dtype": "bfloat16"}, "seeds": [7],
-                               "metering": {"wall_s": 1.5}, "speed_of_light": {"reason": "cpu"}})
+    full = feedback_text.text(
+        {
+            "verdict": "correct",
+            "problem": "1_allreduce",
+            "world_size": 2,
+            "device": "cpu",
+            "shape": {"M": 64, "N": 32, "dtype": "bfloat16"},
+            "seeds": [7],
+            "metering": {"wall_s": 1.5},
+            "speed_of_light": {"reason": "cpu"},
+        }
+    )
     assert "problem 1_allreduce  W=2  cpu  M=64 N=32  bfloat16  public seeds 7" in full
     assert "rank-seconds 3.0" in full

@@ -1,6 +1,7 @@
 """Public seeds (feedback) and hidden seeds (ranking) never mix: public ones carry bit 62, the judge's own secret
 draws never do, the judge refuses explicit seeds without it, feedback runs always pass public ones and leaderboard
 jobs never pass any."""
+
 import random
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """Sessions and runs through the API: token scopes, ownership, what can be linked, closed sessions, bad requests."""
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -24,8 +25,9 @@ def test_open_list_and_show(owner, cpu):
     assert [s["id"] for s in client.get("/api/v1/feedback/sessions/").json()] == [opened.json()["id"]]
     assert client.get(f"/api/v1/feedback/sessions/{opened.json()['id']}/").json()["metering"]["runs"] == 0
     assert client.post("/api/v1/feedback/sessions/", {"profile": "nope"}, format="json").status_code == 400
-    assert client.post("/api/v1/feedback/sessions/", {"profile": "gpu-h200x8"},
-                       format="json").status_code == 400  # not accepting until staff open it
+    assert (
+        client.post("/api/v1/feedback/sessions/", {"profile": "gpu-h200x8"}, format="json").status_code == 400
+    )  # not accepting until staff open it
 
 
 def test_scopes_and_anonymous(owner, session, client):
@@ -41,11 +43,13 @@ def test_scopes_and_anonymous(owner, session, client):
 
 def test_bad_requests_store_nothing(owner, session):
     client = client_for(owner)
-    cases = [({"session": session.pk, "problem": "1"}, "code"),
-             ({"session": session.pk, "problem": "999", "code": CODE}, "problem"),
-             ({"session": session.pk, "problem": "2", "code": CODE}, "problem"),  # not implemented in the tests
-             ({"session": 999999, "problem": "1", "code": CODE}, "session"),
-             ({"session": session.pk, "problem": "1", "code": CODE, "M": 10**9}, "M")]
+    cases = [
+        ({"session": session.pk, "problem": "1"}, "code"),
+        ({"session": session.pk, "problem": "999", "code": CODE}, "problem"),
+        ({"session": session.pk, "problem": "2", "code": CODE}, "problem"),  # not implemented in the tests
+        ({"session": 999999, "problem": "1", "code": CODE}, "session"),
+        ({"session": session.pk, "problem": "1", "code": CODE, "M": 10**9}, "M"),
+    ]
     for body, field in cases:
         response = client.post("/api/v1/feedback/", body, format="json")
         assert response.status_code == 400, (body, response.content)
@@ -57,9 +61,11 @@ def test_multipart_upload_of_a_file(owner, session):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     client = client_for(owner)
-    response = client.post("/api/v1/feedback/", {"session": session.pk, "problem": "1_allreduce",
-                                                  "file": SimpleUploadedFile("mine.py", CODE.encode())},
-                           format="multipart")
+    response = client.post(
+        "/api/v1/feedback/",
+        {"session": session.pk, "problem": "1_allreduce", "file": SimpleUploadedFile("mine.py", CODE.encode())},
+        format="multipart",
+    )
     assert response.status_code == 202 and response.json()["filename"] == "mine.py"
 
 

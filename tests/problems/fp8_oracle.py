@@ -1,10 +1,11 @@
 """Independent fp8 (e4m3) delayed-scaling round trip for the fp8 communication problems (p52, p53)."""
+
 import torch
 
 
 def e4m3_round(v):
     """Round fp32 values to the float8 e4m3fn grid by hand: 3 mantissa bits, subnormals below 2^-6, ties to even."""
-    exponent = torch.floor(torch.log2(v.abs().clamp_min(2.0 ** -30))).clamp_min(-6)
+    exponent = torch.floor(torch.log2(v.abs().clamp_min(2.0**-30))).clamp_min(-6)
     step = torch.exp2(exponent - 3)
     return torch.round(v / step) * step  # torch.round rounds half to even
 

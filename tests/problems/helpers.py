@@ -1,4 +1,5 @@
 """Shared assertions for the problem tests: the judge's own comparison with the problem's tolerances."""
+
 from __future__ import annotations
 
 from typing import Any

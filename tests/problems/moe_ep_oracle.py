@@ -1,5 +1,6 @@
 """Independent oracle for the expert-parallel MoE problems (p49-p51): the MoE computed token by token, each selected
 expert's MLP taken from the rank that owns it. The problems differ only in which rank owns an expert (``owner``)."""
+
 import torch
 import torch.nn.functional as F
 
@@ -28,7 +29,7 @@ def expected_output(runs, rank, W, owner, fp32=False, local_only=False):
                 rows = sel[:, j] == e
                 host = rank if local_only else owner(rank, e, W)
                 y[rows] = mlp(runs[host].inputs[3:6], x[rows], fp32)
-            out = out + w[:, j:j + 1] * y
+            out = out + w[:, j : j + 1] * y
     return out
 
 
@@ -40,5 +41,6 @@ def assert_matches_token_by_token_moe(pid, runs, W, owner):
         assert_differs(pid, run.output, torch.zeros_like(run.output), W, "zeros")
         assert_differs(pid, run.output, run.inputs[0], W, "inputs unchanged")
         if any(owner(rank, e, W) != rank for e in range(run.inputs[6])):
-            assert_differs(pid, run.output, expected_output(runs, rank, W, owner, local_only=True), W,
-                           "no communication")
+            assert_differs(
+                pid, run.output, expected_output(runs, rank, W, owner, local_only=True), W, "no communication"
+            )

@@ -1,5 +1,6 @@
 """Independent float64 attention and the group layout checks shared by the two-level ring attention problems
 (p55: TP x CP, p56: CP x PP)."""
+
 import torch
 
 from tests.world import GroupRef

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 M, N = 128, 96
 BF16 = torch.bfloat16
@@ -28,13 +28,17 @@ def test_reference_matches_independent_sums(W, seed):
     partial_gamma = [(run.inputs[1] * run.inputs[0]).sum(0) for run in runs]  # bf16 ops, as a naive kernel
     partial_beta = [run.inputs[1].sum(0) for run in runs]
     # A fused kernel: products and sums in float64 over every row of every rank, rounded once.
-    fused = (sum((run.inputs[1].double() * run.inputs[0].double()).sum(0) for run in runs).to(BF16),
-             sum(run.inputs[1].double().sum(0) for run in runs).to(BF16))
+    fused = (
+        sum((run.inputs[1].double() * run.inputs[0].double()).sum(0) for run in runs).to(BF16),
+        sum(run.inputs[1].double().sum(0) for run in runs).to(BF16),
+    )
     candidates = {"fused fp64": fused}
     for start in range(W):
         for step in (1, -1):
-            candidates[f"bf16 ring from {start} step {step}"] = (bf16_ring(partial_gamma, start, step),
-                                                                 bf16_ring(partial_beta, start, step))
+            candidates[f"bf16 ring from {start} step {step}"] = (
+                bf16_ring(partial_gamma, start, step),
+                bf16_ring(partial_beta, start, step),
+            )
     for rank, run in enumerate(runs):
         d_gamma, d_beta = run.output
         assert isinstance(run.output, tuple) and d_gamma.shape == d_beta.shape == (N,)

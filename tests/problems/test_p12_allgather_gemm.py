@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 M, N, K = 72, 88, 512
 
@@ -22,7 +22,7 @@ def test_reference_matches_blockwise_partial_products(W, seed):
         assert A_local.shape == (M, K // W) and B.shape == (K, N)
         # Independent, as the spec's overlap suggestion: sum the partial products A_s @ B[block s] in float64.
         width = K // W
-        partials = [runs[s].inputs[0].double() @ B[s * width:(s + 1) * width].double() for s in range(W)]
+        partials = [runs[s].inputs[0].double() @ B[s * width : (s + 1) * width].double() for s in range(W)]
         expected = sum(partials).to(torch.bfloat16)
         assert run.output.shape == (M, N) and run.output.is_contiguous()
         assert_close(12, run.output, expected, W, f"rank {rank}")

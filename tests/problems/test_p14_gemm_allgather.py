@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 M, N, K = 64, 90, 512  # N = 90: W = 4 does not divide it, so the output narrows to 4 * 22 columns
 
@@ -31,5 +31,5 @@ def test_reference_matches_column_blocks(W, seed):
             own_everywhere = (A.double() @ torch.cat([B] * W, dim=1).double()).to(torch.bfloat16)
             assert_differs(14, run.output, own_everywhere, W, f"rank {rank} no communication (own A for all blocks)")
             own_only = torch.zeros_like(expected)
-            own_only[:, rank * width:(rank + 1) * width] = blocks[rank]
+            own_only[:, rank * width : (rank + 1) * width] = blocks[rank]
             assert_differs(14, run.output, own_only, W, f"rank {rank} own block only")

@@ -2,8 +2,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 M, N = 62, 32  # M = 62 is rounded up to 63 rows at W = 3 and 64 at W = 4; H = 256 becomes 258 at W = 3
 BF16 = torch.bfloat16
@@ -29,7 +29,7 @@ def test_reference_matches_rowblock_mlp(W, seed):
     for rank, run in enumerate(runs):
         x_local, W1, W2 = run.inputs
         assert x_local.shape == (rows, hidden // W) and W1.shape == (hidden, 512) and W2.shape == (512, hidden)
-        X_rows = X[rank * block:(rank + 1) * block]  # only the rows this rank needs: an all-to-all would suffice
+        X_rows = X[rank * block : (rank + 1) * block]  # only the rows this rank needs: an all-to-all would suffice
         expected = mlp_rows(X_rows, W1, W2)
         assert run.output.shape == (block, hidden)
         assert_close(15, run.output, expected, W, f"rank {rank}")
@@ -43,8 +43,8 @@ def test_reference_matches_rowblock_mlp(W, seed):
         else:
             own_columns = torch.zeros_like(X_rows)
             width = hidden // W
-            own_columns[:, rank * width:(rank + 1) * width] = x_local[rank * block:(rank + 1) * block]
+            own_columns[:, rank * width : (rank + 1) * width] = x_local[rank * block : (rank + 1) * block]
             assert_differs(15, run.output, mlp_rows(own_columns, W1, W2), W, f"rank {rank} no communication")
             other = (rank + 1) % W
-            wrong_rows = mlp_rows(X[other * block:(other + 1) * block], W1, W2)
+            wrong_rows = mlp_rows(X[other * block : (other + 1) * block], W1, W2)
             assert_differs(15, run.output, wrong_rows, W, f"rank {rank} another rank's row block")

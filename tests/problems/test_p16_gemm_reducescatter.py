@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 M, N, K = 64, 72, 512
 BF16 = torch.bfloat16
@@ -20,8 +20,9 @@ def test_reference_matches_independent_reductions(W, seed):
     runs = run_reference(16, W, M=M, N=N, seed=seed)
     rows = M // W
     partials = [(run.inputs[0] @ run.inputs[1]) for run in runs]  # bf16 GEMMs, rounded as PKB
-    fused = (torch.cat([run.inputs[0] for run in runs], 1).double()
-             @ torch.cat([run.inputs[1] for run in runs], 0).double()).to(BF16)
+    fused = (
+        torch.cat([run.inputs[0] for run in runs], 1).double() @ torch.cat([run.inputs[1] for run in runs], 0).double()
+    ).to(BF16)
     rotations = []
     for start in range(W):  # NCCL-like: bf16 additions hop by hop, in every rotation of the rank order
         acc = partials[start]

@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 BF16 = torch.bfloat16
 
@@ -27,8 +27,9 @@ def test_world_size_rule():
     assert [W for W in range(1, 17) if allows(W)] == [1, 2, 4, 8]
 
 
-@pytest.mark.parametrize("W, seed, N", [(1, 1, 256), (2, 1, 256), (4, 1, 256), (1, 2, 192), (2, 2, 192),
-                                        (4, 2, 192), (8, 3, 256)])
+@pytest.mark.parametrize(
+    "W, seed, N", [(1, 1, 256), (2, 1, 256), (4, 1, 256), (1, 2, 192), (2, 2, 192), (4, 2, 192), (8, 3, 256)]
+)
 def test_reference_matches_gathered_rope(W, seed, N):
     M = 128
     runs = run_reference(17, W, M=M, N=N, seed=seed)
@@ -39,8 +40,9 @@ def test_reference_matches_gathered_rope(W, seed, N):
         assert q.shape == k.shape == (B, S_local, 8, 64) and cos.shape == sin.shape == (B, S_local, 64)
         assert q.abs().max() <= 4 and cos.abs().max() <= 1 and sin.abs().max() <= 1
     for name, rope in (("per-op", rope_per_op), ("fused", rope_fused)):
-        expected = tuple(torch.cat([rope(run.inputs[i], run.inputs[2], run.inputs[3]) for run in runs], dim=1)
-                         for i in (0, 1))
+        expected = tuple(
+            torch.cat([rope(run.inputs[i], run.inputs[2], run.inputs[3]) for run in runs], dim=1) for i in (0, 1)
+        )
         assert expected[0].shape == (B, W * S_local, 8, 64)
         for rank, run in enumerate(runs):
             assert isinstance(run.output, tuple) and len(run.output) == 2
@@ -54,11 +56,13 @@ def test_reference_matches_gathered_rope(W, seed, N):
     assert_differs(17, reference, (reference[1], reference[0]), W, "(k, q) order")
 
     def gathered(fn):
-        return tuple(torch.cat([fn(run.inputs[i], run.inputs[2], run.inputs[3]) for run in runs], dim=1)
-                     for i in (0, 1))
+        return tuple(
+            torch.cat([fn(run.inputs[i], run.inputs[2], run.inputs[3]) for run in runs], dim=1) for i in (0, 1)
+        )
 
-    wrong_sign = gathered(lambda x, c, s: (x * c[:, :, None] + torch.cat((x[..., 32:], -x[..., :32]), -1)
-                                           * s[:, :, None]))
+    wrong_sign = gathered(
+        lambda x, c, s: x * c[:, :, None] + torch.cat((x[..., 32:], -x[..., :32]), -1) * s[:, :, None]
+    )
     assert_differs(17, reference, wrong_sign, W, "rotate_half with the wrong sign")
     assert_differs(17, reference, gathered(lambda x, c, s: x * c[:, :, None]), W, "no rotation")
     half_cos = gathered(lambda x, c, s: rope_per_op(x, c[..., :32].repeat(1, 1, 2), s[..., :32].repeat(1, 1, 2)))

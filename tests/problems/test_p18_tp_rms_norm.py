@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def rms_norm_global(hidden, weight, eps):
@@ -22,7 +22,7 @@ def test_reference_matches_unsharded_rms_norm(W, seed):
     assert isinstance(eps, float) and eps == 1e-5
     expected = rms_norm_global(hidden, weight, eps)
     for rank, run in enumerate(runs):
-        mine = expected[:, rank * N:(rank + 1) * N]
+        mine = expected[:, rank * N : (rank + 1) * N]
         assert run.output.shape == (M, N) and run.output.dtype == torch.bfloat16
         assert_close(18, run.output, mine, W, f"rank {rank}")
         assert_differs(18, run.output, torch.zeros_like(run.output), W, "zeros")

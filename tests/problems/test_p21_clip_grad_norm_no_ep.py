@@ -3,9 +3,9 @@ import math
 import pytest
 import torch
 
-from tests.world import GroupRef, run_reference
 from problems.p21_clip_grad_norm_no_ep import solution
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import GroupRef, run_reference
 
 
 def norm(grads):

@@ -3,9 +3,9 @@ import math
 import pytest
 import torch
 
-from tests.world import GroupRef, run_reference
 from problems.p22_clip_grad_norm_ep import solution
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import GroupRef, run_reference
 
 
 def sq(grads, scale=1.0):
@@ -16,7 +16,11 @@ def expected_groups(W, rank):
     """(ep_size, ep_fsdp_group, ep_group) as the spec lays them out, written out by hand."""
     if W % 2 == 0 and W >= 4:
         half = W // 2
-        return half, GroupRef((rank % half, rank % half + half)), GroupRef(tuple(range(rank // half * half, rank // half * half + half)))
+        return (
+            half,
+            GroupRef((rank % half, rank % half + half)),
+            GroupRef(tuple(range(rank // half * half, rank // half * half + half))),
+        )
     return max(1, W // 2), GroupRef(tuple(range(W))), None
 
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 BF16 = torch.bfloat16
 
@@ -34,7 +34,9 @@ def test_reference_matches_any_reduction_order(W, seed):
     runs = run_reference(23, W, M=M, N=N, seed=seed)
     counts = [int(run.inputs[1]) for run in runs]
     for run in runs:
-        assert int(run.inputs[2]) == sum(counts) and all(M * N // 4 < c <= M * N and float(bf16(c)) == c for c in counts)
+        assert int(run.inputs[2]) == sum(counts) and all(
+            M * N // 4 < c <= M * N and float(bf16(c)) == c for c in counts
+        )
         assert all(t.dim() == 0 for t in run.inputs) and run.inputs[1].dtype == torch.int64
     for start in range(W):
         for rank, (run, expected) in enumerate(zip(runs, independent(runs, start))):
@@ -44,7 +46,11 @@ def test_reference_matches_any_reduction_order(W, seed):
     exact_sum = sum(float(r.inputs[0]) * int(r.inputs[1]) for r in runs)
     for run in runs:
         loss, local, total, grad_out, grad_sum = run.inputs
-        exact = (exact_sum / int(total), exact_sum, float(grad_out) * int(local) / int(total) + float(grad_sum) * int(local))
+        exact = (
+            exact_sum / int(total),
+            exact_sum,
+            float(grad_out) * int(local) / int(total) + float(grad_sum) * int(local),
+        )
         assert_close(23, run.output, tuple(bf16(v) for v in exact), W, "exact")
     out = runs[0].output
     assert_differs(23, out, tuple(torch.zeros_like(t) for t in out), W, "zeros")

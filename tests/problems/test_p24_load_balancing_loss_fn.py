@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from problems.p24_load_balancing_loss_fn import load_balancing_loss
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def aux_loss(logits, E=8, k=2):

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 BF16 = torch.bfloat16
 
@@ -31,11 +31,20 @@ def independent(runs, communicate=True, round_logits=True, mask=True):
         valid = cat["valid"] if mask else torch.ones_like(cat["valid"])
         n = max(int(valid.sum()), 1)
         r = cat["ratio"][valid]
-        metrics = torch.tensor([r.sum() / n, r.min(), r.max(), (r - cat["delta"][valid] - 1).sum() / n,
-                                cat["ce"][valid].sum() / n], dtype=torch.float32)
+        metrics = torch.tensor(
+            [r.sum() / n, r.min(), r.max(), (r - cat["delta"][valid] - 1).sum() / n, cat["ce"][valid].sum() / n],
+            dtype=torch.float32,
+        )
         mine = tokens[rank]
-        outputs.append((torch.tensor(cat["pg"].sum().item() / n, dtype=torch.float32), None,
-                        (-mine["ce"]).to(BF16), mine["pg"].to(BF16), metrics))
+        outputs.append(
+            (
+                torch.tensor(cat["pg"].sum().item() / n, dtype=torch.float32),
+                None,
+                (-mine["ce"]).to(BF16),
+                mine["pg"].to(BF16),
+                metrics,
+            )
+        )
     return outputs
 
 
@@ -54,7 +63,13 @@ def test_reference_matches_float64_implementation(W, seed):
         assert loss.abs() > 0.1 and metrics[1] < 1 < metrics[2]  # nothing is degenerate: ratios spread around 1
         assert_close(25, run.output, expected[rank], W, f"rank {rank}")
         assert_close(25, run.output, fp32_logits[rank], W, f"rank {rank}, fp32 logits")
-        zeros = (torch.zeros_like(loss), None, torch.zeros_like(new_lp), torch.zeros_like(pg), torch.zeros_like(metrics))
+        zeros = (
+            torch.zeros_like(loss),
+            None,
+            torch.zeros_like(new_lp),
+            torch.zeros_like(pg),
+            torch.zeros_like(metrics),
+        )
         assert_differs(25, run.output, zeros, W, "zeros")
         assert_differs(25, run.output, run.inputs[0], W, "input unchanged")
         assert_differs(25, run.output, independent(runs, mask=False)[rank], W, "ignore_index not masked")

@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def counts_of(mask):
@@ -31,10 +31,14 @@ def test_reference_matches_counted_splits(W, seed):
         mask, E, group = run.inputs
         assert mask.shape == (8, 2, M) and mask.dtype == torch.float32 and (E, group) == (8, None)
         assert mask.sum() == 2 * M and mask.stride() == (1, 8, 16)  # the reversed one-hot view, as in PKB
-        input_splits = [sum(counts[rank][j * L:(j + 1) * L]) for j in range(W)]
+        input_splits = [sum(counts[rank][j * L : (j + 1) * L]) for j in range(W)]
         table = [[counts[src][rank * L + l] for l in range(L)] for src in range(W)]
-        expected = (torch.tensor(input_splits), torch.tensor([sum(row) for row in table]),
-                    torch.tensor(table, dtype=torch.float32), torch.tensor(table, dtype=torch.float32).sum(0))
+        expected = (
+            torch.tensor(input_splits),
+            torch.tensor([sum(row) for row in table]),
+            torch.tensor(table, dtype=torch.float32),
+            torch.tensor(table, dtype=torch.float32).sum(0),
+        )
         assert all(t.device.type == "cpu" for t in run.output)
         assert_close(26, run.output, expected, W, f"rank {rank}")
         assert_differs(26, run.output, tuple(torch.zeros_like(t) for t in expected), W, "zeros")
@@ -43,6 +47,10 @@ def test_reference_matches_counted_splits(W, seed):
         assert_differs(26, run.output, expected[:2] + (off_by_one, expected[3]), W, "a count off by one")
         if W > 1:  # without the all-gather a rank only sees its own counts, as if every rank routed like it
             mine = [[counts[rank][rank * L + l] for l in range(L)] for _ in range(W)]
-            local = (expected[0], torch.tensor([sum(r) for r in mine]), torch.tensor(mine, dtype=torch.float32),
-                     torch.tensor(mine, dtype=torch.float32).sum(0))
+            local = (
+                expected[0],
+                torch.tensor([sum(r) for r in mine]),
+                torch.tensor(mine, dtype=torch.float32),
+                torch.tensor(mine, dtype=torch.float32).sum(0),
+            )
             assert_differs(26, run.output, local, W, "no communication")

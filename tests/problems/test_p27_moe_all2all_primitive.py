@@ -2,10 +2,10 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from problems.base import InputContext
 from problems.p27_moe_all2all_primitive import make_inputs
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 @pytest.mark.parametrize("W,seed", [(1, 0), (2, 0), (4, 0), (4, 17), (8, 17)])
@@ -16,7 +16,7 @@ def test_reference_is_a_block_transpose_of_row_chunks(W, seed):
     for rank, run in enumerate(runs):
         x, send, recv, group = run.inputs
         assert send == recv == [c] * W and group is None
-        expected = torch.cat([runs[src].inputs[0][rank * c:(rank + 1) * c] for src in range(W)])
+        expected = torch.cat([runs[src].inputs[0][rank * c : (rank + 1) * c] for src in range(W)])
         assert torch.equal(run.output, expected), f"rank {rank}"
         assert_close(27, run.output, expected, W, f"rank {rank}")
         assert_differs(27, run.output, torch.zeros_like(expected), W, "zeros")

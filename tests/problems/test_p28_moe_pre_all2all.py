@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def expert_major_tokens(mask):
@@ -41,7 +41,7 @@ def test_reference_matches_loop_dispatch(W, seed):
         assert len(set(runs[0].inputs[5].reshape(-1).tolist())) > 1  # chunks of unequal sizes
     for rank, run in enumerate(runs):
         hidden, mask, _, _, _, counts, _ = run.inputs
-        received = torch.cat([permuted[src][rank * c:(rank + 1) * c] for src in range(W)])
+        received = torch.cat([permuted[src][rank * c : (rank + 1) * c] for src in range(W)])
         expected = (regroup(received, counts), mask.sum(dim=1), ids[rank], (M, N))
         regrouped, routing_map, sorted_idx, shape = run.output
         assert sorted_idx.dtype == torch.int64 and routing_map.dtype == torch.float32 and tuple(shape) == (M, N)

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def ungroup(rows, counts):
@@ -45,14 +45,14 @@ def test_reference_matches_loop_combine(W, seed):
         reordered.append(ungroup(outputs, counts))
     for rank, run in enumerate(runs):
         _, weights, selected, _, _, _, counts, routing_map, _, _, _ = run.inputs
-        received = torch.cat([reordered[src][rank * c:(rank + 1) * c] for src in range(W)])
+        received = torch.cat([reordered[src][rank * c : (rank + 1) * c] for src in range(W)])
         expected = combine(received, weights, selected, routing_map, M)
         assert run.output.shape == (M, N) and run.output.dtype == torch.bfloat16
         assert_close(29, run.output, expected, W, f"rank {rank}")
         assert_differs(29, run.output, torch.zeros_like(expected), W, "zeros")
         if W in (2, 4):
             equal = torch.full_like(counts, 2 * M // 8)
-            regrouped = torch.cat([ungroup(runs[src].inputs[0], equal)[rank * c:(rank + 1) * c] for src in range(W)])
+            regrouped = torch.cat([ungroup(runs[src].inputs[0], equal)[rank * c : (rank + 1) * c] for src in range(W)])
             assert_differs(29, run.output, combine(regrouped, weights, selected, routing_map, M), W, "equal chunks")
         if W > 1:
             local = combine(reordered[rank], weights, selected, routing_map, M)

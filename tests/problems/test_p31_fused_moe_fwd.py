@@ -2,17 +2,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 M, N = 64, 96
 
 
 def mlp_fp32(gate_proj, up_proj, down_proj):
     """Rank q's expert in fp32 from its bf16 parameters (no intermediate rounding): an independent arithmetic."""
+
     def f(z):
         lin = lambda m, t: t @ m.weight.float().T + m.bias.float()  # noqa: E731
         return lin(down_proj, F.silu(lin(gate_proj, z)) * lin(up_proj, z))
+
     return f
 
 
@@ -27,7 +29,7 @@ def closed_form(x, gate_weight, gate_bias, experts, W, top=2):
     z = x.float()
     outputs = torch.stack([f(z) for f in experts])  # [owner, token, N]
     owner = ids // (8 // W)
-    y = sum(weights[:, k:k + 1] * outputs[owner[:, k], torch.arange(len(z))] for k in range(top))
+    y = sum(weights[:, k : k + 1] * outputs[owner[:, k], torch.arange(len(z))] for k in range(top))
     return y.to(torch.bfloat16)
 
 

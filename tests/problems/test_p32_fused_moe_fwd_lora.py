@@ -2,9 +2,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 from tests.problems.test_p31_fused_moe_fwd import closed_form
+from tests.world import run_reference
 
 M, N = 64, 96
 
@@ -12,6 +12,7 @@ M, N = 64, 96
 def lora_mlp_fp32(gate_proj, up_proj, down_proj, gA, gB, uA, uB, dA, dB, lora=True):
     """Rank q's LoRA expert in fp32, with each LoRA pair merged into its base weight (W + B A): an independent
     arithmetic. ``lora=False`` drops the adapters (a wrong answer)."""
+
     def merged(m, A, B):
         weight = m.weight.float() + (B.float() @ A.float() if lora else 0)
         return lambda t: t @ weight.T + m.bias.float()

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_differs
 from tests.problems.ulysses_gather import assert_concatenates_every_shard_in_rank_order
+from tests.world import run_reference
 
 M, N = 24, 40
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference, run_world
 from tests.problems.ulysses_gather import assert_concatenates_every_shard_in_rank_order
+from tests.world import run_reference, run_world
 
 M, N = 24, 40
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference, run_world
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference, run_world
 
 M, N = 128, 192  # B = 2, T = 3
 
@@ -18,13 +18,13 @@ def test_reference_gathers_sequence_and_scatters_heads(W, seed):
     for rank, run in enumerate(runs):
         assert run.inputs[1:] == (1, 2, None, 0)
         # Independent: the global sequence (all ranks' tokens in rank order), restricted to rank r's head block.
-        expected = torch.cat(xs, dim=1)[:, :, rank * h:(rank + 1) * h].contiguous()
+        expected = torch.cat(xs, dim=1)[:, :, rank * h : (rank + 1) * h].contiguous()
         assert run.output.shape == (B, W * T, h, D)
         assert torch.equal(run.output, expected), f"rank {rank}: not an exact copy"
         assert_close(36, expected, run.output, W, f"rank {rank}")
         assert_differs(36, expected, torch.zeros_like(expected), W, f"rank {rank} zeros")
         if W > 1:
-            local = xs[rank][:, :, rank * h:(rank + 1) * h].repeat(1, W, 1, 1)
+            local = xs[rank][:, :, rank * h : (rank + 1) * h].repeat(1, W, 1, 1)
             assert_differs(36, expected, local, W, f"rank {rank} own tokens replicated (no communication)")
             assert_differs(36, expected, xs[rank].reshape(expected.shape), W, f"rank {rank} input reshaped")
 
@@ -40,7 +40,7 @@ def test_unpadded_dim_size_trims_the_gathered_sequence():
     results = run_world(_trimmed, 2)
     full = torch.cat([x for x, _ in results], dim=1)
     for rank, (_, out) in enumerate(results):
-        assert torch.equal(out, full[:, :3, rank * 4:(rank + 1) * 4]), f"rank {rank}"
+        assert torch.equal(out, full[:, :3, rank * 4 : (rank + 1) * 4]), f"rank {rank}"
 
 
 def test_rejects_world_size_not_dividing_heads():

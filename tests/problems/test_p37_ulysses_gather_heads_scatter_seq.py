@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 @pytest.mark.parametrize("W", [1, 2, 4])
@@ -18,7 +18,7 @@ def test_reference_scatters_sequence_and_gathers_heads(W, N, seed):
         assert run.inputs[1:] == (1, 2, None)
         # Independent: rank r keeps positions [r*chunk, (r+1)*chunk) of every rank's padded sequence, with the
         # sources' heads side by side in rank order.
-        expected = torch.cat([p[:, rank * chunk:(rank + 1) * chunk] for p in padded], dim=2)
+        expected = torch.cat([p[:, rank * chunk : (rank + 1) * chunk] for p in padded], dim=2)
         assert run.output.shape == (B, chunk, W * H, D)
         assert torch.equal(run.output, expected), f"rank {rank}: not an exact copy"
         assert_close(37, expected, run.output, W, f"rank {rank}")
@@ -27,5 +27,5 @@ def test_reference_scatters_sequence_and_gathers_heads(W, N, seed):
             continue
         assert_differs(37, expected, torch.zeros_like(expected), W, f"rank {rank} zeros")
         if W > 1:
-            local = padded[rank][:, rank * chunk:(rank + 1) * chunk].repeat(1, 1, W, 1)
+            local = padded[rank][:, rank * chunk : (rank + 1) * chunk].repeat(1, 1, W, 1)
             assert_differs(37, expected, local, W, f"rank {rank} own positions replicated (no communication)")

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference, run_world
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference, run_world
 
 M, N = 128, 192  # B = 2, T = 3
 C = 512
@@ -11,7 +11,7 @@ C = 512
 def expected_for(xs, rank, W):
     """Independent closed form: [q | k | v] column slices of rank r's heads, all ranks' tokens in rank order."""
     c = C // W
-    pieces = [torch.cat([x[:, :, j * C + rank * c:j * C + (rank + 1) * c] for j in range(3)], dim=2) for x in xs]
+    pieces = [torch.cat([x[:, :, j * C + rank * c : j * C + (rank + 1) * c] for j in range(3)], dim=2) for x in xs]
     return torch.cat(pieces, dim=1)
 
 
@@ -32,7 +32,7 @@ def test_reference_packs_q_k_v_slices_of_local_heads(W, seed):
             local = expected_for([xs[rank]] * W, rank, W)
             assert_differs(38, expected, local, W, f"rank {rank} own tokens replicated (no communication)")
             # The trap named in the spec: a plain head split of the flat 1536-wide dim.
-            flat_split = torch.cat([x[:, :, rank * 3 * C // W:(rank + 1) * 3 * C // W] for x in xs], dim=1)
+            flat_split = torch.cat([x[:, :, rank * 3 * C // W : (rank + 1) * 3 * C // W] for x in xs], dim=1)
             assert_differs(38, expected, flat_split, W, f"rank {rank} flat split")
 
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 M, N = 64, 128  # d_in = 128, hidden = 64, d_out = 32, global batch 64
 
@@ -26,7 +26,7 @@ def gradients(X, y, W1, b1, W2, b2, dtype):
 def adam(p, g, m, v, lr, beta1, beta2, eps, step):
     m = beta1 * m + (1 - beta1) * g
     v = beta2 * v + (1 - beta2) * g * g
-    return p - lr * (m / (1 - beta1 ** step)) / ((v / (1 - beta2 ** step)).sqrt() + eps), m, v
+    return p - lr * (m / (1 - beta1**step)) / ((v / (1 - beta2**step)).sqrt() + eps), m, v
 
 
 def independent_step(runs, dtype, ring_start=0):
@@ -41,8 +41,10 @@ def independent_step(runs, dtype, ring_start=0):
             acc = (acc + per_rank[(ring_start + s) % W][i]).to(dtype)
         grads.append(acc / W)
     lr, beta1, beta2, eps, step = runs[0].inputs[14:19]
-    results = [adam(p.to(dtype), g, m.to(dtype), v.to(dtype), lr, beta1, beta2, eps, step)
-               for p, g, m, v in zip(params, grads, runs[0].inputs[6:10], runs[0].inputs[10:14])]
+    results = [
+        adam(p.to(dtype), g, m.to(dtype), v.to(dtype), lr, beta1, beta2, eps, step)
+        for p, g, m, v in zip(params, grads, runs[0].inputs[6:10], runs[0].inputs[10:14])
+    ]
     return tuple(r[k].to(torch.bfloat16) for k in range(3) for r in results)
 
 
@@ -59,8 +61,14 @@ def _no_communication(*inputs):
 def test_reference_matches_independent_step(W, seed):
     runs = run_reference(40, W, M=M, N=N, seed=seed, trial=seed)
     for rank, run in enumerate(runs):
-        assert [tuple(t.shape) for t in run.inputs[:6]] == [(64 // W, 128), (64 // W, 32), (64, 128), (64,),
-                                                            (32, 64), (32,)]
+        assert [tuple(t.shape) for t in run.inputs[:6]] == [
+            (64 // W, 128),
+            (64 // W, 32),
+            (64, 128),
+            (64,),
+            (32, 64),
+            (32,),
+        ]
         assert run.inputs[14:18] == (0.1, 0.9, 0.999, 1e-8) and run.inputs[18] == 1 + seed % 7
         if rank:
             assert not any(t.any() for t in run.inputs[2:14])  # rank 0's parameters and state must win

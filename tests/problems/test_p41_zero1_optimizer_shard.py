@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 from tests.problems.test_p40_ddp import adam, gradients
+from tests.world import run_reference
 
 M, N = 64, 128  # d_in = 128, hidden = 64, d_out = 32: P = 10336; at W = 4 shard 3 spans W1, b1, W2 and b2
 
@@ -27,10 +27,10 @@ def independent_zero_step(runs, dtype, ring_start=0):
     new, m, v = (t.to(torch.bfloat16) for t in (new, m, v))
     pieces, offset = [], 0
     for p in params:
-        pieces.append(new[offset:offset + p.numel()].view(p.shape))
+        pieces.append(new[offset : offset + p.numel()].view(p.shape))
         offset += p.numel()
     part = flat.numel() // W
-    return [(*pieces, m[r * part:(r + 1) * part], v[r * part:(r + 1) * part]) for r in range(W)]
+    return [(*pieces, m[r * part : (r + 1) * part], v[r * part : (r + 1) * part]) for r in range(W)]
 
 
 def _no_communication(problem_id):
@@ -40,6 +40,7 @@ def _no_communication(problem_id):
 
         with no_communication():
             return problems.get(problem_id).solution(*inputs)
+
     return run
 
 
@@ -47,8 +48,16 @@ def check_zero_problem(problem_id, W, seed):
     runs = run_reference(problem_id, W, M=M, N=N, seed=seed, trial=seed)
     part = 10336 // W
     for rank, run in enumerate(runs):
-        assert [tuple(t.shape) for t in run.inputs[:8]] == [(64 // W, 128), (64 // W, 32), (64, 128), (64,),
-                                                            (32, 64), (32,), (part,), (part,)]
+        assert [tuple(t.shape) for t in run.inputs[:8]] == [
+            (64 // W, 128),
+            (64 // W, 32),
+            (64, 128),
+            (64,),
+            (32, 64),
+            (32,),
+            (part,),
+            (part,),
+        ]
         assert run.inputs[8:12] == (0.1, 0.9, 0.999, 1e-8) and run.inputs[12] == 1 + seed % 7
         if rank:
             assert not any(t.any() for t in run.inputs[2:6])  # rank 0's parameters must win

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 M = 8  # P = 512
 
@@ -12,7 +12,7 @@ def adam_fp32(g, w, m, v, lr, beta1, beta2, eps, step):
     g, w, m, v = (t.float() for t in (g, w, m, v))
     m = beta1 * m + (1 - beta1) * g
     v = beta2 * v + (1 - beta2) * g * g
-    w = w - lr * (m / (1 - beta1 ** step)) / ((v / (1 - beta2 ** step)).sqrt() + eps)
+    w = w - lr * (m / (1 - beta1**step)) / ((v / (1 - beta2**step)).sqrt() + eps)
     return w.to(torch.bfloat16)
 
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 45
 
@@ -33,7 +33,7 @@ def test_reference_matches_independent_rmsnorm(W, seed):
     assert all(torch.equal(run.inputs[1], gamma) for run in runs), "gamma must be identical on all ranks"
     chunk = rows * hidden
     for rank, run in enumerate(runs):
-        parts = [full[s, rank * chunk:(rank + 1) * chunk] for s in range(W)]
+        parts = [full[s, rank * chunk : (rank + 1) * chunk] for s in range(W)]
         for start in range(W):  # any bf16 summation order gives the same (exact) sum
             x = (bf16_ring_sum(parts, start) / W).to(torch.bfloat16).view(rows, hidden)
             assert_close(PID, rms_norm(x, gamma, eps), run.output, W, f"rank {rank}, ring from {start}")

@@ -3,11 +3,10 @@ import math
 import pytest
 import torch
 
-from evaluator.nulls import no_communication
-from tests.world import run_reference
-from tests.problems.helpers import assert_close, assert_differs
-
 import problems
+from evaluator.nulls import no_communication
+from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 47
 
@@ -16,7 +15,7 @@ def local_grads_fp32(flat, shapes, X, y):
     """Hand-written fp32 backward of relu(X W1^T + b1) W2^T + b2 under a mean-squared error."""
     views, offset = [], 0
     for s in shapes:
-        views.append(flat[offset:offset + math.prod(s)].view(s).float())
+        views.append(flat[offset : offset + math.prod(s)].view(s).float())
         offset += math.prod(s)
     W1, b1, W2, b2 = views
     X, y = X.float(), y.float()
@@ -32,7 +31,7 @@ def local_grads_bf16(flat, shapes, X, y):
     flat = flat.clone().requires_grad_(True)
     views, offset = [], 0
     for s in shapes:
-        views.append(flat[offset:offset + math.prod(s)].view(s))
+        views.append(flat[offset : offset + math.prod(s)].view(s))
         offset += math.prod(s)
     W1, b1, W2, b2 = views
     loss = ((torch.relu(X @ W1.T + b1) @ W2.T + b2 - y) ** 2).mean()
@@ -44,7 +43,7 @@ def adam_fp32(theta0, m0, v0, g, lr, b1, b2, eps, wd, step):
     theta0, m0, v0, g = theta0.float(), m0.float(), v0.float(), g.float()
     m = b1 * m0 + (1 - b1) * g
     v = b2 * v0 + (1 - b2) * g * g
-    update = (m / (1 - b1 ** step)) / ((v / (1 - b2 ** step)).sqrt() + eps)
+    update = (m / (1 - b1**step)) / ((v / (1 - b2**step)).sqrt() + eps)
     theta = theta0 * (1 - lr * wd) - lr * update
     return tuple(t.to(torch.bfloat16) for t in (theta, m, v))
 
@@ -75,7 +74,7 @@ def test_reference_matches_independent_step(W, seed, trial):
         g16 = acc[shard] / W
         m = b1 * mom0 + (1 - b1) * g16
         v = b2 * sq0 + (1 - b2) * g16 * g16
-        theta = theta0 - lr * (m / (1 - b1 ** step)) / ((v / (1 - b2 ** step)).sqrt() + eps) - lr * wd * theta0
+        theta = theta0 - lr * (m / (1 - b1**step)) / ((v / (1 - b2**step)).sqrt() + eps) - lr * wd * theta0
         assert_close(PID, run.output, (theta, m, v), W, f"bf16 ring variant, rank {rank}")
         # Null answers: zeros, the step skipped (state returned unchanged), no gradient averaging.
         assert_differs(PID, run.output, tuple(torch.zeros_like(t) for t in run.output), W, "zeros")

@@ -3,8 +3,8 @@ import torch
 import torch.nn.functional as F
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 48
 

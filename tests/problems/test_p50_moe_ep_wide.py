@@ -1,7 +1,7 @@
 import pytest
 
-from tests.world import run_reference
 from tests.problems.moe_ep_oracle import assert_matches_token_by_token_moe
+from tests.world import run_reference
 
 PID = 50
 
@@ -11,7 +11,7 @@ def owner(rank, e, W):
     return e // 2
 
 
-@pytest.mark.parametrize("W", [1,2,4])
+@pytest.mark.parametrize("W", [1, 2, 4])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_reference_matches_token_by_token_moe(W, seed):
     runs = run_reference(PID, W, M=64, N=64, seed=seed)

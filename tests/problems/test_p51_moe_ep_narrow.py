@@ -3,9 +3,8 @@ import torch
 import torch.distributed as dist
 
 import problems
-
-from tests.world import run_reference
 from tests.problems.moe_ep_oracle import assert_matches_token_by_token_moe
+from tests.world import run_reference
 
 PID = 51
 
@@ -33,7 +32,7 @@ def reference_then_barrier(*inputs):
     return output
 
 
-@pytest.mark.parametrize("W", [1,2,4])
+@pytest.mark.parametrize("W", [1, 2, 4])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_reference_matches_token_by_token_moe(W, seed):
     runs = run_reference(PID, W, M=64, N=64, seed=seed, solution=reference_then_barrier)

@@ -1,11 +1,11 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from problems._fp8_delayed_scaling import make_history
 from problems.base import InputContext
 from tests.problems.fp8_oracle import e4m3_round, fp8_round_trip
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 52
 
@@ -22,7 +22,7 @@ def test_reference_matches_independent_fp8_reduce_scatter(W, seed):
         out_shard, new_hist = run.output
         _, expected_hist, scale = fp8_round_trip(run.inputs[0], history)
         assert torch.equal(new_hist, expected_hist)
-        parts = [r[rank * P:(rank + 1) * P] for r in recons]
+        parts = [r[rank * P : (rank + 1) * P] for r in recons]
         for start in range(W):  # bf16 additions in ring order from every start
             acc = parts[start]
             for step in range(1, W):
@@ -30,7 +30,7 @@ def test_reference_matches_independent_fp8_reduce_scatter(W, seed):
             assert_close(PID, (acc / W, expected_hist), run.output, W, f"rank {rank}, ring from {start}")
         # Null answers: zeros, the gradient without the fp8 round trip, the rank's own shard (no reduce-scatter).
         assert_differs(PID, run.output, (torch.zeros_like(out_shard), torch.zeros_like(new_hist)), W, "zeros")
-        raw = sum(r.inputs[0][rank * P:(rank + 1) * P].float() for r in runs) / W
+        raw = sum(r.inputs[0][rank * P : (rank + 1) * P].float() for r in runs) / W
         assert_differs(PID, run.output, (raw.to(torch.bfloat16), expected_hist), W, "no fp8 round trip")
         if W > 1:
             assert_differs(PID, run.output, (parts[rank] / W, expected_hist), W, "no communication")
@@ -38,9 +38,14 @@ def test_reference_matches_independent_fp8_reduce_scatter(W, seed):
         stale = torch.cat([history, new_hist[-1:]]).float().max() / 448.0
         if stale != scale:
             wrong = (e4m3_round(run.inputs[0].float() / stale) * stale).to(torch.bfloat16)
-            stale_parts = [wrong[rank * P:(rank + 1) * P]] + [p for s, p in enumerate(parts) if s != rank]
-            assert_differs(PID, run.output, (sum(p.float() for p in stale_parts).bfloat16() / W, expected_hist), W,
-                           "history not rotated")
+            stale_parts = [wrong[rank * P : (rank + 1) * P]] + [p for s, p in enumerate(parts) if s != rank]
+            assert_differs(
+                PID,
+                run.output,
+                (sum(p.float() for p in stale_parts).bfloat16() / W, expected_hist),
+                W,
+                "history not rotated",
+            )
 
 
 def test_history_exercises_every_branch():

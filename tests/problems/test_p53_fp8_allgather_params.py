@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.fp8_oracle import fp8_round_trip
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 53
 

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 from tests.problems.ring_attention_oracle import assert_attention_arguments, attention_block
+from tests.world import run_reference
 
 PID = 55
 
@@ -21,8 +21,8 @@ def test_reference_matches_full_attention_block(W, seed):
     full = sum(attention_block(x, runs[t].inputs[1], runs[t].inputs[2], 8 // tp) for t in range(tp))
     for rank, run in enumerate(runs):
         t, c = rank % tp, rank // tp
-        assert torch.equal(run.inputs[0], x[:, c * S:(c + 1) * S])
-        expected = full[:, c * S:(c + 1) * S].to(torch.bfloat16)
+        assert torch.equal(run.inputs[0], x[:, c * S : (c + 1) * S])
+        expected = full[:, c * S : (c + 1) * S].to(torch.bfloat16)
         assert_close(PID, expected, run.output, W, f"rank {rank}")
         assert_differs(PID, run.output, torch.zeros_like(run.output), W, "zeros")
         assert_differs(PID, run.output, run.inputs[0], W, "inputs unchanged")
@@ -32,5 +32,5 @@ def test_reference_matches_full_attention_block(W, seed):
             assert_differs(PID, run.output, own.to(torch.bfloat16), W, f"no communication, rank {rank}")
         if tp > 1:
             ringed = attention_block(x, run.inputs[1], run.inputs[2], 8 // tp)
-            partial = ringed[:, c * S:(c + 1) * S].to(torch.bfloat16)
+            partial = ringed[:, c * S : (c + 1) * S].to(torch.bfloat16)
             assert_differs(PID, run.output, partial, W, f"no TP all-reduce, rank {rank}")

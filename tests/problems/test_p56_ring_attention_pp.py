@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 from tests.problems.ring_attention_oracle import assert_attention_arguments, attention_block
+from tests.world import run_reference
 
 PID = 56
 
@@ -25,7 +25,7 @@ def test_reference_matches_two_stage_pipeline(W, seed):
         stage_out.append(attention_block(stage_out[0].to(torch.bfloat16), runs[cp].inputs[1], runs[cp].inputs[2]))
     for rank, run in enumerate(runs):
         c, p = rank % cp, rank // cp
-        expected = stage_out[p][:, c * S:(c + 1) * S].to(torch.bfloat16)
+        expected = stage_out[p][:, c * S : (c + 1) * S].to(torch.bfloat16)
         assert expected.float().std() > 0.2
         assert_close(PID, expected, run.output, W, f"rank {rank} (stage {p})")
         assert_differs(PID, run.output, torch.zeros_like(run.output), W, "zeros")

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 59
 
@@ -18,7 +18,7 @@ def test_reference_matches_global_rfft2(W, M, N, seed):
     full = torch.fft.rfft2(x_full, norm="ortho").to(torch.complex64)  # independent: one global transform
     rows = H // W
     for rank, run in enumerate(runs):
-        expected = full[:, rank * rows:(rank + 1) * rows]
+        expected = full[:, rank * rows : (rank + 1) * rows]
         assert run.output.shape == (B, rows, Wd // 2 + 1) and run.output.dtype == torch.complex64
         assert_close(PID, run.output, expected, W, f"rank {rank}")
         assert_differs(PID, run.output, torch.zeros_like(expected), W, "zeros")
@@ -27,6 +27,6 @@ def test_reference_matches_global_rfft2(W, M, N, seed):
         if W > 1:
             # No communication: transform this rank's slab alone, as if the other columns were zero.
             local = torch.zeros_like(x_full)
-            local[:, :, rank * (Wd // W):(rank + 1) * (Wd // W)] = run.inputs[0].double()
-            guess = torch.fft.rfft2(local, norm="ortho").to(torch.complex64)[:, rank * rows:(rank + 1) * rows]
+            local[:, :, rank * (Wd // W) : (rank + 1) * (Wd // W)] = run.inputs[0].double()
+            guess = torch.fft.rfft2(local, norm="ortho").to(torch.complex64)[:, rank * rows : (rank + 1) * rows]
             assert_differs(PID, run.output, guess, W, "no communication")

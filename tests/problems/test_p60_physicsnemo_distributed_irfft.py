@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 60
 
@@ -22,7 +22,7 @@ def test_reference_matches_global_irfft2(W, seed):
     field = torch.fft.irfft2(spectrum, s=(720, 1440), norm="ortho")  # independent: one global transform
     cols = 1440 // W
     for rank, run in enumerate(runs):
-        expected = field[..., rank * cols:(rank + 1) * cols].float()
+        expected = field[..., rank * cols : (rank + 1) * cols].float()
         assert run.output.dtype == torch.float32 and run.output.is_contiguous()
         assert_close(PID, run.output, expected, W, f"rank {rank}")
         assert_differs(PID, run.output, torch.zeros_like(expected), W, "zeros")
@@ -30,6 +30,6 @@ def test_reference_matches_global_irfft2(W, seed):
             # No communication: invert only this rank's rows of the spectrum.
             local = torch.zeros_like(spectrum)
             rows = 720 // W
-            local[..., rank * rows:(rank + 1) * rows, :] = run.inputs[0]
-            guess = torch.fft.irfft2(local, s=(720, 1440), norm="ortho")[..., rank * cols:(rank + 1) * cols].float()
+            local[..., rank * rows : (rank + 1) * rows, :] = run.inputs[0]
+            guess = torch.fft.irfft2(local, s=(720, 1440), norm="ortho")[..., rank * cols : (rank + 1) * cols].float()
             assert_differs(PID, run.output, guess, W, "no communication")

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 61
 BF = torch.bfloat16
@@ -20,11 +20,14 @@ def splats(means, quats, scales, viewmat, K, width, height, eps2d, near, far):
     norm = quats.float().pow(2).sum(-1).sqrt().to(BF).clamp_min(1e-12)
     w, x, y, z = (quats / norm[:, None]).unbind(-1)
     two = lambda t: 2 * t
-    rot = torch.stack([
-        torch.stack([1 - two(y * y + z * z), two(x * y - w * z), two(x * z + w * y)], -1),
-        torch.stack([two(x * y + w * z), 1 - two(x * x + z * z), two(y * z - w * x)], -1),
-        torch.stack([two(x * z - w * y), two(y * z + w * x), 1 - two(x * x + y * y)], -1),
-    ], -2)
+    rot = torch.stack(
+        [
+            torch.stack([1 - two(y * y + z * z), two(x * y - w * z), two(x * z + w * y)], -1),
+            torch.stack([two(x * y + w * z), 1 - two(x * x + z * z), two(y * z - w * x)], -1),
+            torch.stack([two(x * z - w * y), two(y * z + w * x), 1 - two(x * x + y * y)], -1),
+        ],
+        -2,
+    )
     half = rot * scales[:, None, :]
     cov = mm(half, half.transpose(1, 2))
     Rc, tc = viewmat[:3, :3], viewmat[:3, 3]
@@ -47,8 +50,15 @@ def splats(means, quats, scales, viewmat, K, width, height, eps2d, near, far):
     m2d = mm(mc, K[:2, :3].T) / tz[:, None]
     rad = torch.stack([torch.ceil(3.33 * a.sqrt()), torch.ceil(3.33 * d.sqrt())], -1)
     rad = rad * ((tz > near) & (tz < far))[:, None]
-    rad = rad * ((m2d[:, 0] + rad[:, 0] > 0) & (m2d[:, 0] - rad[:, 0] < width)
-                 & (m2d[:, 1] + rad[:, 1] > 0) & (m2d[:, 1] - rad[:, 1] < height))[:, None]
+    rad = (
+        rad
+        * (
+            (m2d[:, 0] + rad[:, 0] > 0)
+            & (m2d[:, 0] - rad[:, 0] < width)
+            & (m2d[:, 1] + rad[:, 1] > 0)
+            & (m2d[:, 1] - rad[:, 1] < height)
+        )[:, None]
+    )
     rad = rad.int()
     return (rad > 0).all(-1), rad, m2d, tz, conic
 
@@ -62,8 +72,9 @@ def expected_for(runs, dest, offset_by_source=False):
         means, quats, scales, opac, colors, views, Ks, width, height, eps2d, near, far, _ = run.inputs
         vis, rad, m2d, depth, conic = splats(means, quats, scales, views[0], Ks[0], width, height, eps2d, near, far)
         idx = vis.nonzero().squeeze(1)
-        pieces.append((torch.zeros_like(idx), idx + prefix, rad[idx], m2d[idx], depth[idx], conic[idx],
-                       opac[idx], colors[idx]))
+        pieces.append(
+            (torch.zeros_like(idx), idx + prefix, rad[idx], m2d[idx], depth[idx], conic[idx], opac[idx], colors[idx])
+        )
     return tuple(torch.cat(parts) for parts in zip(*pieces))
 
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import GroupRef, run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import GroupRef, run_reference
 
 PID = 62
 
@@ -31,13 +31,20 @@ def expected_tiles(runs, W, local_only=None):
             owners = [pp * a + j for j in range(a)]
             if local_only is not None:
                 owners = [o if o == local_only else None for o in owners]
-            slab = torch.cat([runs[o].inputs[0] if o is not None else torch.zeros_like(runs[0].inputs[0])
-                              for o in owners], dim=-1)
+            slab = torch.cat(
+                [runs[o].inputs[0] if o is not None else torch.zeros_like(runs[0].inputs[0]) for o in owners], dim=-1
+            )
             # Channel block qc uses the psi of polar rank pp in azimuth column qc.
-            parts = [dense_partial(runs[local_only if local_only is not None else pp * a + qc].inputs[1],
-                                   slab[:, qc * cs:(qc + 1) * cs], nlon) for qc in range(a)]
+            parts = [
+                dense_partial(
+                    runs[local_only if local_only is not None else pp * a + qc].inputs[1],
+                    slab[:, qc * cs : (qc + 1) * cs],
+                    nlon,
+                )
+                for qc in range(a)
+            ]
             Y = Y + torch.cat(parts, dim=1)
-        Y = Y[..., p * h_loc:(p + 1) * h_loc, q * w_loc:(q + 1) * w_loc]
+        Y = Y[..., p * h_loc : (p + 1) * h_loc, q * w_loc : (q + 1) * w_loc]
         weight, bias = run.inputs[2].double(), run.inputs[8].double()
         tiles.append((torch.einsum("ock,bckij->boij", weight, Y) + bias[None, :, None, None]).float())
     return tiles

@@ -3,8 +3,8 @@ import copy
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 63
 
@@ -53,8 +53,20 @@ def test_reference_matches_batched_update(W, seed):
     rescaled = [p / runs[r].inputs[4] for p in runs[r].inputs[3]]
     assert_differs(PID, output, (unchanged, rescaled, lam_next), W, "update skipped")
     w_id, P_id, _ = kalman(with_identity_P(runs))
-    assert_differs(PID, output, (w_id, [p + (q - torch.eye(len(q), dtype=q.dtype)) / runs[r].inputs[4]
-                                        for p, q in zip(P_id[r], runs[r].inputs[3])], lam_next), W, "K = h")
+    assert_differs(
+        PID,
+        output,
+        (
+            w_id,
+            [
+                p + (q - torch.eye(len(q), dtype=q.dtype)) / runs[r].inputs[4]
+                for p, q in zip(P_id[r], runs[r].inputs[3])
+            ],
+            lam_next,
+        ),
+        W,
+        "K = h",
+    )
     if W > 1:
         w_local, P_local, _ = kalman(runs, local_s_of=r)
         assert_differs(PID, output, (w_local, P_local[r], lam_next), W, "no communication (local s)")

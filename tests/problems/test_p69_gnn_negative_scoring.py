@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 69
 
@@ -26,7 +26,12 @@ def test_reference_matches_count_rule(W, seed):
         assert_close(PID, run.output, expected, W, f"rank {r}")
         assert_differs(PID, run.output, torch.zeros_like(expected), W, "zeros")
         assert_differs(PID, run.output, count_rule(pos.float(), neg.float()), W, "fp32 sigmoid")
-        assert_differs(PID, run.output, expected + (torch.sigmoid(neg) == torch.sigmoid(pos)[:, None]).sum(1),
-                       W, "positive placed after its ties")
+        assert_differs(
+            PID,
+            run.output,
+            expected + (torch.sigmoid(neg) == torch.sigmoid(pos)[:, None]).sum(1),
+            W,
+            "positive placed after its ties",
+        )
         if W > 1:
             assert_differs(PID, run.output, count_rule(run.inputs[0], run.inputs[1]), W, "no communication")

@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 71
 
@@ -13,7 +13,7 @@ def causal_conv(context, chunk, weight):
     taps, length = weight.shape[-1], chunk.shape[-1]
     s = torch.cat([context, chunk], dim=-1).double()
     w = weight.double()[:, 0]
-    return sum(w[:, j:j + 1] * s[:, j:j + length] for j in range(taps))
+    return sum(w[:, j : j + 1] * s[:, j : j + length] for j in range(taps))
 
 
 def test_world_size_rule():
@@ -31,7 +31,7 @@ def test_reference_matches_global_causal_conv(W, seed):
     sequence = torch.cat([torch.zeros_like(chunks[0][:, :6])] + chunks, dim=-1)  # zero-padded, natural order
 
     def convolve(c, weight):  # global chunk c with the 6 samples before it
-        return causal_conv(sequence[:, c * L:c * L + 6], chunks[c], weight)
+        return causal_conv(sequence[:, c * L : c * L + 6], chunks[c], weight)
 
     for r, run in enumerate(runs):
         x, weight = run.inputs[:2]

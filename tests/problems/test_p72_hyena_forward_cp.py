@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 72
 BF = torch.bfloat16
@@ -20,7 +20,7 @@ def natural(blocks, W):
 
 def zigzag_local(t, r, W):
     L = t.shape[-1] // (2 * W)
-    return torch.cat([t[..., r * L:(r + 1) * L], t[..., (2 * W - 1 - r) * L:(2 * W - r) * L]], dim=-1)
+    return torch.cat([t[..., r * L : (r + 1) * L], t[..., (2 * W - 1 - r) * L : (2 * W - r) * L]], dim=-1)
 
 
 def hyena(x1, x2, v, h, bias):
@@ -58,5 +58,5 @@ def test_reference_matches_fp64_convolution(W, seed):
             alone = hyena(*run.inputs[:3], h, bias)  # this rank's own sequence only
             assert_differs(PID, run.output, alone.transpose(1, 2).contiguous(), W, "no communication")
             L = run.inputs[0].shape[-1]
-            wrong = unzigzagged[..., r * L:(r + 1) * L].transpose(1, 2).contiguous()
+            wrong = unzigzagged[..., r * L : (r + 1) * L].transpose(1, 2).contiguous()
             assert_differs(PID, run.output, wrong, W, "no zigzag reordering")

@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 PID = 73
 BF = torch.bfloat16

@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
@@ -17,7 +17,7 @@ def kda_float64(q, k, v, g, beta, a_log, dt_bias):
         rate = math.exp(float(a_log[h]))
         state = torch.zeros(K, v.shape[-1], dtype=torch.float64)
         for t in range(T):
-            x = rate * (g[0, t, h].double() + dt_bias[h * K:(h + 1) * K].double())
+            x = rate * (g[0, t, h].double() + dt_bias[h * K : (h + 1) * K].double())
             state = torch.diag(torch.exp(-5.0 * torch.sigmoid(x))) @ state
             kt = k[0, t, h].double()
             kt = kt / max(kt.norm().item(), 1e-12)
@@ -52,7 +52,7 @@ def test_reference_matches_independent_kda(W, seed):
             total = (full[0].float() + full[1].float()).to(torch.bfloat16)
         else:
             total = full[cp_index]
-        expected = total[:, cp_rank * L:(cp_rank + 1) * L]
+        expected = total[:, cp_rank * L : (cp_rank + 1) * L]
         assert_close(74, run.output, expected, W, f"rank {rank}")
         assert run.inputs[7].ranks == tuple(cp_groups[cp_index])
         assert (run.inputs[8] is None) == (not tp_groups)

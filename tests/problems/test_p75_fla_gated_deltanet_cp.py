@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def gdn_float64(q, k, v, gate, beta, a_log, dt_bias):
@@ -41,7 +41,7 @@ def test_reference_matches_single_device_gdn(W, seed):
     L = runs[0].inputs[0].shape[1]
     for rank, run in enumerate(runs):
         assert run.output.shape == (1, L, H, runs[0].inputs[2].shape[-1])
-        assert_close(75, run.output, expected[:, rank * L:(rank + 1) * L], W, f"rank {rank}")
+        assert_close(75, run.output, expected[:, rank * L : (rank + 1) * L], W, f"rank {rank}")
 
     last = runs[-1]
     assert_differs(75, last.output, torch.zeros_like(last.output), W, "zeros")

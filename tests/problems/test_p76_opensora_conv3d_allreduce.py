@@ -2,8 +2,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def bf16_ring(partials, start):

@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def closed_form(runs, rank, C, ranks=None):
@@ -16,11 +16,11 @@ def closed_form(runs, rank, C, ranks=None):
     kappa = torch.arange(Hq) // (Hq // Hkv)
     out = torch.empty(query.shape, dtype=torch.float32)
     for i in range(R):
-        kv = torch.cat([runs[s].inputs[1][i * spb:(i + 1) * spb] for s in ranks])[:C].float()
+        kv = torch.cat([runs[s].inputs[1][i * spb : (i + 1) * spb] for s in ranks])[:C].float()
         k, v = kv[:, kappa, :128], kv[:, kappa, 128:]
-        q = query[i * spb:(i + 1) * spb].float()
+        q = query[i * spb : (i + 1) * spb].float()
         weights = torch.softmax(torch.einsum("thd,chd->htc", q, k) / math.sqrt(128), dim=-1)
-        out[i * spb:(i + 1) * spb] = torch.einsum("htc,chd->thd", weights, v)
+        out[i * spb : (i + 1) * spb] = torch.einsum("htc,chd->thd", weights, v)
     return out.to(torch.bfloat16)
 
 

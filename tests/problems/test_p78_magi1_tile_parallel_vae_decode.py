@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def decode_all(zs, W):
@@ -22,13 +22,13 @@ def decode_all(zs, W):
             for w in range(nw):
                 boxes[(t, h, w)] = (3 * t, 24 * h, 24 * w)
     keys = list(boxes)  # flat index order (t, h, w)
-    size = {key: z0[:, :, s[0]:s[0] + 3, s[1]:s[1] + 32, s[2]:s[2] + 32].numel() for key, s in boxes.items()}
+    size = {key: z0[:, :, s[0] : s[0] + 3, s[1] : s[1] + 32, s[2] : s[2] + 32].numel() for key, s in boxes.items()}
     ranked = sorted(keys, key=lambda key: (-size[key], keys.index(key)))
     owner = {key: pos % W for pos, key in enumerate(ranked)}
 
     dec = {}
     for key, (a, b, c) in boxes.items():
-        tile = zs[owner[key]][:, :3, a:a + 3, b:b + 32, c:c + 32].float()
+        tile = zs[owner[key]][:, :3, a : a + 3, b : b + 32, c : c + 32].float()
         dec[key] = F.interpolate(tile, scale_factor=(4, 8, 8), mode="trilinear", align_corners=False).to(torch.bfloat16)
 
     out = {}
@@ -45,8 +45,9 @@ def decode_all(zs, W):
             for j in range(e):
                 cur[..., j] = prev[..., prev.shape[4] - e + j] * (1 - j / e) + cur[..., j] * (j / e)
         out[(t, h, w)] = cur[:, :, :12, :192, :192].to(torch.bfloat16)
-    return torch.cat([torch.cat([torch.cat([out[(t, h, w)] for w in range(nw)], 4) for h in range(nh)], 3)
-                      for t in range(nt)], 2)
+    return torch.cat(
+        [torch.cat([torch.cat([out[(t, h, w)] for w in range(nw)], 4) for h in range(nh)], 3) for t in range(nt)], 2
+    )
 
 
 @pytest.mark.parametrize("W,seed", [(1, 5), (2, 12), (4, 5)])

@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import problems
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def suppress(masks, last_occluded, threshold, reverse):
@@ -38,8 +38,13 @@ def check(runs, W, reverse=False):
     assert_differs(81, out, tuple(torch.zeros_like(t) for t in out), W, "zeros")
     if W > 1:
         local = runs[-1].inputs[0].float()
-        assert_differs(81, out, (local, runs[-1].inputs[1].float(), torch.zeros(len(local), dtype=torch.bool)),
-                       W, "no communication")
+        assert_differs(
+            81,
+            out,
+            (local, runs[-1].inputs[1].float(), torch.zeros(len(local), dtype=torch.bool)),
+            W,
+            "no communication",
+        )
     return flags
 
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def kept_tokens(row, top_k=10, top_p=0.9):
@@ -46,8 +46,9 @@ def local_log_probs(run, W, rank):
         row = shard.reshape(-1, Vl)[n].float()
         ids = kept_tokens(row, top_k=min(10, Vl))
         local = t - rank * Vl
-        out.append(torch.log_softmax(row[ids], 0)[ids.tolist().index(local)].item() if local in ids.tolist()
-                   else float("-inf"))
+        out.append(
+            torch.log_softmax(row[ids], 0)[ids.tolist().index(local)].item() if local in ids.tolist() else float("-inf")
+        )
     return torch.tensor(out).view(target.shape)
 
 

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 from tests.problems.test_p82_vocab_parallel_log_prob_topk import gather_rows, local_log_probs, log_prob
+from tests.world import run_reference
 
 
 @pytest.mark.parametrize("W,M,seed,chunks", [(1, 1024, 2, 4), (2, 1024, 2, 4), (4, 2048, 6, 4), (4, 512, 6, 1)])

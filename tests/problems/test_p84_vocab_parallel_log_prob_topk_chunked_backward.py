@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
 from tests.problems.test_p82_vocab_parallel_log_prob_topk import gather_rows, kept_tokens
+from tests.world import run_reference
 
 
 def full_gradient(rows, target, grad_output):
@@ -36,7 +36,7 @@ def test_reference_matches_autograd(W, M, seed):
     assert (grads.abs() > 0.05).sum() > B * S  # several kept tokens per row, not an all-zero gradient
     for rank, run in enumerate(runs):
         assert run.output.dtype == torch.float32
-        assert_close(84, run.output, grads[..., rank * Vl:(rank + 1) * Vl], W, f"rank {rank}")
+        assert_close(84, run.output, grads[..., rank * Vl : (rank + 1) * Vl], W, f"rank {rank}")
 
     out = runs[-1].output
     assert_differs(84, out, torch.zeros_like(out), W, "zeros")

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def balanced_blocks(values, W):
@@ -12,7 +12,7 @@ def balanced_blocks(values, W):
     blocks, start = [], 0
     for r in range(W):
         length = base + (1 if r < extra else 0)
-        blocks.append(torch.tensor(ordered[start:start + length], dtype=values.dtype))
+        blocks.append(torch.tensor(ordered[start : start + length], dtype=values.dtype))
         start += length
     return blocks
 

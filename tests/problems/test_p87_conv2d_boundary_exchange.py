@@ -2,8 +2,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.world import run_reference
 from tests.problems.helpers import assert_close, assert_differs
+from tests.world import run_reference
 
 
 def global_rows(runs, rank, image=None):
@@ -12,7 +12,7 @@ def global_rows(runs, rank, image=None):
     h = x.shape[2]
     image = torch.cat([run.inputs[0] for run in runs], dim=2) if image is None else image
     padded = F.pad(image.float(), (1, 1, 1, 1))  # zeros outside the whole image
-    window = padded[:, :, rank * h:rank * h + h + 2]
+    window = padded[:, :, rank * h : rank * h + h + 2]
     return F.conv2d(window, weight.float())
 
 

@@ -1,5 +1,6 @@
 """`pkb selfcheck` through the real judge on CPU gloo worlds: every reference judged against itself, and the three
 null answers (zeros, inputs unchanged, no communication) rejected, for W = 1, 2, 4 (issues 3, 5 and 6)."""
+
 import pytest
 
 from evaluator.judge import selfcheck
@@ -15,8 +16,18 @@ def test_selfcheck(span, W):
     # calls a block, 40 ms a side instead of the judge's 600: the timing rules have tests of their own) at W = 1, the
     # one-GPU profile's world, and at W = 4; W = 2 is every timed red-team test's world.
     timed = W != 2
-    report = selfcheck.run(list(RANGES[span]), W, "cpu", M=128, N=256, reduced=True, trials=3, seed=1234 + W,
-                           timing_budget_ms=40, timing=timed)
+    report = selfcheck.run(
+        list(RANGES[span]),
+        W,
+        "cpu",
+        M=128,
+        N=256,
+        reduced=True,
+        trials=3,
+        seed=1234 + W,
+        timing_budget_ms=40,
+        timing=timed,
+    )
     bad = [selfcheck.render_row(row) for row in report["rows"] if not row["ok"]]
     assert not bad, "\n".join(bad)
     judged = [row for row in report["rows"] if row["verdict"] != "skipped"]

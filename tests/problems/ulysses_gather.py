@@ -1,4 +1,5 @@
 """Checks shared by the Ulysses all-gather primitives (p34 into a tensor, p35 of variable lengths)."""
+
 import torch
 
 from tests.problems.helpers import assert_close, assert_differs

@@ -2,6 +2,7 @@
 set up as a candidate group gets them, one process started through the same bwrap view, uid, namespaces and control
 group, and what the host keeps afterwards (mounts, control groups, directories, processes) read back. Seconds per
 test, where a judgement costs ten or more; the judge's own handling of each break is tested end to end beside."""
+
 from __future__ import annotations
 
 import contextlib
@@ -33,9 +34,18 @@ def live_box(memory_bytes: int | None = None, keep_workdir: bool = False):
         def start(code: str, *args: str, python_args: tuple = ("-S",), **extra_env) -> subprocess.Popen:
             argv = box.command([PYTHON, *python_args, "-c", code, *args], rank_dir, writable=[], readable=[])
             env = {"PATH": "/usr/bin:/bin", "HOME": rank_dir, "PYTHONDONTWRITEBYTECODE": "1", **extra_env}
-            proc = subprocess.Popen(argv, preexec_fn=box.preexec(), pass_fds=box.pass_fds(), env=env, cwd=rank_dir,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                preexec_fn=box.preexec(),
+                pass_fds=box.pass_fds(),
+                env=env,
+                cwd=rank_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
             started.append(proc)
             return proc
 
@@ -69,8 +79,13 @@ def run_in_box(code: str, timeout: float = 60, **kwargs) -> tuple[subprocess.Com
         proc = start(code)
         out, err = proc.communicate(timeout=timeout)
         done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-        where = {"id": box.box.id, "dir": box.box.dir, "scratch": box.scratch_root, "cgroup": box.cgroup.dirs,
-                 "uid": box.uid}
+        where = {
+            "id": box.box.id,
+            "dir": box.box.dir,
+            "scratch": box.scratch_root,
+            "cgroup": box.cgroup.dirs,
+            "uid": box.uid,
+        }
     return done, where
 
 

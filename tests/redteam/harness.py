@@ -8,6 +8,7 @@ The sandbox's layers (own uid, own network and IPC namespaces, a private filesys
 bubblewrap, which `make test` installs; CI runs as root, so every escape test runs there for real. As a non-root
 user (a developer's laptop) the tests of what only the sandbox stops are skipped, saying why.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,7 +41,7 @@ def probe_lines(text: str) -> dict:
     found = {}
     for line in text.splitlines():
         if line.startswith("probe ") and ": " in line:
-            name, what = line[len("probe "):].split(": ", 1)
+            name, what = line[len("probe ") :].split(": ", 1)
             found[name] = what
     return found
 

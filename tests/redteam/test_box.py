@@ -4,6 +4,7 @@ docs/threat-model.md lists the four breaks these tests pin down and what now clo
 
 These run as root, as CI does; as a non-root user they are skipped, saying why (the box needs a root judge), and
 test_the_sandbox_is_complete_here (test_host_escape.py) fails on a root host that cannot give the whole box."""
+
 import json
 import os
 import shutil
@@ -15,13 +16,25 @@ import time
 from evaluator import schema
 from evaluator.judge.pair import Pair
 from evaluator.process import boxes, processes, removal
-from tests.redteam.harness import (CANDIDATES, TIMED, from_template, logs, notes, probe_lines, processes_with,
-                                   requires_root, run, token)
+from tests.redteam.harness import (
+    CANDIDATES,
+    TIMED,
+    from_template,
+    logs,
+    notes,
+    probe_lines,
+    processes_with,
+    requires_root,
+    run,
+    token,
+)
 
 REPO = CANDIDATES.parents[2]
 # Imports first, then waits for a shared instant: the judges' sandbox set-up (box ids, probes) really overlaps.
-_AT_ONCE = ("import sys, time\nfrom evaluator import cli\n"
-            "time.sleep(max(0.0, float(sys.argv[1]) - time.time()))\nsys.exit(cli.main(sys.argv[2:]))")
+_AT_ONCE = (
+    "import sys, time\nfrom evaluator import cli\n"
+    "time.sleep(max(0.0, float(sys.argv[1]) - time.time()))\nsys.exit(cli.main(sys.argv[2:]))"
+)
 
 
 def _judges_at_once(jobs: list[tuple[str, list[str], dict]], tmp_path, delay: float = 6.0) -> list[dict]:
@@ -33,9 +46,19 @@ def _judges_at_once(jobs: list[tuple[str, list[str], dict]], tmp_path, delay: fl
         out = tmp_path / f"{i}-{name}.json"
         env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
         env.pop("PKB_SANDBOX", None)
-        procs.append((out, subprocess.Popen([sys.executable, "-c", _AT_ONCE, str(start), "eval", *args, "--json",
-                                             str(out)], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                                            stderr=subprocess.STDOUT, text=True)))
+        procs.append(
+            (
+                out,
+                subprocess.Popen(
+                    [sys.executable, "-c", _AT_ONCE, str(start), "eval", *args, "--json", str(out)],
+                    cwd=REPO,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                ),
+            )
+        )
     results = []
     for out, proc in procs:
         text, _ = proc.communicate(timeout=900)
@@ -45,8 +68,7 @@ def _judges_at_once(jobs: list[tuple[str, list[str], dict]], tmp_path, delay: fl
 
 
 def _eval_args(candidate: str, *extra: str) -> list[str]:
-    return ["1", candidate, "-W", "2", "--M", "64", "--N", "32", "--trials", "2", "--no-timing", "--seed", "3",
-            *extra]
+    return ["1", candidate, "-W", "2", "--M", "64", "--N", "32", "--trials", "2", "--no-timing", "--seed", "3", *extra]
 
 
 @requires_root
@@ -153,8 +175,10 @@ def test_without_the_freezer_the_same_helper_runs_through_the_reference(monkeypa
 def test_a_box_over_its_memory_limit_dies_alone_with_that_message(tmp_path):
     """/dev/shm files and System V segments (no process's resident size shows them) plus plain memory: the box's
     limit of 1 GB counts them all, the kernel kills inside that box alone, and a job beside it finishes correct."""
-    jobs = [("hog", _eval_args(str(CANDIDATES / "shm_hog.py"), "--require-sandbox"), {"PKB_BOX_MEMORY": "1G"}),
-            ("beside", _eval_args(str(CANDIDATES / "honest_allreduce.py"), "--require-sandbox"), {})]
+    jobs = [
+        ("hog", _eval_args(str(CANDIDATES / "shm_hog.py"), "--require-sandbox"), {"PKB_BOX_MEMORY": "1G"}),
+        ("beside", _eval_args(str(CANDIDATES / "honest_allreduce.py"), "--require-sandbox"), {}),
+    ]
     hog, beside = _judges_at_once(jobs, tmp_path, delay=4.0)
     assert hog["verdict"] == schema.RUNTIME_ERROR, hog["message"]
     assert "exceeded its memory limit of 1.0 GB" in hog["message"], hog["message"]
@@ -243,16 +267,18 @@ def test_the_uid_alone_keeps_the_reference_directory_unreadable():
 
     python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
     workdir = warm.make_workdir()
-    ref = RankGroup("ref", 1, "cpu", "1", "reference", os.path.join(workdir, "ref"), 64, 32, "bfloat16", True,
-                    trusted=True)
+    ref = RankGroup(
+        "ref", 1, "cpu", "1", "reference", os.path.join(workdir, "ref"), 64, 32, "bfloat16", True, trusted=True
+    )
     try:
         ref.collect(120)
         out = os.path.join(workdir, "ref", "out")
         listing = [python, "-S", "-c", "import os, sys; print(os.listdir(sys.argv[1]))", out]
         box = boxes.acquire()
         try:
-            as_box = subprocess.run(listing, preexec_fn=processes.as_user(box.uid), env={}, capture_output=True,
-                                    text=True, timeout=60)
+            as_box = subprocess.run(
+                listing, preexec_fn=processes.as_user(box.uid), env={}, capture_output=True, text=True, timeout=60
+            )
         finally:
             box.release()
         as_root = subprocess.run(listing, env={}, capture_output=True, text=True, timeout=60)
@@ -273,10 +299,32 @@ def test_a_judge_killed_mid_job_leaves_nothing_that_the_next_holder_of_its_box_k
     out = tmp_path / "never.json"
     judge_tmp = tmp_path / "judge-tmp"
     judge_tmp.mkdir()
-    judge = subprocess.Popen([sys.executable, "-m", "evaluator", "eval", "1", path, "-W", "2", "--M", "64", "--N",
-                              "32", "--trials", "50", "--seed", "3", "--json", str(out)], cwd=REPO,
-                             env=dict(os.environ, TMPDIR=str(judge_tmp)), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    judge = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "evaluator",
+            "eval",
+            "1",
+            path,
+            "-W",
+            "2",
+            "--M",
+            "64",
+            "--N",
+            "32",
+            "--trials",
+            "50",
+            "--seed",
+            "3",
+            "--json",
+            str(out),
+        ],
+        cwd=REPO,
+        env=dict(os.environ, TMPDIR=str(judge_tmp)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not processes_with(marker):
@@ -295,8 +343,13 @@ def test_a_judge_killed_mid_job_leaves_nothing_that_the_next_holder_of_its_box_k
         # The killed judge's group scratch is still mounted in its directory: the worker's sweep of that directory
         # (pkb sweep DIR --remove, as leaderboard/jobs/workspace.py runs it) unmounts and removes it.
         assert [p for p in removal.mount_points() if p.startswith(str(judge_tmp))]
-        swept = subprocess.run([sys.executable, "-m", "evaluator.cli", "sweep", str(judge_tmp), "--remove", "--json"],
-                               cwd=REPO, capture_output=True, text=True, timeout=120)
+        swept = subprocess.run(
+            [sys.executable, "-m", "evaluator.cli", "sweep", str(judge_tmp), "--remove", "--json"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert json.loads(swept.stdout)["left"] is False, swept.stderr
         assert not [p for p in removal.mount_points() if p.startswith(str(judge_tmp))]
     finally:
@@ -313,5 +366,5 @@ def _held_box_of(pid: int):
         except OSError:
             continue
         if target.startswith(locks + "/") and target.endswith(".lock"):
-            return int(os.path.basename(target)[:-len(".lock")])
+            return int(os.path.basename(target)[: -len(".lock")])
     return None

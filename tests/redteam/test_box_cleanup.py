@@ -2,6 +2,7 @@
 it forks, and whether or not its box can be frozen, the box closes with nothing left on the host (mounts, control
 groups, directories, processes), in bounded time, and what it did is its own verdict. docs/threat-model.md, "The box's
 clean-up and limits"."""
+
 import os
 import random
 import subprocess
@@ -63,8 +64,13 @@ def test_a_deep_wide_locked_scratch_leaves_nothing_once_the_box_closes():
         proc = start(SHAPES)
         out, err = proc.communicate(timeout=120)
         assert "shaped" in out, err[-2000:]
-        where = {"id": box.box.id, "dir": box.box.dir, "scratch": box.scratch_root, "cgroup": box.cgroup.dirs,
-                 "uid": box.uid}
+        where = {
+            "id": box.box.id,
+            "dir": box.box.dir,
+            "scratch": box.scratch_root,
+            "cgroup": box.cgroup.dirs,
+            "uid": box.uid,
+        }
     # The box closed: its /tmp and the group's scratch were tmpfs mounts, detached with it; what the judge then
     # removes of the group's directory is the disk's shallow copy (shutil.rmtree, as the judge does, succeeds).
     points = removal.mount_points()
@@ -113,9 +119,16 @@ def test_the_runners_finally_and_the_boot_sweep_survive_a_deep_tree(tmp_path):
     assert not job.exists()
 
     root = tmp_path / "work"
-    subprocess.run([sys.executable, "-c", "import os; from leaderboard.jobs import workspace; "
-                    f"workspace.claim({str(root)!r}, 'host:9:dead'); os._exit(0)"], check=True,
-                   env=dict(os.environ, DJANGO_SETTINGS_MODULE="leaderboard.settings_test"))
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os; from leaderboard.jobs import workspace; "
+            f"workspace.claim({str(root)!r}, 'host:9:dead'); os._exit(0)",
+        ],
+        check=True,
+        env=dict(os.environ, DJANGO_SETTINGS_MODULE="leaderboard.settings_test"),
+    )
     dead = next(p for p in root.iterdir() if p.name.endswith("dead"))
     _deep_tree(str(dead / "job2-y" / "cand"), depth=2000, files=10)
     mounted = dead / "job2-y" / "cand" / "mnt"
@@ -155,8 +168,13 @@ def test_a_fork_storm_at_the_pids_limit_from_a_big_process_closes_whole(monkeypa
     with live_box(memory_bytes=2**30) as (box, start):
         proc = start(FORK_STORM)
         assert wait_for(lambda: len(box.cgroup.pids()) >= 550, 60), len(box.cgroup.pids())
-        where = {"id": box.box.id, "dir": box.box.dir, "scratch": box.scratch_root, "cgroup": box.cgroup.dirs,
-                 "uid": box.uid}
+        where = {
+            "id": box.box.id,
+            "dir": box.box.dir,
+            "scratch": box.scratch_root,
+            "cgroup": box.cgroup.dirs,
+            "uid": box.uid,
+        }
         closing = time.monotonic()
     assert time.monotonic() - closing < cgroups.KILL_TIMEOUT_S + 10
     assert proc.returncode is not None
@@ -197,8 +215,13 @@ def test_a_box_that_cannot_be_frozen_is_killed_and_is_the_candidates_policy_viol
         assert fault.verdict == "policy_violation" and "could not be frozen" in fault.message, fault.message
         assert time.monotonic() - began < cgroups.FREEZE_TIMEOUT_S + cgroups.KILL_TIMEOUT_S
         assert box.cgroup.pids() == []
-        where = {"id": box.box.id, "dir": box.box.dir, "scratch": box.scratch_root, "cgroup": box.cgroup.dirs,
-                 "uid": box.uid}
+        where = {
+            "id": box.box.id,
+            "dir": box.box.dir,
+            "scratch": box.scratch_root,
+            "cgroup": box.cgroup.dirs,
+            "uid": box.uid,
+        }
     assert leftovers(where) == []
 
 
@@ -250,8 +273,13 @@ def test_the_judge_cleans_up_after_a_deep_scratch_end_to_end(tmp_path, monkeypat
     assert [n for n in os.listdir(tmp_path) if not n.startswith("pkb-forkserver-")] == []
     assert not [p for p in removal.mount_points() if p.startswith(str(tmp_path))]
     box = notes(result)["box"]
-    where = {"id": box["id"], "dir": box["dir"], "scratch": str(tmp_path / "none"), "uid": box["uid"],
-             "cgroup": {c: os.path.join(p, f"box-{box['id']}") for c, p in cgroups.layout().parents.items()}}
+    where = {
+        "id": box["id"],
+        "dir": box["dir"],
+        "scratch": str(tmp_path / "none"),
+        "uid": box["uid"],
+        "cgroup": {c: os.path.join(p, f"box-{box['id']}") for c, p in cgroups.layout().parents.items()},
+    }
     assert leftovers(where) == []
 
 

@@ -1,5 +1,6 @@
 """Each layer of the box pinned alone (issue 45, item 9): every test here fails when its one layer is removed (the
 docstring says which line), whatever the other layers do. v1 and v2 read their own files (cgroups.BoxCgroup)."""
+
 import os
 import signal
 import subprocess

@@ -2,6 +2,7 @@
 device nodes, processes. Each test runs the attempt inside a real box and reads the limit back from the kernel; the
 controls show the same attempt succeeding where that one limit is taken away. docs/threat-model.md, "The box's
 clean-up and limits"."""
+
 import os
 
 import pytest
@@ -61,8 +62,13 @@ def test_scratch_and_tmp_are_bounded_in_bytes_and_files(monkeypatch):
         assert int(tmp["size"].rstrip("k")) * 1024 == box.tmpfs_bytes == 256 * 2**20, tmp
         proc = start(FILL)
         out, err = proc.communicate(timeout=120)
-        where = {"id": box.box.id, "dir": box.box.dir, "scratch": box.scratch_root, "cgroup": box.cgroup.dirs,
-                 "uid": box.uid}
+        where = {
+            "id": box.box.id,
+            "dir": box.box.dir,
+            "scratch": box.scratch_root,
+            "cgroup": box.cgroup.dirs,
+            "uid": box.uid,
+        }
     lines = {" ".join(line.split()[:2]): line.split()[2:] for line in out.splitlines()}
     assert lines["scratch bytes"][1] == "ENOSPC" and int(lines["scratch bytes"][0]) <= 48 * 2**20, (out, err)
     assert lines["tmp bytes"][1] == "ENOSPC" and int(lines["tmp bytes"][0]) <= 256 * 2**20, (out, err)
@@ -138,10 +144,21 @@ def test_the_box_reads_back_its_cpuset_and_its_pids_limits():
 
 
 def test_the_view_binds_only_the_judges_own_gpus():
-    gpus = [{"bus": f"0000:{b:02x}:00.0", "minor": m, "uuid": f"GPU-{m}aaa"} for b, m in ((0x18, 0), (0x3b, 2),
-                                                                                         (0x86, 1), (0xaf, 3))]
-    present = ["nvidia0", "nvidia1", "nvidia2", "nvidia3", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
-               "nvidia-caps", "null"]
+    gpus = [
+        {"bus": f"0000:{b:02x}:00.0", "minor": m, "uuid": f"GPU-{m}aaa"}
+        for b, m in ((0x18, 0), (0x3B, 2), (0x86, 1), (0xAF, 3))
+    ]
+    present = [
+        "nvidia0",
+        "nvidia1",
+        "nvidia2",
+        "nvidia3",
+        "nvidiactl",
+        "nvidia-uvm",
+        "nvidia-uvm-tools",
+        "nvidia-caps",
+        "null",
+    ]
     control = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
     nodes, env, _ = devices.select("1,3", gpus, present)  # PCI order: index 1 is minor 2, index 3 is minor 3
     assert nodes == control + ["/dev/nvidia2", "/dev/nvidia3"] and env == "GPU-2aaa,GPU-3aaa"
@@ -152,20 +169,30 @@ def test_the_view_binds_only_the_judges_own_gpus():
     assert nodes == control + ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3"] and env is None
     assert "could not be mapped" in note
     assert devices.select(None, gpus, present)[0] == nodes
-    argv = bwrap.command(["true"], 3000001, "/tmp/r", [], [], "/tmp/t", "/tmp/s", "/tmp/e",
-                         devices=control + ["/dev/nvidia2"], setenv={"CUDA_VISIBLE_DEVICES": "GPU-2aaa"})
+    argv = bwrap.command(
+        ["true"],
+        3000001,
+        "/tmp/r",
+        [],
+        [],
+        "/tmp/t",
+        "/tmp/s",
+        "/tmp/e",
+        devices=control + ["/dev/nvidia2"],
+        setenv={"CUDA_VISIBLE_DEVICES": "GPU-2aaa"},
+    )
     bound = [argv[i + 1] for i, a in enumerate(argv) if a == "--dev-bind"]
     assert bound == control + ["/dev/nvidia2"]
-    assert argv[argv.index("--setenv") + 1:argv.index("--setenv") + 3] == ["CUDA_VISIBLE_DEVICES", "GPU-2aaa"]
+    assert argv[argv.index("--setenv") + 1 : argv.index("--setenv") + 3] == ["CUDA_VISIBLE_DEVICES", "GPU-2aaa"]
 
 
 def test_the_driver_record_is_read_in_bus_order(tmp_path):
     for bus, minor in (("0000:3b:00.0", 1), ("0000:18:00.0", 0)):
         (tmp_path / bus).mkdir()
-        (tmp_path / bus / "information").write_text(f"Model: \t\t NVIDIA H100\nDevice Minor: \t {minor}\n"
-                                                     f"GPU UUID: \t GPU-{minor}bbb\nBus Location: \t {bus}\n")
-    assert [(g["minor"], g["uuid"]) for g in devices.driver_gpus(str(tmp_path))] == [(0, "GPU-0bbb"),
-                                                                                     (1, "GPU-1bbb")]
+        (tmp_path / bus / "information").write_text(
+            f"Model: \t\t NVIDIA H100\nDevice Minor: \t {minor}\nGPU UUID: \t GPU-{minor}bbb\nBus Location: \t {bus}\n"
+        )
+    assert [(g["minor"], g["uuid"]) for g in devices.driver_gpus(str(tmp_path))] == [(0, "GPU-0bbb"), (1, "GPU-1bbb")]
 
 
 def test_the_build_cache_is_bounded_in_files(tmp_path, monkeypatch):
@@ -227,7 +254,14 @@ def test_the_v2_files_a_box_writes_on_a_stand_in_hierarchy(tmp_path, monkeypatch
     for name in ("memory.swap.max", "memory.oom.group"):
         open(os.path.join(group.dirs["unified"], name), "w").close()
     group._limit()
-    written = {name: open(os.path.join(group.dirs["unified"], name)).read() for name in
-               ("memory.max", "memory.swap.max", "memory.oom.group", "pids.max", "cpuset.cpus")}
-    assert written == {"memory.max": str(2**30), "memory.swap.max": "0", "memory.oom.group": "1", "pids.max": "512",
-                       "cpuset.cpus": "0,2-3"}
+    written = {
+        name: open(os.path.join(group.dirs["unified"], name)).read()
+        for name in ("memory.max", "memory.swap.max", "memory.oom.group", "pids.max", "cpuset.cpus")
+    }
+    assert written == {
+        "memory.max": str(2**30),
+        "memory.swap.max": "0",
+        "memory.oom.group": "1",
+        "pids.max": "512",
+        "cpuset.cpus": "0,2-3",
+    }

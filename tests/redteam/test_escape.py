@@ -1,5 +1,6 @@
 """Escape: secrets, network, writes outside the scratch directory, processes outliving the job, NVLink multicast
 hidden from the static scan, filling the disk, killing the reference. See docs/threat-model.md, section E."""
+
 import json
 import os
 import socket
@@ -11,8 +12,18 @@ import time
 from evaluator import schema
 from evaluator.judge import policy
 from evaluator.process import sandbox
-from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, own_network, processes_with,
-                                   requires_root, run, separate_uid, token)
+from tests.redteam.harness import (
+    CANDIDATES,
+    from_template,
+    logs,
+    notes,
+    own_network,
+    processes_with,
+    requires_root,
+    run,
+    separate_uid,
+    token,
+)
 
 REPO = CANDIDATES.parents[2]
 
@@ -32,9 +43,34 @@ def test_secrets_in_the_judges_environment_stay_there(tmp_path):
     secret = "s3cr3t-" + token()
     env = dict(os.environ, PKB_REDTEAM_SECRET=secret, AWS_SECRET_ACCESS_KEY=secret, DATABASE_URL=f"postgres://{secret}")
     out = tmp_path / "result.json"
-    done = subprocess.run([sys.executable, "-m", "evaluator", "eval", "1", str(CANDIDATES / "reads_secrets.py"), "-W", "2",
-                           "--M", "64", "--N", "32", "--trials", "2", "--no-timing", "--seed", "3", "--json", str(out)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evaluator",
+            "eval",
+            "1",
+            str(CANDIDATES / "reads_secrets.py"),
+            "-W",
+            "2",
+            "--M",
+            "64",
+            "--N",
+            "32",
+            "--trials",
+            "2",
+            "--no-timing",
+            "--seed",
+            "3",
+            "--json",
+            str(out),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     assert result["verdict"] == schema.CORRECT, result["message"]
@@ -103,8 +139,9 @@ def test_no_writes_outside_the_scratch_directory(tmp_path):
     tag = token()
     tmp_drop = f"/tmp/pkb-redteam-drop-{tag}"
     repo_drop = REPO / "problems" / f"_pkb_redteam_{tag}.py"
-    path = from_template(tmp_path, "writes_outside_scratch", CANARY=canary, DROP_DIR=drop_dir, TMP_DROP=tmp_drop,
-                         REPO_DROP=repo_drop)
+    path = from_template(
+        tmp_path, "writes_outside_scratch", CANARY=canary, DROP_DIR=drop_dir, TMP_DROP=tmp_drop, REPO_DROP=repo_drop
+    )
     try:
         result = run(path)
         assert result["verdict"] == schema.CORRECT, result["message"]

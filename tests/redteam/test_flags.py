@@ -1,4 +1,5 @@
 """Flagged results never rank: the timing cross-check and the speed-of-light floor. See docs/threat-model.md, F."""
+
 import pytest
 
 import problems
@@ -57,8 +58,11 @@ def test_flagged_result_end_to_end_never_ranks():
 def test_never_rank_guard_applies_to_any_flag():
     result = {"flags": [schema.FLAG_UNRANKED_DEVICE], "timing": {"faster": True, "ranked": True}}
     evaluation._never_rank_flagged(result)
-    assert result["timing"] == {"faster": False, "ranked": False,
-                                "faster_at": {"1.0": False, "1.5": False, "2.0": False}}
+    assert result["timing"] == {
+        "faster": False,
+        "ranked": False,
+        "faster_at": {"1.0": False, "1.5": False, "2.0": False},
+    }
 
 
 def test_the_judges_spin_does_not_widen_the_allowance():
@@ -72,8 +76,9 @@ def test_the_judges_spin_does_not_widen_the_allowance():
     doc = timing_rules._timing_document(ref, cand, walls, config, calls=21, spin_ms=1.0)
     assert doc["crosscheck"]["allowance_ms"] < 0.6 and schema.FLAG_TIMING_CROSSCHECK in doc["_flags"]
     assert doc["faster"] is False and doc["ranked"] is False
-    honest = timing_rules._timing_document(ref, ref, {"ref": [2.397] * 6, "cand": [2.45] * 6}, config, calls=21,
-                                    spin_ms=1.0)
+    honest = timing_rules._timing_document(
+        ref, ref, {"ref": [2.397] * 6, "cand": [2.45] * 6}, config, calls=21, spin_ms=1.0
+    )
     assert honest["_flags"] == []
 
 
@@ -91,12 +96,15 @@ def test_the_references_own_block_spread_widens_the_cross_check_and_the_candidat
     assert doc["_flags"] == []
     # The candidate's spread is not evidence: it is the side under test.
     wild = dict(steady, cand=[0.63, 0.3, 0.9, 0.56, 0.56, 0.56])
-    assert schema.FLAG_TIMING_CROSSCHECK in timing_rules._timing_document(ref, ref, wild, config, calls=101,
-                                                                   spin_ms=0.05)["_flags"]
+    assert (
+        schema.FLAG_TIMING_CROSSCHECK
+        in timing_rules._timing_document(ref, ref, wild, config, calls=101, spin_ms=0.05)["_flags"]
+    )
     # A spin the judge changed between blocks (the same on both sides) is not spread: it is taken out.
     spun = dict(steady, ref=[0.69, 0.41, 0.41, 0.61, 0.61, 0.61], cand=[0.63, 0.56, 0.56, 0.76, 0.76, 0.76])
-    doc = timing_rules._timing_document(ref, ref, spun, config, calls=101, spin_ms=0.25,
-                                 spins_ms=[0.05, 0.05, 0.05, 0.25, 0.25, 0.25])
+    doc = timing_rules._timing_document(
+        ref, ref, spun, config, calls=101, spin_ms=0.25, spins_ms=[0.05, 0.05, 0.05, 0.25, 0.25, 0.25]
+    )
     assert doc["crosscheck"]["noise_ms"] == pytest.approx(0.0, abs=1e-9)
     assert schema.FLAG_TIMING_CROSSCHECK in doc["_flags"]
 
@@ -109,29 +117,50 @@ def test_the_crosscheck_keeps_each_blocks_wall_and_reported_median():
     cand = [[0.4, 0.5, 0.6]] * 3
     walls = {"ref": [1.0, 1.1, 1.2], "cand": [2.0, 2.1, 2.2]}
     blocks = timing_rules._timing_document(ref, cand, walls, config, calls=4)["crosscheck"]["blocks_ms"]
-    assert blocks == {"reference": {"wall": [1.0, 1.1, 1.2], "reported": [0.2, 0.2, 0.2]},
-                      "candidate": {"wall": [2.0, 2.1, 2.2], "reported": [0.5, 0.5, 0.5]}}
+    assert blocks == {
+        "reference": {"wall": [1.0, 1.1, 1.2], "reported": [0.2, 0.2, 0.2]},
+        "candidate": {"wall": [2.0, 2.1, 2.2], "reported": [0.5, 0.5, 0.5]},
+    }
 
 
-def _probe_doc(cand_claim, cand_probe_wall, cand_probe_reported, ref_claim=0.108, ref_probe_wall=0.55,
-               ref_probe_reported=0.11, calls=49, ref_spread=0.0):
+def _probe_doc(
+    cand_claim,
+    cand_probe_wall,
+    cand_probe_reported,
+    ref_claim=0.108,
+    ref_probe_wall=0.55,
+    ref_probe_reported=0.11,
+    calls=49,
+    ref_spread=0.0,
+):
     """Spun blocks whose walls agree (both hold the spin), then three probe blocks (no spin) per side."""
     config = judge.Config(world_size=1, device="cuda")
     ref = [[ref_claim] * 12 for _ in range(6)]
     cand = [[cand_claim] * 12 for _ in range(6)]
     walls = {"ref": [2.0 + ref_claim] * 6, "cand": [2.0 + cand_claim] * 6}
-    probe = {"ref": [[ref_probe_reported] * 48] * 3, "cand": [[cand_probe_reported] * 48] * 3,
-             "walls": {"ref": [ref_probe_wall, ref_probe_wall + ref_spread, ref_probe_wall],
-                       "cand": [cand_probe_wall - 0.3, cand_probe_wall, 9.9]},
-             "calls": calls}
+    probe = {
+        "ref": [[ref_probe_reported] * 48] * 3,
+        "cand": [[cand_probe_reported] * 48] * 3,
+        "walls": {
+            "ref": [ref_probe_wall, ref_probe_wall + ref_spread, ref_probe_wall],
+            "cand": [cand_probe_wall - 0.3, cand_probe_wall, 9.9],
+        },
+        "calls": calls,
+    }
     return timing_rules._timing_document(ref, cand, walls, config, calls=13, spin_ms=1.9, probe=probe)
 
 
 def test_work_beside_the_spin_shows_in_the_probe_blocks_wall():
     # The candidate claims 0.05 ms a call in the spun blocks, where its real 1 ms ran beside the spin: the spun
     # blocks' walls agree (the spin hides it) and only the probe blocks, with no spin, show the cost.
-    doc = _probe_doc(cand_claim=0.05, cand_probe_wall=1.45, cand_probe_reported=0.05, ref_claim=1.0,
-                     ref_probe_wall=1.45, ref_probe_reported=1.0)
+    doc = _probe_doc(
+        cand_claim=0.05,
+        cand_probe_wall=1.45,
+        cand_probe_reported=0.05,
+        ref_claim=1.0,
+        ref_probe_wall=1.45,
+        ref_probe_reported=1.0,
+    )
     probe = doc["crosscheck"]["probe"]
     assert probe["excess_ms"] == pytest.approx(0.95, abs=1e-4) and probe["excess_ms"] > probe["allowance_ms"]
     assert probe["walls_ms"]["candidate"] == [1.15, 1.45, 9.9]  # the median of the blocks is read
@@ -166,12 +195,24 @@ def test_a_candidate_whose_probe_wall_backs_its_claim_passes():
 
 def test_a_large_call_is_allowed_a_share_of_its_own_cost():
     # A 5 ms call: 25% of what the candidate costs at zero spin (less the reference's harness time) is allowed.
-    ok = _probe_doc(cand_claim=4.5, cand_probe_wall=5.9, cand_probe_reported=4.5, ref_claim=5.0, ref_probe_wall=5.4,
-                    ref_probe_reported=5.0)
+    ok = _probe_doc(
+        cand_claim=4.5,
+        cand_probe_wall=5.9,
+        cand_probe_reported=4.5,
+        ref_claim=5.0,
+        ref_probe_wall=5.4,
+        ref_probe_reported=5.0,
+    )
     assert ok["crosscheck"]["probe"]["allowance_ms"] == pytest.approx(0.25 * (5.9 - 0.4))
     assert ok["crosscheck"]["probe"]["suspect"] is False
-    hidden = _probe_doc(cand_claim=2.5, cand_probe_wall=5.4, cand_probe_reported=2.5, ref_claim=5.0,
-                        ref_probe_wall=5.4, ref_probe_reported=5.0)
+    hidden = _probe_doc(
+        cand_claim=2.5,
+        cand_probe_wall=5.4,
+        cand_probe_reported=2.5,
+        ref_claim=5.0,
+        ref_probe_wall=5.4,
+        ref_probe_reported=5.0,
+    )
     assert hidden["crosscheck"]["probe"]["suspect"] is True
 
 
@@ -179,6 +220,7 @@ def test_pairs_pool_their_probe_excess():
     # 0.3 ms a call hidden in each of 8 pairs: below one pair's allowance (0.51 ms), above the pooled one (0.25 ms).
     def pair(excess):
         return {"crosscheck": {"probe": {"excess_ms": excess, "noise_ms": 0.51, "share_ms": 0.03}}}
+
     hidden = pairs.probe_pooled([pair(0.3)] * 8)
     assert hidden["suspect"] is True and hidden["allowance_ms"] == calibration.PROBE_POOLED_FLOOR_MS["cuda"]
     # The honest H200 runs (docs/calibration.md) with the largest mean excess either way (5% slower and 10% faster, call 2).
@@ -239,10 +281,14 @@ def test_stored_cross_checks_are_rejudged_as_the_judge_judges_them():
     walls = {"ref": [0.69, 0.44, 0.39, 0.40, 0.41, 0.56], "cand": [0.63, 0.56, 0.56, 0.56, 0.56, 0.56]}
     spins = [0.05, 0.05, 0.06, 0.06, 0.05, 0.05]
     for cand_walls in (walls["cand"], [0.63, 0.66, 0.66, 0.66, 0.66, 0.66]):
-        doc = timing_rules._timing_document(ref, ref, dict(walls, cand=cand_walls), config, calls=101, spin_ms=0.05,
-                                     spins_ms=spins)
+        doc = timing_rules._timing_document(
+            ref, ref, dict(walls, cand=cand_walls), config, calls=101, spin_ms=0.05, spins_ms=spins
+        )
         check = doc["crosscheck"]
         again = crosscheck_rules.rejudge(check)
         assert (again["noise_ms"], again["allowance_ms"], again["suspect"]) == (
-            check["noise_ms"], check["allowance_ms"], check["suspect"])
+            check["noise_ms"],
+            check["allowance_ms"],
+            check["suspect"],
+        )
     assert check["suspect"] is True  # the second: 0.25 ms a call over the reference's overhead

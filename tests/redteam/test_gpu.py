@@ -4,12 +4,12 @@
 Covers what CPU gloo cannot show: stale allocator memory on the device, CUDA graph replay of stale results, patched
 CUDA events, side-stream work the events miss, GPU memory exhaustion, and the sandbox under NCCL.
 """
+
 import pytest
 import torch
 
-from evaluator import schema
+from evaluator import judge, schema
 from tests.redteam.harness import CANDIDATES, assert_never_correct_and_faster, logs, notes
-from evaluator import judge
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the lent H200)")
 GPU = dict(trials=2, seed=5, timing=False, timeout_s=120)
@@ -61,8 +61,9 @@ def test_gpu_memory_exhaustion_is_blamed_on_the_candidate():
 
 def test_gpu_patched_synchronize_is_never_correct_and_faster():
     result = run("gpu_sync_patch", **GPU_TIMED)
-    assert result["verdict"] != schema.CORRECT or schema.FLAG_TIMING_CROSSCHECK in result["flags"], \
-        result["timing"]["crosscheck"]
+    assert result["verdict"] != schema.CORRECT or schema.FLAG_TIMING_CROSSCHECK in result["flags"], result["timing"][
+        "crosscheck"
+    ]
     assert_never_correct_and_faster(result)
 
 
@@ -103,11 +104,14 @@ def test_gpu_honest_control_at_the_device_bound_size_is_not_flagged(budget_ms):
     assert result["flags"] == [], result["timing"]["crosscheck"]
 
 
-@pytest.mark.xfail(strict=True, raises=HoleOpen,
-                   reason="known limit (docs/threat-model.md, 'Work beside the spin'): one pair's probe allowance "
-                          "(0.51 ms a call, the noise of the judge's wall clock) is far above problem 1's call at "
-                          "1024 x 1024 (~0.005 ms). Strict: a run in which the judge catches it fails here, and the "
-                          "threat model must be corrected")
+@pytest.mark.xfail(
+    strict=True,
+    raises=HoleOpen,
+    reason="known limit (docs/threat-model.md, 'Work beside the spin'): one pair's probe allowance "
+    "(0.51 ms a call, the noise of the judge's wall clock) is far above problem 1's call at "
+    "1024 x 1024 (~0.005 ms). Strict: a run in which the judge catches it fails here, and the "
+    "threat model must be corrected",
+)
 def test_gpu_work_beside_the_judges_spin_on_a_host_paced_call_is_not_yet_caught():
     result = run("gpu_beside_spin", **GPU_TIMED)
     assert result["verdict"] == schema.CORRECT, result["message"]  # anything else: the exploit itself is broken

@@ -3,6 +3,7 @@ writes into the source tree, files and processes left after the job. See docs/th
 
 These run as root (CI does), where the complete sandbox must be there: a host that cannot give it fails
 test_the_sandbox_is_complete_here instead of skipping the rest."""
+
 import json
 import os
 import socket
@@ -13,8 +14,18 @@ import time
 
 from evaluator import schema
 from evaluator.process import sandbox
-from tests.redteam.harness import (CANDIDATES, from_template, logs, notes, probe_lines, processes_with,
-                                   requires_root, run, sandbox_reason, token)
+from tests.redteam.harness import (
+    CANDIDATES,
+    from_template,
+    logs,
+    notes,
+    probe_lines,
+    processes_with,
+    requires_root,
+    run,
+    sandbox_reason,
+    token,
+)
 
 REPO = CANDIDATES.parents[2]
 
@@ -65,17 +76,50 @@ def test_a_candidate_reaches_nothing_of_the_host(tmp_path):
     secret = "s3cr3t-" + tag
     sock_path = f"/tmp/pkb-redteam-sock-{tag}"
     listener = _Listener(sock_path, f"pkb-redteam-{tag}")
-    path = from_template(tmp_path, "probes_host", SECRET=secret, SOCKET_PATH=sock_path,
-                         ABSTRACT_NAME=f"pkb-redteam-{tag}", REPO=REPO, TAG=tag)
+    path = from_template(
+        tmp_path,
+        "probes_host",
+        SECRET=secret,
+        SOCKET_PATH=sock_path,
+        ABSTRACT_NAME=f"pkb-redteam-{tag}",
+        REPO=REPO,
+        TAG=tag,
+    )
     out = tmp_path / "result.json"
     # The judge is its own process (the CLI) with the secret in its environment from the start, as a worker's judge
     # has DATABASE_URL: /proc/<judge>/environ holds it.
-    env = dict(os.environ, PKB_REDTEAM_SECRET=secret, DATABASE_URL=f"postgres://u:{secret}@db/x",
-               DJANGO_SECRET_KEY=secret)
+    env = dict(
+        os.environ, PKB_REDTEAM_SECRET=secret, DATABASE_URL=f"postgres://u:{secret}@db/x", DJANGO_SECRET_KEY=secret
+    )
     try:
-        done = subprocess.run([sys.executable, "-m", "evaluator", "eval", "1", path, "-W", "2", "--M", "64",
-                               "--N", "32", "--trials", "1", "--no-timing", "--seed", "5", "--json", str(out)],
-                              cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evaluator",
+                "eval",
+                "1",
+                path,
+                "-W",
+                "2",
+                "--M",
+                "64",
+                "--N",
+                "32",
+                "--trials",
+                "1",
+                "--no-timing",
+                "--seed",
+                "5",
+                "--json",
+                str(out),
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr
         result = json.loads(out.read_text())
         time.sleep(0.3)
@@ -90,8 +134,7 @@ def test_a_candidate_reaches_nothing_of_the_host(tmp_path):
     probes = probe_lines(logs(result))
     assert probes.get("environ") == "refused", probes
     assert secret not in logs(result)
-    for name in ("/etc/shadow", "/etc/gshadow", f"{REPO}/leaderboard/settings.py", f"{REPO}/manage.py",
-                 f"{REPO}/var"):
+    for name in ("/etc/shadow", "/etc/gshadow", f"{REPO}/leaderboard/settings.py", f"{REPO}/manage.py", f"{REPO}/var"):
         assert probes[f"read {name}"].startswith("refused"), (name, probes)
     assert probes["unix sockets"].startswith("refused"), probes
     assert listener.hits == []
@@ -117,8 +160,9 @@ def test_no_shared_directory_of_a_job_is_left_on_the_host(tmp_path):
 
 def test_a_required_sandbox_the_host_cannot_give_is_an_infra_error(monkeypatch):
     # No candidate code may run; the message names what is missing; nothing is retried without the sandbox.
-    monkeypatch.setattr(sandbox, "_probe_cache", {"view": "bwrap is not installed (simulated)",
-                                                  "result": "simulated: no separate uid"})
+    monkeypatch.setattr(
+        sandbox, "_probe_cache", {"view": "bwrap is not installed (simulated)", "result": "simulated: no separate uid"}
+    )
     result = run("honest_allreduce", sandbox_required=True)
     assert result["verdict"] == schema.INFRA_ERROR, result["message"]
     assert "sandbox unavailable" in result["message"] and "simulated" in result["message"]
@@ -126,8 +170,9 @@ def test_a_required_sandbox_the_host_cannot_give_is_an_infra_error(monkeypatch):
 
 
 def test_without_a_complete_sandbox_a_result_is_flagged_and_never_ranks(monkeypatch):
-    monkeypatch.setattr(sandbox, "_probe_cache", {"view": "bwrap is not installed (simulated)",
-                                                  "result": "simulated: no separate uid"})
+    monkeypatch.setattr(
+        sandbox, "_probe_cache", {"view": "bwrap is not installed (simulated)", "result": "simulated: no separate uid"}
+    )
     result = run("honest_allreduce")
     assert result["verdict"] == schema.CORRECT, result["message"]
     assert schema.FLAG_UNSANDBOXED in result["flags"]

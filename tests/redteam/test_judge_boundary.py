@@ -1,6 +1,7 @@
 """The judge's side of the trust boundary (docs/threat-model.md, attribution and bounded reading): what a candidate
 writes to its reply pipe or its output files, or does only where a hidden check looks, is the candidate's verdict,
 bounded in time and in the judge's memory, and never an infra_error, a skipped check or `correct`."""
+
 import functools
 import json
 import os
@@ -27,12 +28,24 @@ _PEAK_MIB = "int(next(l for l in open('/proc/self/status') if l.startswith('VmHW
 JUDGE_HEADROOM_MIB = 180
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def judge_rss_bound_mib() -> float:
-    done = subprocess.run([sys.executable, "-c", "import torch\nfrom evaluator import judge\n"
-                           "from evaluator.rank import outputs\nprint(PEAK)".replace("PEAK", _PEAK_MIB)],
-                          cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import torch\nfrom evaluator import judge\nfrom evaluator.rank import outputs\nprint(PEAK)".replace(
+                "PEAK", _PEAK_MIB
+            ),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return float(done.stdout.split()[-1]) + JUDGE_HEADROOM_MIB
+
 
 _JUDGE = """
 import json, sys
@@ -68,8 +81,13 @@ def test_a_reply_line_nested_100000_deep_is_the_candidates_runtime_error():
 
 def test_a_256_mib_reply_flood_is_stopped_within_the_timeout_with_the_judges_memory_bounded():
     began = time.monotonic()
-    run_ = subprocess.run([sys.executable, "-c", _JUDGE, str(CANDIDATES / "reply_flood.py"), json.dumps(SMALL)],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    run_ = subprocess.run(
+        [sys.executable, "-c", _JUDGE, str(CANDIDATES / "reply_flood.py"), json.dumps(SMALL)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     wall = time.monotonic() - began
     assert run_.returncode == 0, run_.stderr[-3000:]
     report = json.loads(run_.stdout.strip().splitlines()[-1])
@@ -107,9 +125,13 @@ print(PEAK)
 def test_a_trusted_loader_never_allocates_what_a_bombs_record_declares(tmp_path):
     """The reference rank's loader, alone in a process: the candidate's ~1 MiB file declaring 1 GiB is refused
     unread, and the process's peak memory stays near that of importing torch (loading it took 1.2 GiB)."""
-    done = subprocess.run([sys.executable, "-c", _LOAD_BOMB, str(CANDIDATES / "zip_bomb_output.py"),
-                           str(tmp_path / "bomb.pt")], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _LOAD_BOMB, str(CANDIDATES / "zip_bomb_output.py"), str(tmp_path / "bomb.pt")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     size, verdict, peak = done.stdout.strip().splitlines()[-3:]
     assert int(size) < 4 << 20  # within the byte limit of a tiny output's file: only its records tell
@@ -130,6 +152,7 @@ def test_a_w2_kernel_garbling_replies_elsewhere_is_never_correct():
 
 # --- the fail-closed and attribution rules alone (no processes: each pins one layer) --------------------------------
 
+
 def _fake_runs(monkeypatch, outcomes: dict):
     """evaluation._run_once replaced: the document for each world size (a list: one per call, the last repeated)."""
     calls = []
@@ -137,15 +160,16 @@ def _fake_runs(monkeypatch, outcomes: dict):
     def fake(prob, candidate, cfg, seeds, base, pool=None):
         calls.append(cfg.world_size)
         docs = outcomes[cfg.world_size]
-        return dict(base, **docs[min(len(calls) - 1 - sum(1 for c in calls[:-1] if c != cfg.world_size),
-                                     len(docs) - 1)])
+        return dict(
+            base, **docs[min(len(calls) - 1 - sum(1 for c in calls[:-1] if c != cfg.world_size), len(docs) - 1)]
+        )
+
     monkeypatch.setattr(evaluation, "_run_once", fake)
     return calls
 
 
 CORRECT_DOC = {"verdict": schema.CORRECT, "message": "all trials correct", "trials": [], "timing": None, "flags": []}
-INFRA_DOC = {"verdict": schema.INFRA_ERROR, "message": "judge failure: lost", "trials": [], "timing": None,
-             "flags": []}
+INFRA_DOC = {"verdict": schema.INFRA_ERROR, "message": "judge failure: lost", "trials": [], "timing": None, "flags": []}
 
 
 def test_a_hidden_world_size_check_that_cannot_be_judged_twice_is_unverified(monkeypatch):
@@ -189,6 +213,7 @@ def test_a_clean_up_that_fails_on_the_candidates_box_is_the_candidates(monkeypat
     """The box's clean-up raising after the candidate ran (a tree it cannot remove, a kill that never completes):
     the candidate's runtime_error, said so, never infra_error; and the box is still closed."""
     from evaluator.process import sandbox
+
     closed = []
     real_close = sandbox.Sandbox.close
 
@@ -198,6 +223,7 @@ def test_a_clean_up_that_fails_on_the_candidates_box_is_the_candidates(monkeypat
     def close(self):
         closed.append(True)
         return real_close(self)
+
     monkeypatch.setattr(sandbox.Sandbox, "cleanup", failing_cleanup)
     monkeypatch.setattr(sandbox.Sandbox, "close", close)
     result = run("honest_allreduce")
@@ -227,6 +253,7 @@ def _pair_with_hidden_shape(monkeypatch, reference_failure):
     from evaluator.judge.config import Config
     from evaluator.judge.pair import Pair
     from evaluator.process.protocol import GroupFailure
+
     cfg = Config(world_size=2, device="cpu", M=64, N=32, trials=1, timing=False, hidden_shape=True)
     pair = Pair(problems.get(1), _Paused(GroupFailure(*reference_failure)), _Paused(), cfg)
     correct = {"trial": 0, "seed": 1, "verdict": schema.CORRECT, "ranks": [], "reference_call_ms": 1.0}
@@ -250,10 +277,12 @@ def test_a_reference_that_refuses_the_hidden_shape_is_a_recorded_skip(monkeypatc
 
 def test_a_replys_error_of_any_type_and_size_becomes_a_bounded_message():
     from evaluator.process import protocol
+
     failures = []
     rank = protocol.Rank(0, None, -1, initialized=True)
-    protocol._accept(rank, {"ok": False, "kind": {"k": 1}, "error": {"a": "b" * 100_000}}, False, None, {},
-                     failures.append)
+    protocol._accept(
+        rank, {"ok": False, "kind": {"k": 1}, "error": {"a": "b" * 100_000}}, False, None, {}, failures.append
+    )
     (failure,) = failures
     assert failure.kind == "protocol" and isinstance(failure.message, str)
     assert len(failure.message) < protocol.MESSAGE_CHARS + 100
@@ -263,12 +292,14 @@ def test_an_endless_reply_line_is_reported_once_and_never_kept():
     """A writer that sends one endless line: it is reported once as the rank's protocol failure, and nothing of it is
     kept (the judge's buffer stays empty however much more comes)."""
     from evaluator.process import protocol
+
     read_fd, write_fd = os.pipe()
     os.set_blocking(read_fd, False)
     rank = protocol.Rank(0, None, read_fd)
     pipe_bytes = 1 << 20
     try:
         import fcntl
+
         fcntl.fcntl(write_fd, 1031, pipe_bytes)  # F_SETPIPE_SZ: 1 MiB a write
         pipe_bytes = fcntl.fcntl(write_fd, 1032)  # F_GETPIPE_SZ
         replies = []
@@ -285,6 +316,7 @@ def test_an_endless_reply_line_is_reported_once_and_never_kept():
 @pytest.mark.parametrize("mode", ["deep", "fifo"])
 def test_a_garbled_build_log_never_crashes_or_blocks_the_judges_clean_up(tmp_path, mode):
     from tests.redteam.harness import from_template
+
     result, wall = _timed_run(from_template(tmp_path, "build_log_garbage", MODE=mode))
     assert result["verdict"] == schema.CORRECT, result["message"]
     assert "unreadable" in result["build"], result["build"]
@@ -294,6 +326,7 @@ def test_a_garbled_build_log_never_crashes_or_blocks_the_judges_clean_up(tmp_pat
 
 def test_a_rank_log_is_read_bounded_and_only_from_a_plain_file(tmp_path):
     from evaluator.process import group
+
     log = tmp_path / "rank0.stdout.log"
     log.write_bytes(b"x" * (1 << 20) + b"END")
     tail = group._tail(str(log))
@@ -305,6 +338,7 @@ def test_a_rank_log_is_read_bounded_and_only_from_a_plain_file(tmp_path):
 
 class _Proc:
     """A rank process for protocol.collect: alive (``returncode`` None) or killed."""
+
     pid = 0
 
     def __init__(self, returncode=None):
@@ -318,6 +352,7 @@ def _collect_with_one_rank_up(messages: dict):
     """Two candidate ranks: rank 0 past process-group start-up, rank 1 not; rank 1's pipe holds ``messages[1]`` and
     its process is dead. The GroupFailure collect raises."""
     from evaluator.process import protocol
+
     ranks, ends = [], []
     for rank in (0, 1):
         read_fd, write_fd = os.pipe()
@@ -349,10 +384,12 @@ def test_a_platform_failure_claimed_for_a_sibling_rank_is_not_believed():
 
 # --- layers the mutation pass found unpinned (benchmarks/mutation_pass.py) -----------------------------------------
 
+
 def test_a_reply_too_deep_for_the_parser_is_a_protocol_failure_even_past_the_depth_scan(monkeypatch):
     """The decoder's own errors are caught whatever the depth scan lets through (its bound lifted here): json.loads
     raises RecursionError on a line nested 100,000 deep, and that is the rank's protocol failure, never a crash."""
     from evaluator.process import protocol
+
     monkeypatch.setattr(protocol, "MAX_JSON_DEPTH", 10**9)
     reply = protocol.parse(b"[" * 100_000 + b"]" * 100_000)
     assert reply["kind"] == "protocol" and "RecursionError" in reply["error"], reply
@@ -362,6 +399,7 @@ def test_one_read_takes_a_bounded_slice_of_an_endless_writer(monkeypatch):
     """A writer that never pauses: one read() takes at most READ_SLICE_BYTES and returns, so the caller checks its
     deadline while data flows (a pipe whose writer outpaces the judge would otherwise hold it in one call)."""
     from evaluator.process import protocol
+
     taken = []
 
     def endless(fd, n):
@@ -369,6 +407,7 @@ def test_one_read_takes_a_bounded_slice_of_an_endless_writer(monkeypatch):
         if sum(taken) > 4 * protocol.READ_SLICE_BYTES:
             raise AssertionError("read() never came back to look at its deadline")
         return b"x" * n
+
     rank = protocol.Rank(0, None, -1)
     monkeypatch.setattr(protocol.os, "read", endless)
     replies = protocol.read(rank)
@@ -383,6 +422,7 @@ def test_stored_records_declaring_more_than_the_output_allows_are_refused(tmp_pa
     import zipfile
 
     from evaluator.rank import outputs
+
     path = tmp_path / "records.zip"
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
         for i in range(4):
@@ -400,16 +440,23 @@ def test_a_timing_pair_the_platform_failed_is_run_once_more_before_it_is_dropped
     run)."""
     import problems
     from evaluator.judge.config import Config
+
     runs = []
 
     def fake(prob, candidate, cfg, seeds, base, pool=None):
         runs.append(cfg.world_size)
         wrong = dict(CORRECT_DOC, verdict=schema.INCORRECT, message="trial 0: output differs")
         return dict(base, **(INFRA_DOC if len(runs) == 1 else wrong))
+
     monkeypatch.setattr(evaluation, "_run_once", fake)
     cfg = Config(world_size=2, device="cpu", M=64, N=32, trials=1, timing=True, pairs=2, seed=5)
-    result = {"verdict": schema.CORRECT, "message": "", "trials": [], "flags": [],
-              "timing": {"estimate_ms": 1.0, "reference_estimate_ms": 1.0}}
+    result = {
+        "verdict": schema.CORRECT,
+        "message": "",
+        "trials": [],
+        "flags": [],
+        "timing": {"estimate_ms": 1.0, "reference_estimate_ms": 1.0},
+    }
     evaluation._more_pairs(problems.get(1), "reference", cfg, {}, result, None, 2)
     assert runs == [2, 2] and result["verdict"] == schema.INCORRECT, result
     assert result["message"].startswith("in timing pair 2 of 2")

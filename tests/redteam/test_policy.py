@@ -1,4 +1,5 @@
 """NVLink multicast is refused on hosts whose profile forbids it, statically and with the offending line."""
+
 import pathlib
 
 from evaluator import judge, schema

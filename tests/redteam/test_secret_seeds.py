@@ -1,6 +1,7 @@
 """The seeds a candidate must not know ahead (each timing block's, the hidden shape's and its trial's) come from the OS
 in every mode (evaluator/judge/pair.py, Pair._secret_seed): never derived from the trial seeds, which are public in
 feedback runs and given on the command line with ``--seed``."""
+
 from evaluator import judge, schema
 from evaluator.judge import pair as pair_module
 from evaluator.judge.schedule import Schedule
@@ -37,8 +38,20 @@ def test_a_feedback_run_with_public_seeds_times_on_seeds_it_could_not_compute(mo
 
     monkeypatch.setattr(Schedule, "__init__", record)
     for _ in range(2):
-        result = judge.evaluate(1, str(CANDIDATES / "honest_allreduce.py"), 2, "cpu", M=64, N=32, trials=2,
-                                seeds=SEEDS, seed=7, timing=True, timing_budget_ms=100, timeout_s=60)
+        result = judge.evaluate(
+            1,
+            str(CANDIDATES / "honest_allreduce.py"),
+            2,
+            "cpu",
+            M=64,
+            N=32,
+            trials=2,
+            seeds=SEEDS,
+            seed=7,
+            timing=True,
+            timing_budget_ms=100,
+            timeout_s=60,
+        )
         assert result["verdict"] == schema.CORRECT, result["message"]
     assert len(seen) == 2 and seen[0] != seen[1]
     assert not (set(seen[0]) | set(seen[1])) & set(SEEDS)

@@ -1,5 +1,6 @@
 """Semantic shortcuts: zeros and constants, precision below tolerance, assuming alike inputs, hard-coded world size
 and shapes, lazy tensor subclasses. See docs/threat-model.md, section D."""
+
 from evaluator import schema
 from tests.redteam.harness import run
 

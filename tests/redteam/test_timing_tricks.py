@@ -2,6 +2,7 @@
 monkeypatched clocks and torch.distributed, patched judge modules, forged result channels, running beside the
 reference. See docs/threat-model.md, section C. GPU-only variants (CUDA events, side streams, graph replay) are in
 test_gpu.py."""
+
 import re
 import subprocess
 import sys
@@ -73,9 +74,13 @@ print(before, check())
 def test_control_patched_judge_modules_fool_a_check_made_in_their_own_process():
     """The control of the test above: the patch is not a dud. Were the check made in the candidate's process (the
     defence gone), that wrong output would pass; only the process boundary makes it ``incorrect``."""
-    done = subprocess.run([sys.executable, "-c", _CHECK_IN_THE_PATCHED_PROCESS,
-                           str(CANDIDATES / "patches_judge_modules.py")],
-                          cwd=CANDIDATES.parents[2], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHECK_IN_THE_PATCHED_PROCESS, str(CANDIDATES / "patches_judge_modules.py")],
+        cwd=CANDIDATES.parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["False", "True"], done.stdout
 
@@ -117,8 +122,9 @@ def test_inflated_trial_times_do_not_steer_the_timing_plan():
     assert "trial replies now claim 100 s" in logs(result)  # the forgery was in place
     # Held to the judge's own clock around the command (100 s was claimed), and the spin's starting point is the
     # reference's trial time alone.
-    assert all(t["candidate_call_ms"] < 20_000 for t in result["trials"]), [t["candidate_call_ms"] for t in
-                                                                            result["trials"]]
+    assert all(t["candidate_call_ms"] < 20_000 for t in result["trials"]), [
+        t["candidate_call_ms"] for t in result["trials"]
+    ]
     own = [t["reference_call_ms"] for t in result["trials"] if not t.get("after_timing")]
     assert result["timing"]["reference_estimate_ms"] == pytest.approx(min(own[1:]), abs=1e-4)
     assert result["timing"]["estimate_ms"] < 20_000

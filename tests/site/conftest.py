@@ -1,5 +1,6 @@
 """Shared fixtures of the site tests: named users (owner, outsider, staff) so access rules read like sentences,
 the problem catalogue, hardware profiles, and helpers that build uploads."""
+
 from __future__ import annotations
 
 import io
@@ -80,8 +81,14 @@ def zip_bytes(files: dict[str, bytes]) -> bytes:
 
 
 def meta(**changes) -> dict:
-    fields = {"model": "test-model", "protocol": "one_shot", "attempts": 1, "profile": "cpu-gloo",
-              "agent": "harness", "agent_version": "1.0"}
+    fields = {
+        "model": "test-model",
+        "protocol": "one_shot",
+        "attempts": 1,
+        "profile": "cpu-gloo",
+        "agent": "harness",
+        "agent_version": "1.0",
+    }
     fields.update(changes)
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -95,8 +102,9 @@ def submit(cpu):
         # Set-ups build several submissions from the same files; the refusal of identical re-uploads is tested with
         # allow_duplicate=False (tests/site/services/test_owner_control.py).
         files = files if files is not None else {"1_allreduce_torch.py": GOOD_1}
-        return submissions_services.submission_create(user.submitter, meta(**changes), list(files.items()),
-                                          allow_duplicate=allow_duplicate)
+        return submissions_services.submission_create(
+            user.submitter, meta(**changes), list(files.items()), allow_duplicate=allow_duplicate
+        )
 
     return make
 
@@ -106,11 +114,27 @@ def judge_document(verdict="correct", speedup=1.3, lo=1.1, hi=1.5, faster=True, 
     real candidate: the tests that judge code run the real judge)."""
     timing = None
     if verdict == "correct":  # "faster" as the judge decides it (evaluator/timing/verdict.py): never with a flag
-        timing = {"reference_ms": 1.3, "candidate_ms": 1.0, "speedup": speedup, "speedup_ci": [lo, hi],
-                  "faster": bool(faster and not flags), "samples": 10, "ranked": False, "method": "wall_clock"}
-    return {"schema": 1, "verdict": verdict, "message": f"{verdict} (test document)", "flags": list(flags),
-            "trials": [], "timing": timing, "environment": {"host": "test", "backend": "gloo"},
-            "logs": [{"role": "candidate", "rank": 0, "stdout": "", "stderr": "secret log line"}], "wall_s": 2.0}
+        timing = {
+            "reference_ms": 1.3,
+            "candidate_ms": 1.0,
+            "speedup": speedup,
+            "speedup_ci": [lo, hi],
+            "faster": bool(faster and not flags),
+            "samples": 10,
+            "ranked": False,
+            "method": "wall_clock",
+        }
+    return {
+        "schema": 1,
+        "verdict": verdict,
+        "message": f"{verdict} (test document)",
+        "flags": list(flags),
+        "trials": [],
+        "timing": timing,
+        "environment": {"host": "test", "backend": "gloo"},
+        "logs": [{"role": "candidate", "rank": 0, "stdout": "", "stderr": "secret log line"}],
+        "wall_s": 2.0,
+    }
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
 """Staff tools in the admin: flag, hide, re-run, verify; results stay read-only."""
+
 import pytest
 
 from leaderboard.jobs.models import EvaluationJob, Result

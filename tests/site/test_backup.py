@@ -1,6 +1,7 @@
 """Backups as docs/site.md says to take them (Production layout, Backups): pg_dump of the site's database in the
 custom format, restored with pg_restore into a fresh database, gives back the same leaderboard: the same entries,
 scores, results and jobs, read back row for row."""
+
 from __future__ import annotations
 
 import shutil
@@ -21,8 +22,13 @@ def _pg_env() -> tuple[list[str], dict]:
     return args, {"PGPASSWORD": s["PASSWORD"] or "", "PATH": "/usr/bin:/bin"}
 
 
-TABLES = ("leaderboard_leaderboardentry", "leaderboard_problemscore", "leaderboard_result",
-          "leaderboard_evaluationjob", "leaderboard_submission")
+TABLES = (
+    "leaderboard_leaderboardentry",
+    "leaderboard_problemscore",
+    "leaderboard_result",
+    "leaderboard_evaluationjob",
+    "leaderboard_submission",
+)
 
 
 def rows(name: str) -> dict:
@@ -30,8 +36,13 @@ def rows(name: str) -> dict:
     import psycopg
 
     s = connection.settings_dict
-    with psycopg.connect(host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, user=s["USER"],
-                         password=s["PASSWORD"] or None, dbname=name) as conn:
+    with psycopg.connect(
+        host=s["HOST"] or "127.0.0.1",
+        port=s["PORT"] or 5432,
+        user=s["USER"],
+        password=s["PASSWORD"] or None,
+        dbname=name,
+    ) as conn:
         return {table: conn.execute(f"SELECT * FROM {table} ORDER BY id").fetchall() for table in TABLES}
 
 
@@ -54,13 +65,21 @@ def test_pg_dump_then_pg_restore_into_a_fresh_database_reads_the_same_leaderboar
 
     args, env = _pg_env()
     dump = tmp_path / "pkb_arena.dump"
-    subprocess.run(["pg_dump", *args, "--format=custom", "--file", str(dump), connection.settings_dict["NAME"]],
-                   env=env, check=True, timeout=120)
+    subprocess.run(
+        ["pg_dump", *args, "--format=custom", "--file", str(dump), connection.settings_dict["NAME"]],
+        env=env,
+        check=True,
+        timeout=120,
+    )
     fresh = f"{connection.settings_dict['NAME']}_restored_{uuid.uuid4().hex[:8]}"
     subprocess.run(["createdb", *args, fresh], env=env, check=True, timeout=60)
     try:
-        subprocess.run(["pg_restore", *args, "--no-owner", "--exit-on-error", "--dbname", fresh, str(dump)], env=env,
-                       check=True, timeout=120)
+        subprocess.run(
+            ["pg_restore", *args, "--no-owner", "--exit-on-error", "--dbname", fresh, str(dump)],
+            env=env,
+            check=True,
+            timeout=120,
+        )
         assert rows(fresh) == before
     finally:
         subprocess.run(["dropdb", *args, "--if-exists", fresh], env=env, check=True, timeout=60)

@@ -4,6 +4,7 @@ profile (cpu-gloo, W = 2) with C++ extensions built lazily on CPU (the stage on 
 the stage builds a file once and its job then compiles nothing; a broken build is the file's compile_error with no
 judged run; a kernel that builds only after its first collective is still judged correct; a build worker that dies,
 or a stage that fails, never costs the job its judged run."""
+
 from __future__ import annotations
 
 import threading
@@ -71,7 +72,8 @@ def build(job: EvaluationJob, capture, worker: str = "build-worker") -> str:
 
 
 def test_files_that_compile_go_to_the_build_queue_first_and_the_others_straight_to_their_profile(
-        owner, submit, staged, settings, django_capture_on_commit_callbacks):
+    owner, submit, staged, settings, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         submission = submit(owner, {CPP_FILE: LAZY, "13_gemm_allreduce_cpp.py": GOOD_13})
     jobs = {j.candidate.problem_id: j for j in submission.jobs.select_related("candidate")}
@@ -83,7 +85,8 @@ def test_files_that_compile_go_to_the_build_queue_first_and_the_others_straight_
 
 
 def test_the_stage_builds_a_file_once_before_its_job_which_then_compiles_nothing(
-        owner, submit, staged, django_capture_on_commit_callbacks):
+    owner, submit, staged, django_capture_on_commit_callbacks
+):
     job = submit_one(submit, owner, django_capture_on_commit_callbacks, CPP_FILE, LAZY)
     assert build(job, django_capture_on_commit_callbacks) == "built"
     job.refresh_from_db()
@@ -100,7 +103,8 @@ def test_the_stage_builds_a_file_once_before_its_job_which_then_compiles_nothing
 
 
 def test_a_broken_build_is_the_files_compile_error_without_a_judged_run(
-        owner, submit, staged, monkeypatch, django_capture_on_commit_callbacks):
+    owner, submit, staged, monkeypatch, django_capture_on_commit_callbacks
+):
     judged = []
     command = JudgeRequest.command
     monkeypatch.setattr(JudgeRequest, "command", lambda request: judged.append(request) or command(request))
@@ -119,7 +123,8 @@ def test_a_broken_build_is_the_files_compile_error_without_a_judged_run(
 
 
 def test_a_kernel_that_builds_only_after_its_first_collective_is_still_judged_correct(
-        owner, submit, staged, django_capture_on_commit_callbacks):
+    owner, submit, staged, django_capture_on_commit_callbacks
+):
     job = submit_one(submit, owner, django_capture_on_commit_callbacks, CPP_FILE, LATE)
     assert build(job, django_capture_on_commit_callbacks) == "unreached"
     job.refresh_from_db()
@@ -131,7 +136,8 @@ def test_a_kernel_that_builds_only_after_its_first_collective_is_still_judged_co
 
 
 def test_a_build_worker_that_dies_mid_build_leaves_the_job_to_its_judged_run(
-        owner, submit, staged, django_capture_on_commit_callbacks):
+    owner, submit, staged, django_capture_on_commit_callbacks
+):
     job = submit_one(submit, owner, django_capture_on_commit_callbacks, CPP_FILE, NAMES_A_BUILD)
     assert drain("build-cpu-gloo") == [job.pk]
     assert jobs_services.job_build_claim(job.pk, "dead-build-worker") is not None  # then it dies, lease held
@@ -146,7 +152,8 @@ def test_a_build_worker_that_dies_mid_build_leaves_the_job_to_its_judged_run(
 
 
 def test_a_stage_that_fails_leaves_the_job_to_its_judged_run(
-        owner, submit, staged, monkeypatch, django_capture_on_commit_callbacks):
+    owner, submit, staged, monkeypatch, django_capture_on_commit_callbacks
+):
     job = submit_one(submit, owner, django_capture_on_commit_callbacks, CPP_FILE, NAMES_A_BUILD)
     real = PrebuildRequest.command
     monkeypatch.setattr(PrebuildRequest, "command", lambda request: [*real(request)[:1], "-c", "raise SystemExit(3)"])
@@ -162,8 +169,7 @@ def test_a_rerun_goes_through_the_stage_again(owner, submit, staged, django_capt
     job = submit_one(submit, owner, django_capture_on_commit_callbacks, CPP_FILE, BROKEN)
     drain("build-cpu-gloo")
     jobs_services.job_build_claim(job.pk, "build-worker")
-    jobs_services.job_build_failed(job.pk, "build-worker", judge_document("compile_error"),
-                                   {"status": "compile_error"})
+    jobs_services.job_build_failed(job.pk, "build-worker", judge_document("compile_error"), {"status": "compile_error"})
     with django_capture_on_commit_callbacks(execute=True):
         assert jobs_services.jobs_rerun([job], charge_to=None) == 1
     job.refresh_from_db()
@@ -172,7 +178,8 @@ def test_a_rerun_goes_through_the_stage_again(owner, submit, staged, django_capt
 
 
 def test_the_stage_builds_for_the_architecture_of_the_workers_judged_jobs(
-        owner, submit, staged, settings, monkeypatch, tmp_path, django_capture_on_commit_callbacks):
+    owner, submit, staged, settings, monkeypatch, tmp_path, django_capture_on_commit_callbacks
+):
     """TORCH_CUDA_ARCH_LIST is part of every build's fingerprint: the stage's and the judged runs' must be one."""
     job = submit_one(submit, owner, django_capture_on_commit_callbacks, CPP_FILE, LAZY)
     monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)  # restored after the test

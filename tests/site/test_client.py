@@ -1,4 +1,5 @@
 """``pkb submit`` (pkb_client/submit.py) against a live server: standard-library HTTP, refusals printed per file."""
+
 import io
 import zipfile
 
@@ -26,11 +27,38 @@ def pkb_layout(tmp_path, files):
 
 
 def test_submit_directory(live_server, token, tmp_path, capsys):
-    folder = pkb_layout(tmp_path, {"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1,
-                                   "attempt_1/__pycache__/junk.pyc": b"\0", ".git/config": b"x"})
-    code = client.main([str(folder), "--model", "cli-model", "--protocol", "best_of_k", "--attempts", "2",
-                        "--profile", "cpu-gloo", "--agent", "h", "--tokens", "10", "--dollars", "0.5",
-                        "--url", live_server.url, "--token", token])
+    folder = pkb_layout(
+        tmp_path,
+        {
+            "attempt_1/1_allreduce_torch.py": GOOD_1,
+            "attempt_2/1_allreduce_torch.py": GOOD_1,
+            "attempt_1/__pycache__/junk.pyc": b"\0",
+            ".git/config": b"x",
+        },
+    )
+    code = client.main(
+        [
+            str(folder),
+            "--model",
+            "cli-model",
+            "--protocol",
+            "best_of_k",
+            "--attempts",
+            "2",
+            "--profile",
+            "cpu-gloo",
+            "--agent",
+            "h",
+            "--tokens",
+            "10",
+            "--dollars",
+            "0.5",
+            "--url",
+            live_server.url,
+            "--token",
+            token,
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "accepted: submission #" in out and "2 evaluation(s)" in out
     submission = Submission.objects.get()
@@ -41,15 +69,45 @@ def test_submit_archive_as_is(live_server, token, tmp_path, capsys):
     archive = tmp_path / "run.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("1_allreduce_torch.py", GOOD_1)
-    code = client.main([str(archive), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
-                        "cpu-gloo", "--url", live_server.url, "--token", token])
+    code = client.main(
+        [
+            str(archive),
+            "--model",
+            "m",
+            "--protocol",
+            "one_shot",
+            "--attempts",
+            "1",
+            "--profile",
+            "cpu-gloo",
+            "--url",
+            live_server.url,
+            "--token",
+            token,
+        ]
+    )
     assert code == 0
 
 
 def test_refusal_names_file_and_rule(live_server, token, tmp_path, capsys):
     folder = pkb_layout(tmp_path, {"1_allreduse_torch.py": GOOD_1})
-    code = client.main([str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
-                        "cpu-gloo", "--url", live_server.url, "--token", token])
+    code = client.main(
+        [
+            str(folder),
+            "--model",
+            "m",
+            "--protocol",
+            "one_shot",
+            "--attempts",
+            "1",
+            "--profile",
+            "cpu-gloo",
+            "--url",
+            live_server.url,
+            "--token",
+            token,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "1_allreduse_torch.py" in err and "[unknown_problem]" in err
     assert not Submission.objects.exists()
@@ -101,6 +159,7 @@ class Judge(threading.Thread):
 
     def run(self):
         from django.db import connection
+
         try:
             deadline = time.monotonic() + 240
             while self.done < self.expected and time.monotonic() < deadline:
@@ -128,16 +187,33 @@ def test_submit_wait_prints_each_verdict_summary_url_and_how_to_publish(live_ser
     folder = pkb_layout(tmp_path, {"attempt_1/1_allreduce_torch.py": WRONG_1, "attempt_2/1_allreduce_torch.py": GOOD_1})
     judge = Judge(2)
     judge.start()
-    done = pkb("submit", str(folder), "--model", "m", "--protocol", "best_of_k", "--attempts", "2", "--profile",
-               "cpu-gloo", "--wait", "--poll", "0.3", token=token, url=live_server.url)
+    done = pkb(
+        "submit",
+        str(folder),
+        "--model",
+        "m",
+        "--protocol",
+        "best_of_k",
+        "--attempts",
+        "2",
+        "--profile",
+        "cpu-gloo",
+        "--wait",
+        "--poll",
+        "0.3",
+        token=token,
+        url=live_server.url,
+    )
     judge.join(30)
     assert judge.error is None and done.returncode == 0, done.stderr
     out = done.stdout
     submission = Submission.objects.get()
     lines = out.splitlines()
     verdicts = [line.split() for line in lines if "1_allreduce_torch.py" in line]
-    assert sorted((v[0], v[v.index("attempt") + 1].rstrip(")")) for v in verdicts) == [("correct", "2"),
-                                                                                        ("incorrect", "1")]
+    assert sorted((v[0], v[v.index("attempt") + 1].rstrip(")")) for v in verdicts) == [
+        ("correct", "2"),
+        ("incorrect", "1"),
+    ]
     summary = next(line for line in lines if line.startswith("finished:"))
     assert "Correct 1 (of 87)" in summary and "judged 1" in summary
     assert f"{live_server.url}/submissions/{submission.pk}/" in out or f"/submissions/{submission.pk}" in out
@@ -158,8 +234,24 @@ def test_submit_json_is_one_document_on_stdout(live_server, token, one_trial, tm
     folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": GOOD_1})
     judge = Judge(1)
     judge.start()
-    done = pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
-               "cpu-gloo", "--wait", "--json", "--poll", "0.3", token=token, url=live_server.url)
+    done = pkb(
+        "submit",
+        str(folder),
+        "--model",
+        "m",
+        "--protocol",
+        "one_shot",
+        "--attempts",
+        "1",
+        "--profile",
+        "cpu-gloo",
+        "--wait",
+        "--json",
+        "--poll",
+        "0.3",
+        token=token,
+        url=live_server.url,
+    )
     judge.join(30)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)  # the whole of stdout: nothing else printed there
@@ -172,8 +264,21 @@ def test_submit_json_is_one_document_on_stdout(live_server, token, one_trial, tm
 
 def test_submit_json_refusal_is_json_too(live_server, token, tmp_path):
     folder = pkb_layout(tmp_path, {"1_allreduse_torch.py": GOOD_1})
-    done = pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
-               "cpu-gloo", "--json", token=token, url=live_server.url)
+    done = pkb(
+        "submit",
+        str(folder),
+        "--model",
+        "m",
+        "--protocol",
+        "one_shot",
+        "--attempts",
+        "1",
+        "--profile",
+        "cpu-gloo",
+        "--json",
+        token=token,
+        url=live_server.url,
+    )
     document = json.loads(done.stdout)
     assert done.returncode == 2 and document["accepted"] is False and document["http_status"] == 400
     assert document["errors"][0]["rule"] == "unknown_problem"
@@ -181,8 +286,20 @@ def test_submit_json_refusal_is_json_too(live_server, token, tmp_path):
 
 def test_publish_asks_then_lists_it(live_server, token, tmp_path):
     folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": GOOD_1})
-    created = pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
-                  "cpu-gloo", token=token, url=live_server.url)
+    created = pkb(
+        "submit",
+        str(folder),
+        "--model",
+        "m",
+        "--protocol",
+        "one_shot",
+        "--attempts",
+        "1",
+        "--profile",
+        "cpu-gloo",
+        token=token,
+        url=live_server.url,
+    )
     assert created.returncode == 0, created.stderr
     submission = Submission.objects.get()
     refused = pkb("publish", str(submission.pk), token=token, url=live_server.url, stdin="")  # no terminal to ask
@@ -198,8 +315,7 @@ def test_publish_asks_then_lists_it(live_server, token, tmp_path):
     # And off the leaderboards again: asks too, then withdraws.
     assert pkb("withdraw", str(submission.pk), token=token, url=live_server.url, stdin="").returncode == 2
     withdrawn = pkb("withdraw", str(submission.pk), "--yes", token=token, url=live_server.url)
-    assert withdrawn.returncode == 0 and f"withdrawn: submission #{submission.pk}" in withdrawn.stdout, \
-        withdrawn.stderr
+    assert withdrawn.returncode == 0 and f"withdrawn: submission #{submission.pk}" in withdrawn.stdout, withdrawn.stderr
     submission.refresh_from_db()
     assert submission.visibility == "withdrawn"
 
@@ -207,8 +323,23 @@ def test_publish_asks_then_lists_it(live_server, token, tmp_path):
 def test_publish_someone_elses_submission_is_refused(live_server, token, outsider, tmp_path):
     other = accounts_services.token_create(outsider.submitter, "cli", ["read", "submit"])[1]
     folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": GOOD_1})
-    assert pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
-               "cpu-gloo", token=token, url=live_server.url).returncode == 0
+    assert (
+        pkb(
+            "submit",
+            str(folder),
+            "--model",
+            "m",
+            "--protocol",
+            "one_shot",
+            "--attempts",
+            "1",
+            "--profile",
+            "cpu-gloo",
+            token=token,
+            url=live_server.url,
+        ).returncode
+        == 0
+    )
     submission = Submission.objects.get()
     done = pkb("publish", str(submission.pk), "--yes", token=other, url=live_server.url)
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -216,14 +347,29 @@ def test_publish_someone_elses_submission_is_refused(live_server, token, outside
     assert submission.visibility == "private"
 
 
-def test_publish_someone_elses_public_submission_is_not_yours_not_already_public(live_server, token, outsider,
-                                                                                  tmp_path):
+def test_publish_someone_elses_public_submission_is_not_yours_not_already_public(
+    live_server, token, outsider, tmp_path
+):
     # Issue 35, defect 2: a public submission is readable by anyone, and pkb publish answered "already public" with
     # exit 0 to a user who does not own it. Ownership is checked first.
     other = accounts_services.token_create(outsider.submitter, "cli", ["read", "submit"])[1]
     folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": GOOD_1})
-    assert pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--profile", "cpu-gloo", "--publish",
-               token=token, url=live_server.url).returncode == 0
+    assert (
+        pkb(
+            "submit",
+            str(folder),
+            "--model",
+            "m",
+            "--protocol",
+            "one_shot",
+            "--profile",
+            "cpu-gloo",
+            "--publish",
+            token=token,
+            url=live_server.url,
+        ).returncode
+        == 0
+    )
     submission = Submission.objects.get()
     assert submission.visibility == "public"
     for action in ("publish", "withdraw"):
@@ -235,9 +381,15 @@ def test_publish_someone_elses_public_submission_is_not_yours_not_already_public
 
 
 def test_file_line_prints_the_reason_of_a_failed_verdict():
-    failed = {"file": "13_gemm_allreduce_cuda.py", "problem": 13, "attempt": 1, "status": "done",
-              "verdict": "compile_error", "speedup": None,
-              "message": "SyntaxError: invalid syntax (13_gemm_allreduce_cuda.py, line 4)\n    def solution(:"}
+    failed = {
+        "file": "13_gemm_allreduce_cuda.py",
+        "problem": 13,
+        "attempt": 1,
+        "status": "done",
+        "verdict": "compile_error",
+        "speedup": None,
+        "message": "SyntaxError: invalid syntax (13_gemm_allreduce_cuda.py, line 4)\n    def solution(:",
+    }
     lines = client.file_line(failed).splitlines()
     assert lines[0].split()[0] == "compile_error"
     assert lines[1] == "      SyntaxError: invalid syntax (13_gemm_allreduce_cuda.py, line 4)"
@@ -251,8 +403,12 @@ def test_closed_pipe_exits_quietly():
     proc.stdout.close()  # closed before the child (still importing) writes a byte
     err = proc.stderr.read().decode()
     assert proc.wait(60) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
-    shell = subprocess.run(["sh", "-c", f"{sys.executable} -m evaluator.cli problems list | head -1"],
-                           capture_output=True, text=True, timeout=60)
+    shell = subprocess.run(
+        ["sh", "-c", f"{sys.executable} -m evaluator.cli problems list | head -1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert shell.stdout.count("\n") == 1 and "Traceback" not in shell.stderr
 
 
@@ -295,29 +451,67 @@ def test_submit_wait_on_a_terminal_draws_the_progress_bar(tmp_path):
             self.end_headers()
             self.wfile.write(data)
 
-        def do_POST(self):  # noqa: N802 - http.server's name
+        def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self.reply(201, {"id": 7, "jobs": 2, "profile": "cpu-gloo", "url": "http://site/submissions/7/",
-                             "visibility": "private"})
+            self.reply(
+                201,
+                {
+                    "id": 7,
+                    "jobs": 2,
+                    "profile": "cpu-gloo",
+                    "url": "http://site/submissions/7/",
+                    "visibility": "private",
+                },
+            )
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             if self.path.startswith("/api/v1/profiles/"):
                 return self.reply(200, [{"slug": "cpu-gloo", "trials": 3, "world_size": 2, "device": "cpu"}])
             polls["n"] += 1
             landed = min(polls["n"], 2)
-            files = [{"job": i, "file": f"{i}_x_torch.py", "problem": i, "attempt": 1,
-                      "status": "done" if i <= landed else "queued", "verdict": "correct" if i <= landed else None,
-                      "speedup": None, "faster": False} for i in (1, 2)]
-            self.reply(200, {"jobs": {"queued": 2 - landed, "running": 0, "done": landed, "failed": 0},
-                             "finished": landed == 2, "files": files, "entry": {"correct": 2, "judged": 2}})
+            files = [
+                {
+                    "job": i,
+                    "file": f"{i}_x_torch.py",
+                    "problem": i,
+                    "attempt": 1,
+                    "status": "done" if i <= landed else "queued",
+                    "verdict": "correct" if i <= landed else None,
+                    "speedup": None,
+                    "faster": False,
+                }
+                for i in (1, 2)
+            ]
+            self.reply(
+                200,
+                {
+                    "jobs": {"queued": 2 - landed, "running": 0, "done": landed, "failed": 0},
+                    "finished": landed == 2,
+                    "files": files,
+                    "entry": {"correct": 2, "judged": 2},
+                },
+            )
 
     server = http.server.HTTPServer(("127.0.0.1", 0), Site)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": GOOD_1})
     pid, fd = pty.fork()
     if pid == 0:  # the child: the real CLI with a terminal as stdout
-        os.execv(sys.executable, PKB + ["submit", str(folder), "--wait", "--poll", "0.2", "--token", "t",
-                                        "--url", f"http://127.0.0.1:{server.server_address[1]}"])
+        os.execv(
+            sys.executable,
+            PKB
+            + [
+                "submit",
+                str(folder),
+                "--wait",
+                "--poll",
+                "0.2",
+                "--token",
+                "t",
+                "--url",
+                f"http://127.0.0.1:{server.server_address[1]}",
+            ],
+        )
     out = b""
     while True:
         try:

@@ -1,5 +1,6 @@
 """``pkb status``, ``pkb wait``, ``pkb list``, ``pkb delete`` and ``pkb --version`` (pkb_client/manage.py, cli.py)
 against a live embedded site, and every hint the CLI prints naming a command that parses."""
+
 import re
 import shlex
 import subprocess
@@ -27,8 +28,21 @@ def token(owner, cpu):
 
 def upload(live_server, token, tmp_path, data=GOOD_1, *extra):
     folder = pkb_layout(tmp_path, {"1_allreduce_torch.py": data})
-    done = pkb("submit", str(folder), "--model", "m", "--protocol", "one_shot", "--attempts", "1", "--profile",
-               "cpu-gloo", *extra, token=token, url=live_server.url)
+    done = pkb(
+        "submit",
+        str(folder),
+        "--model",
+        "m",
+        "--protocol",
+        "one_shot",
+        "--attempts",
+        "1",
+        "--profile",
+        "cpu-gloo",
+        *extra,
+        token=token,
+        url=live_server.url,
+    )
     assert done.returncode == 0, done.stderr
     return Submission.objects.latest("pk"), done
 
@@ -93,8 +107,9 @@ def test_version_and_help_name_the_environment():
     assert version.returncode == 0 and re.fullmatch(r"pkb \d+\.\d+\.\d+ \(pkb-arena(-client)?\)\n", version.stdout)
     assert client_cli.main(["--version"]) == 0
     for command in ("submit", "status", "wait", "list", "delete", "publish", "withdraw"):
-        done = subprocess.run([sys.executable, "-m", "evaluator.cli", command, "--help"], capture_output=True,
-                              text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "evaluator.cli", command, "--help"], capture_output=True, text=True
+        )
         assert "PKB_URL" in done.stdout and "PKB_TOKEN" in done.stdout, command
 
 
@@ -113,10 +128,15 @@ def parses(hint: str) -> None:
     """Parse ``pkb COMMAND ...`` with the parser that would read it (placeholders given sample values)."""
     words = [PLACEHOLDERS.get(word, word) for word in shlex.split(hint)[1:]]
     command, rest = words[0], words[1:]
-    client = {"submit": submit.build_parser, "publish": lambda: visibility.build_visibility_parser("publish"),
-              "withdraw": lambda: visibility.build_visibility_parser("withdraw"), "status": manage.build_status_parser,
-              "wait": manage.build_wait_parser, "list": manage.build_list_parser,
-              "delete": manage.build_delete_parser}
+    client = {
+        "submit": submit.build_parser,
+        "publish": lambda: visibility.build_visibility_parser("publish"),
+        "withdraw": lambda: visibility.build_visibility_parser("withdraw"),
+        "status": manage.build_status_parser,
+        "wait": manage.build_wait_parser,
+        "list": manage.build_list_parser,
+        "delete": manage.build_delete_parser,
+    }
     if command in client:
         client[command]().parse_args(rest)
     elif command == "feedback":

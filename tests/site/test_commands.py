@@ -1,5 +1,6 @@
 """Management commands: load_problems, seed_demo (queueing only: its judging is the runner's, tested there),
 reap_jobs."""
+
 from datetime import timedelta
 from io import StringIO
 
@@ -36,8 +37,9 @@ def test_seed_demo_creates_published_submissions_once(catalogue):
 
 def test_reap_jobs_command(owner, submit):
     job = submit(owner).jobs.get()
-    EvaluationJob.objects.filter(pk=job.pk).update(status="running", lease_owner="gone", attempts=1,
-                                                   lease_expires_at=timezone.now() - timedelta(minutes=1))
+    EvaluationJob.objects.filter(pk=job.pk).update(
+        status="running", lease_owner="gone", attempts=1, lease_expires_at=timezone.now() - timedelta(minutes=1)
+    )
     out = StringIO()
     call_command("reap_jobs", stdout=out)
     assert "requeued 1" in out.getvalue()

@@ -1,6 +1,7 @@
 """leaderboard/scoring/costs.py: one definition of each measured cost, and the submission page, its leaderboard row, the API
 and the CSV/JSON export all show the same numbers (the agentic case of issue 26: a CPU profile's rank-seconds never
 called GPU-seconds, and the feedback-run count the same everywhere)."""
+
 import csv
 import io
 import re
@@ -32,6 +33,7 @@ def agentic_with_feedback(owner, submit, finish, complete, profile="cpu-gloo", w
     extra = submit(owner, profile=profile, feedback_for=submission.pk)
     finish(extra.jobs.get(), judge_document(verdict="incorrect"))
     from leaderboard.submissions import services as submissions_services
+
     submissions_services.submission_publish(submission, owner)
     submission.refresh_from_db()
     return submission
@@ -52,8 +54,9 @@ def shown(owner, client, submission):
     listed = next(e["submission"] for e in _entries(board_api) if e["submission"]["id"] == submission.pk)
     rows = csv.DictReader(io.StringIO(client.get(f"/leaderboard/{slug}/?format=csv").content.decode()))
     csv_row = next(r for r in rows if r["submission"] == str(submission.pk))
-    json_row = next(r for r in client.get(f"/leaderboard/{slug}/?format=json").json()["rows"]
-                    if r["submission"] == submission.pk)
+    json_row = next(
+        r for r in client.get(f"/leaderboard/{slug}/?format=json").json()["rows"] if r["submission"] == submission.pk
+    )
     return _text(cost_line), _text(row), detail, csv_row, json_row, listed
 
 
@@ -86,17 +89,29 @@ def test_cpu_agentic_costs_agree_on_page_api_and_exports(owner, submit, finish, 
 
     page, row, api, csv_row, json_row, listed = shown(owner, client, submission)
     assert {k: listed[k] for k in ("cost_unit", "rank_seconds", "gpu_seconds", "feedback_runs")} == {
-        k: api[k] for k in ("cost_unit", "rank_seconds", "gpu_seconds", "feedback_runs")}
+        k: api[k] for k in ("cost_unit", "rank_seconds", "gpu_seconds", "feedback_runs")
+    }
     assert "4.0 rank·s (CPU), 3 feedback runs" in page and "GPU" not in page, page
     assert "feedback session: 3.8 s wall, 7.5 rank·s" in page
     assert "4.0 rank·s, 3 feedback runs" in row and "GPU" not in row, row
     assert (api["cost_unit"], api["rank_seconds"], api["gpu_seconds"], api["feedback_runs"]) == (
-        "rank-seconds", 4.0, None, 3)
-    assert (csv_row["cost_unit"], csv_row["measured_rank_seconds"], csv_row["measured_gpu_seconds"],
-            csv_row["measured_feedback_runs"], csv_row["measured_feedback_wall_s"]) == ("rank-seconds", "4.0", "", "3",
-                                                                                        "3.8")
-    assert (json_row["measured_rank_seconds"], json_row["measured_gpu_seconds"],
-            json_row["measured_feedback_runs"]) == (4.0, None, 3)
+        "rank-seconds",
+        4.0,
+        None,
+        3,
+    )
+    assert (
+        csv_row["cost_unit"],
+        csv_row["measured_rank_seconds"],
+        csv_row["measured_gpu_seconds"],
+        csv_row["measured_feedback_runs"],
+        csv_row["measured_feedback_wall_s"],
+    ) == ("rank-seconds", "4.0", "", "3", "3.8")
+    assert (
+        json_row["measured_rank_seconds"],
+        json_row["measured_gpu_seconds"],
+        json_row["measured_feedback_runs"],
+    ) == (4.0, None, 3)
     assert "measured_gpu_seconds" in csv_row  # the column stays, empty on CPU: never rank-seconds under that name
 
 
@@ -110,9 +125,16 @@ def test_gpu_agentic_costs_are_gpu_seconds_everywhere(owner, gpu, submit, finish
     assert "feedback session: 1.0 s wall, 8.0 GPU·s" in page
     assert "16.0 GPU·s, 2 feedback runs" in row
     assert (api["cost_unit"], api["rank_seconds"], api["gpu_seconds"], api["feedback_runs"]) == (
-        "GPU-seconds", 16.0, 16.0, 2)
+        "GPU-seconds",
+        16.0,
+        16.0,
+        2,
+    )
     assert (csv_row["measured_gpu_seconds"], csv_row["measured_rank_seconds"], csv_row["measured_feedback_runs"]) == (
-        "16.0", "16.0", "2")
+        "16.0",
+        "16.0",
+        "2",
+    )
 
 
 @pytest.mark.django_db

@@ -1,4 +1,5 @@
 """Strict environment parsing (leaderboard/env.py)."""
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
@@ -27,7 +28,13 @@ def test_int_parsing_is_strict(monkeypatch):
 def test_database_urls(tmp_path):
     pg = env.database_from_url("postgres://u:p%40ss@db.example:6543/arena?sslmode=require", tmp_path)
     assert (pg["ENGINE"], pg["NAME"], pg["USER"], pg["PASSWORD"], pg["HOST"], pg["PORT"]) == (
-        "django.db.backends.postgresql", "arena", "u", "p@ss", "db.example", "6543")
+        "django.db.backends.postgresql",
+        "arena",
+        "u",
+        "p@ss",
+        "db.example",
+        "6543",
+    )
     assert pg["OPTIONS"] == {"sslmode": "require"}
     assert env.database_from_url("sqlite:///var/x.sqlite3", tmp_path)["NAME"] == str(tmp_path / "var/x.sqlite3")
     assert env.database_from_url("sqlite:////abs/x.sqlite3", tmp_path)["NAME"] == "/abs/x.sqlite3"
@@ -39,7 +46,9 @@ def test_database_urls(tmp_path):
 def test_broker_urls():
     assert env.broker_from_url("")[0].endswith("StubBroker")
     assert env.broker_from_url("amqp://guest:guest@127.0.0.1:5672/") == (
-        "dramatiq.brokers.rabbitmq.RabbitmqBroker", {"url": "amqp://guest:guest@127.0.0.1:5672/"})
+        "dramatiq.brokers.rabbitmq.RabbitmqBroker",
+        {"url": "amqp://guest:guest@127.0.0.1:5672/"},
+    )
     assert env.broker_from_url("redis://127.0.0.1:6379/0")[0].endswith("RedisBroker")
     with pytest.raises(ImproperlyConfigured, match="BROKER_URL"):
         env.broker_from_url("kafka://x")

@@ -1,5 +1,6 @@
 """leaderboard/jobs/judge_service.py + evaluator/serve.py: one long-lived judge with warm spares per worker thread (CPU gloo,
 W = 2, problem 1). Jobs run back to back in it; a bad job, an overrun or a lost lease never spoils the next one."""
+
 import json
 import pathlib
 import time
@@ -15,8 +16,23 @@ CANDIDATES = pathlib.Path(__file__).resolve().parent.parent / "evaluator" / "can
 
 def eval_argv(candidate: str, out: pathlib.Path, *extra: str) -> JudgeRequest:
     """The request (evaluator/contract.py) that this eval command line says."""
-    return JudgeRequest.from_argv(["eval", "1", candidate, "--world-size", "2", "--device", "cpu", "--trials", "1",
-                                   "--reduced", "--json", str(out), *extra])
+    return JudgeRequest.from_argv(
+        [
+            "eval",
+            "1",
+            candidate,
+            "--world-size",
+            "2",
+            "--device",
+            "cpu",
+            "--trials",
+            "1",
+            "--reduced",
+            "--json",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 @pytest.fixture

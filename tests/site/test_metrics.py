@@ -1,5 +1,6 @@
 """/metrics (leaderboard/ops/metrics.py, views.py): who may read it, and that each family says what the rows say;
 /readyz; the staff's Workers page; a worker's record at boot, at a refusal and by its heartbeat."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -47,10 +48,19 @@ def test_a_malformed_allowed_address_stops_start_up(monkeypatch):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", "import django; django.setup()"], capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
-                               "DJANGO_SECRET_KEY": "x", "PKB_METRICS_ALLOWED_IPS": "10.0.0.0/8,not-an-address",
-                               "PKB_DATA_DIR": "/tmp/pkb-metrics-test"}, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        capture_output=True,
+        text=True,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "DJANGO_SETTINGS_MODULE": "leaderboard.settings",
+            "DJANGO_SECRET_KEY": "x",
+            "PKB_METRICS_ALLOWED_IPS": "10.0.0.0/8,not-an-address",
+            "PKB_DATA_DIR": "/tmp/pkb-metrics-test",
+        },
+        timeout=120,
+    )
     assert done.returncode != 0 and "PKB_METRICS_ALLOWED_IPS" in done.stderr
 
 
@@ -65,10 +75,26 @@ def test_each_family_counts_the_rows(scrape, submit, owner, finish, cpu):
     EvaluationJob.objects.filter(pk=queued.pk).update(attempts=2)  # re-claimed once, back in the queue
     EvaluationJob.objects.filter(pk=second.pk).update(build_status="nothing_built")
     now = timezone.now()
-    WorkerRecord.objects.create(worker="h:1:a", hostname="gpu-host-a", pid=1, gpus="0-3", queues=["cpu-gloo"],
-                                profiles=["cpu-gloo"], booted_at=now, last_heartbeat_at=now - timedelta(seconds=5))
-    WorkerRecord.objects.create(worker="h:2:b", hostname="gpu-host-a", pid=2, gpus="0-3", queues=["cpu-gloo"],
-                                state="refused", refusal="GPU 2 is held by another worker", booted_at=now)
+    WorkerRecord.objects.create(
+        worker="h:1:a",
+        hostname="gpu-host-a",
+        pid=1,
+        gpus="0-3",
+        queues=["cpu-gloo"],
+        profiles=["cpu-gloo"],
+        booted_at=now,
+        last_heartbeat_at=now - timedelta(seconds=5),
+    )
+    WorkerRecord.objects.create(
+        worker="h:2:b",
+        hostname="gpu-host-a",
+        pid=2,
+        gpus="0-3",
+        queues=["cpu-gloo"],
+        state="refused",
+        refusal="GPU 2 is held by another worker",
+        booted_at=now,
+    )
     text = scrape(HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode()
 
     assert sample(text, "pkb_jobs", status="done", profile="cpu-gloo") == 2
@@ -104,8 +130,10 @@ def test_readyz_names_what_is_not_ready(client, monkeypatch):
     from leaderboard.ops import views
 
     ok = client.get("/readyz")
-    assert ok.status_code == 200 and ok.json() == {"ready": True, "checks": {"database": "ok", "migrations": "ok",
-                                                                             "broker": "ok"}}
+    assert ok.status_code == 200 and ok.json() == {
+        "ready": True,
+        "checks": {"database": "ok", "migrations": "ok", "broker": "ok"},
+    }
 
     def unreachable():
         raise ConnectionError("broker down")
@@ -133,14 +161,35 @@ def test_the_workers_page_is_the_staffs(client, owner, staff, submit):
     now = timezone.now()
     job = submit(owner).jobs.get()
     jobs_services.job_claim(job.pk, "host-a:10:x")
-    WorkerRecord.objects.create(worker="host-a:10:x", hostname="host-a", pid=10, gpus="0-7", queues=["cpu-gloo"],
-                                profiles=["cpu-gloo"], booted_at=now, last_heartbeat_at=now,
-                                gates=[{"gate": "sandbox", "ok": True, "detail": "sandboxed: box"}],
-                                host={"torch": "2.11", "gpus": [{"name": "NVIDIA H200"}]})
-    WorkerRecord.objects.create(worker="host-b:11:y", hostname="host-b", pid=11, queues=["gpu-h200x8"],
-                                state="refused", refusal="refusing to start: no bubblewrap", booted_at=now)
-    WorkerRecord.objects.create(worker="host-c:12:z", hostname="host-c", pid=12, queues=["cpu-gloo"],
-                                booted_at=now - timedelta(hours=1), last_heartbeat_at=now - timedelta(hours=1))
+    WorkerRecord.objects.create(
+        worker="host-a:10:x",
+        hostname="host-a",
+        pid=10,
+        gpus="0-7",
+        queues=["cpu-gloo"],
+        profiles=["cpu-gloo"],
+        booted_at=now,
+        last_heartbeat_at=now,
+        gates=[{"gate": "sandbox", "ok": True, "detail": "sandboxed: box"}],
+        host={"torch": "2.11", "gpus": [{"name": "NVIDIA H200"}]},
+    )
+    WorkerRecord.objects.create(
+        worker="host-b:11:y",
+        hostname="host-b",
+        pid=11,
+        queues=["gpu-h200x8"],
+        state="refused",
+        refusal="refusing to start: no bubblewrap",
+        booted_at=now,
+    )
+    WorkerRecord.objects.create(
+        worker="host-c:12:z",
+        hostname="host-c",
+        pid=12,
+        queues=["cpu-gloo"],
+        booted_at=now - timedelta(hours=1),
+        last_heartbeat_at=now - timedelta(hours=1),
+    )
     assert client.get("/ops/workers/").status_code == 404
     client.force_login(owner)
     assert client.get("/ops/workers/").status_code == 404
@@ -194,8 +243,11 @@ def test_a_worker_refused_at_boot_leaves_its_reason_on_the_record(monkeypatch, s
     from leaderboard.jobs import judge_commands, sandbox_gate
     from leaderboard.jobs.judge_process import WORKER_ID
 
-    monkeypatch.setattr(judge_commands, "host_support", lambda: {"complete": False, "summary": "simulated",
-                                                                 "missing": ["simulated: no bwrap"]})
+    monkeypatch.setattr(
+        judge_commands,
+        "host_support",
+        lambda: {"complete": False, "summary": "simulated", "missing": ["simulated: no bwrap"]},
+    )
     monkeypatch.setattr(sandbox_gate, "_decided", {})
     settings.PKB_SANDBOX_OFF = False
     with pytest.raises(bootstrap.WorkerRefused):

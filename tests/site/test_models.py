@@ -1,4 +1,5 @@
 """Model behaviour: who sees what, constraints that keep the job table honest."""
+
 import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.db import IntegrityError, transaction
@@ -34,16 +35,18 @@ def test_one_candidate_per_problem_and_attempt(owner, submit):
     submission = submit(owner)
     c = submission.candidates.get()
     with pytest.raises(IntegrityError), transaction.atomic():
-        Candidate.objects.create(submission=submission, problem_id=1, attempt=1, filename="x", backend="b", code="",
-                                 sha256="", size=0)
+        Candidate.objects.create(
+            submission=submission, problem_id=1, attempt=1, filename="x", backend="b", code="", sha256="", size=0
+        )
     assert c.attempt == 1
 
 
 def test_one_job_per_candidate_and_profile(owner, submit):
     job = submit(owner).jobs.get()
     with pytest.raises(IntegrityError), transaction.atomic():
-        EvaluationJob.objects.create(candidate=job.candidate, profile=job.profile, submission=job.submission,
-                                     submitter=job.submitter)
+        EvaluationJob.objects.create(
+            candidate=job.candidate, profile=job.profile, submission=job.submission, submitter=job.submitter
+        )
 
 
 def test_submitter_limits_default_to_settings(owner, settings):

@@ -1,6 +1,7 @@
 """leaderboard/jobs/runner.py: the worker side of a job. Two tests run the real judge (W = 2, CPU gloo, problem 1);
 the others replace only the judge *command* to simulate platform failures (crash, garbage output, hang, lost
 lease): those must end as infra_error, never as a verdict against the candidate."""
+
 import sys
 import threading
 import time
@@ -23,8 +24,12 @@ def quick(cpu):
 
 
 def test_real_judge_correct_and_incorrect(owner, submit, quick):
-    submission = submit(owner, {"attempt_1/1_allreduce_torch.py": WRONG_1, "attempt_2/1_allreduce_torch.py": GOOD_1},
-                        protocol="best_of_k", attempts=2)
+    submission = submit(
+        owner,
+        {"attempt_1/1_allreduce_torch.py": WRONG_1, "attempt_2/1_allreduce_torch.py": GOOD_1},
+        protocol="best_of_k",
+        attempts=2,
+    )
     jobs = {j.candidate.attempt: j for j in submission.jobs.select_related("candidate")}
     assert runner.run_job(jobs[1].pk, "test-runner") == "done"
     assert runner.run_job(jobs[2].pk, "test-runner") == "done"
@@ -46,11 +51,14 @@ def fake_command(monkeypatch, code: str):
     monkeypatch.setattr(JudgeRequest, "command", lambda request: [sys.executable, "-c", code, request.json_out])
 
 
-@pytest.mark.parametrize("code, message", [
-    ("import sys; sys.exit(3)", "exited with status 3"),
-    ("import sys; open(sys.argv[1], 'w').write('{not json')", "no readable result"),
-    ("import sys, json; json.dump({'verdict': 'great'}, open(sys.argv[1], 'w'))", "no known verdict"),
-])
+@pytest.mark.parametrize(
+    "code, message",
+    [
+        ("import sys; sys.exit(3)", "exited with status 3"),
+        ("import sys; open(sys.argv[1], 'w').write('{not json')", "no readable result"),
+        ("import sys, json; json.dump({'verdict': 'great'}, open(sys.argv[1], 'w'))", "no known verdict"),
+    ],
+)
 def test_judge_failures_are_infra_errors(owner, submit, cpu, monkeypatch, code, message):
     fake_command(monkeypatch, code)
     job = submit(owner).jobs.get()
@@ -89,14 +97,18 @@ def test_a_killed_judge_leaves_no_rank_or_daemon_behind(owner, submit, cpu, monk
     settings.PKB_JOB_TIMEOUT_SECONDS = 2
     settings.PKB_HEARTBEAT_SECONDS = 1
     pid_file = tmp_path / "daemon.pid"
-    fake_command(monkeypatch, (
-        "import os, subprocess, sys, time\n"
-        "scratch = os.path.join(os.environ['TMPDIR'], 'pkb-judge-x', 'cand', 'rank0')\n"
-        "os.makedirs(scratch)\n"
-        "daemon = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], start_new_session=True,\n"
-        "                          env=dict(os.environ, PKB_SCRATCH=scratch))\n"
-        f"open({str(pid_file)!r}, 'w').write(str(daemon.pid))\n"
-        "time.sleep(60)\n"))
+    fake_command(
+        monkeypatch,
+        (
+            "import os, subprocess, sys, time\n"
+            "scratch = os.path.join(os.environ['TMPDIR'], 'pkb-judge-x', 'cand', 'rank0')\n"
+            "os.makedirs(scratch)\n"
+            "daemon = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], start_new_session=True,\n"
+            "                          env=dict(os.environ, PKB_SCRATCH=scratch))\n"
+            f"open({str(pid_file)!r}, 'w').write(str(daemon.pid))\n"
+            "time.sleep(60)\n"
+        ),
+    )
     job = submit(owner).jobs.get()
     assert runner.run_job(job.pk, "w") == "infra_error"
     pid = int(pid_file.read_text())
@@ -240,8 +252,12 @@ def test_the_runner_builds_a_judge_request_not_an_argv(owner, submit, gpu, cpu, 
     job = submit(owner, profile="gpu-h200x8").jobs.get()
     request = runner.judge_request(job, tmp_path / "c.py", tmp_path / "o.json")
     assert isinstance(request, JudgeRequest)
-    assert (request.problem, request.world_size, request.device, request.trials) == ("1_allreduce", 8, "cuda",
-                                                                                     gpu.trials)
+    assert (request.problem, request.world_size, request.device, request.trials) == (
+        "1_allreduce",
+        8,
+        "cuda",
+        gpu.trials,
+    )
     assert request.sandbox_required and request.multicast_allowed is gpu.multicast_allowed and not request.reduced
     assert request.json_out == str(tmp_path / "o.json") and request.candidate == str(tmp_path / "c.py")
     assert JudgeRequest.from_argv(request.argv()) == request

@@ -2,6 +2,7 @@
 queue; its jobs' judge requests (shared, never timed, hidden world size 2 or 4, never on the warm judge); a worker
 pinned to one GPU serves it; and its results, as the judge labels them, count as Correct and never rank or count as
 faster through the real scoring rows."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,8 +36,9 @@ def shared(catalogue):
 def job(shared, owner):
     from tests.site.conftest import meta
 
-    submission = submissions_services.submission_create(owner.submitter, meta(profile=SLUG),
-                                                        [("1_allreduce_torch.py", GOOD_1)], allow_duplicate=True)
+    submission = submissions_services.submission_create(
+        owner.submitter, meta(profile=SLUG), [("1_allreduce_torch.py", GOOD_1)], allow_duplicate=True
+    )
     return submission.jobs.get()
 
 
@@ -71,8 +73,7 @@ def test_its_jobs_never_go_to_the_warm_judge(job, monkeypatch):
     request = runner.judge_request(job, Path("/tmp/c.py"), Path("/tmp/r.json"))
     monkeypatch.setattr(judge_service, "for_thread", lambda *a: pytest.fail("a shared world on the warm judge"))
     monkeypatch.setattr(judge_service.judge_process, "supervise", lambda command, *a: ("exited", command))
-    assert judge_service.launch(request, Path("/tmp"), None, 0.0, "job", warm_spares=2) == ("exited",
-                                                                                          request.command())
+    assert judge_service.launch(request, Path("/tmp"), None, 0.0, "job", warm_spares=2) == ("exited", request.command())
 
 
 def test_a_worker_pinned_to_one_gpu_serves_it_and_not_the_eight_gpu_profile(boot, host, monkeypatch):  # noqa: F811
@@ -88,10 +89,23 @@ def test_a_worker_pinned_to_one_gpu_serves_it_and_not_the_eight_gpu_profile(boot
 def _judged_shared_document() -> dict:
     """What the judge's own ending makes of a shared world's correct attempt whose ranks reported a timing that would
     rank: its label, then THE decision (evaluator/judge/shared_device.py, evaluator/timing/verdict.py)."""
-    document = {"schema": 1, "verdict": schema.CORRECT, "message": "", "flags": [], "trials": [], "logs": [],
-                "environment": {"backend": "gloo"}, "wall_s": 3.0,
-                "timing": {"speedup": 2.0, "speedup_ci": [1.8, 2.2], "reference_ms": 2.0, "candidate_ms": 1.0,
-                           "method": "cuda_events"}}
+    document = {
+        "schema": 1,
+        "verdict": schema.CORRECT,
+        "message": "",
+        "flags": [],
+        "trials": [],
+        "logs": [],
+        "environment": {"backend": "gloo"},
+        "wall_s": 3.0,
+        "timing": {
+            "speedup": 2.0,
+            "speedup_ci": [1.8, 2.2],
+            "reference_ms": 2.0,
+            "candidate_ms": 1.0,
+            "method": "cuda_events",
+        },
+    }
     shared_device.label(document, True)
     return verdict.conclude(document, "cuda")
 

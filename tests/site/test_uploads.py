@@ -1,4 +1,5 @@
 """The upload parser (leaderboard/submissions/uploads/): every refusal names the file and the rule. No database."""
+
 from __future__ import annotations
 
 import io
@@ -33,8 +34,14 @@ def test_flat_pkb_layout_is_one_attempt():
 
 
 def test_attempt_folders_and_a_wrapping_folder():
-    parsed = parse({"run7/attempt_1/1_allreduce_triton.py": GOOD_1, "run7/attempt_2/1_allreduce_triton.py": GOOD_1,
-                    "run7/.DS_Store": b"x", "run7/attempt_1/__pycache__/x.pyc": b"\0"})
+    parsed = parse(
+        {
+            "run7/attempt_1/1_allreduce_triton.py": GOOD_1,
+            "run7/attempt_2/1_allreduce_triton.py": GOOD_1,
+            "run7/.DS_Store": b"x",
+            "run7/attempt_1/__pycache__/x.pyc": b"\0",
+        }
+    )
     assert [(f.problem_id, f.attempt) for f in parsed.files] == [(1, 1), (1, 2)]
     assert parsed.attempts_used == 2
 
@@ -88,8 +95,16 @@ def test_non_utf8_is_refused():
     refused({"1_allreduce_cuda.py": b"x = 1\x00\n"}, "not_utf8")
 
 
-@pytest.mark.parametrize("path", ["../1_allreduce_cuda.py", "a/../../1_allreduce_cuda.py", "/etc/1_allreduce_cuda.py",
-                                  "C:/x/1_allreduce_cuda.py", "a\\..\\1_allreduce_cuda.py"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../1_allreduce_cuda.py",
+        "a/../../1_allreduce_cuda.py",
+        "/etc/1_allreduce_cuda.py",
+        "C:/x/1_allreduce_cuda.py",
+        "a\\..\\1_allreduce_cuda.py",
+    ],
+)
 def test_paths_escaping_the_folder_are_refused(path):
     error = refused({path: GOOD_1}, "path_escapes_folder")
     assert error.file == path
@@ -167,6 +182,7 @@ def test_every_problem_is_reported_not_only_the_first():
 
 
 # --- metadata --------------------------------------------------------------------------------------------------------
+
 
 def clean(files=None, **fields):
     parsed = parse(files or {"1_allreduce_cuda.py": GOOD_1})
@@ -246,6 +262,7 @@ def test_cost_fields_are_parsed_strictly():
 def test_explicit_fields_override_submission_json():
     files = {"1_allreduce_cuda.py": GOOD_1, "submission.json": b'{"model": "from-json", "agent": "a"}'}
     parsed = parse(files)
-    value = uploads.clean_metadata({"model": "explicit", "protocol": "one_shot", "attempts": 1,
-                                    "profile": "cpu-gloo"}, parsed, 8, {"cpu-gloo"})
+    value = uploads.clean_metadata(
+        {"model": "explicit", "protocol": "one_shot", "attempts": 1, "profile": "cpu-gloo"}, parsed, 8, {"cpu-gloo"}
+    )
     assert value["model_name"] == "explicit" and value["agent"] == "a"

@@ -1,5 +1,6 @@
 """One worker bootstrap (leaderboard/worker.py) for every dramatiq entry point: Django set up once, one middleware on
 the broker that decides the candidate sandbox once at boot and runs every entry point's reaper."""
+
 from __future__ import annotations
 
 import ast
@@ -13,8 +14,12 @@ from leaderboard import worker as bootstrap
 from leaderboard.jobs import host_gate, sandbox_gate
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRY_POINTS = ("leaderboard/jobs/actors.py", "leaderboard/feedback/actors.py", "leaderboard/feedback/worker.py",
-                "leaderboard/management/commands/runserver_with_worker.py")
+ENTRY_POINTS = (
+    "leaderboard/jobs/actors.py",
+    "leaderboard/feedback/actors.py",
+    "leaderboard/feedback/worker.py",
+    "leaderboard/management/commands/runserver_with_worker.py",
+)
 
 
 def _imports_and_calls(rel: str) -> tuple[set[str], set[str]]:
@@ -40,7 +45,7 @@ def test_every_entry_point_uses_the_one_bootstrap():
 
 
 def test_the_entry_points_share_one_middleware():
-    import leaderboard.feedback.worker  # noqa: F401
+    import leaderboard.feedback.worker
     import leaderboard.jobs.actors  # noqa: F401
 
     found = [m for m in dramatiq.get_broker().middleware if isinstance(m, bootstrap.WorkerMiddleware)]
@@ -64,8 +69,13 @@ def test_a_worker_boot_checks_the_sandbox_once_and_runs_every_reaper(monkeypatch
     monkeypatch.setattr(host_gate, "check_host", lambda queues, threads: checks.append(("host", threads)) or {})
     broker = StubBroker()
     broker.emit_after("process_boot")
-    bootstrap.boot("jobs", reaper=lambda: FakeReaper(log, "jobs"), on_boot=booted.set,
-                   declare=lambda b: b.declare_queue("cpu-gloo"), broker=broker)
+    bootstrap.boot(
+        "jobs",
+        reaper=lambda: FakeReaper(log, "jobs"),
+        on_boot=booted.set,
+        declare=lambda b: b.declare_queue("cpu-gloo"),
+        broker=broker,
+    )
     bootstrap.boot("feedback", reaper=lambda: FakeReaper(log, "feedback"), broker=broker)
     bootstrap.boot("feedback", reaper=lambda: FakeReaper(log, "feedback"), broker=broker)  # twice: still one part
     assert sum(isinstance(m, bootstrap.WorkerMiddleware) for m in broker.middleware) == 1

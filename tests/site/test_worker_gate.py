@@ -1,6 +1,7 @@
 """A worker checks the candidate sandbox once, before taking any job (leaderboard/jobs/sandbox_gate.py, check_sandbox):
 every site job, ranked or not, jobs and feedback runs, needs the whole sandbox; a worker on a host that cannot give it
 refuses to start, unless the operator said PKB_SANDBOX=off (then it says so loudly and every result is flagged)."""
+
 import logging
 import os
 from types import SimpleNamespace
@@ -9,8 +10,14 @@ import pytest
 
 from leaderboard.jobs import actors, judge_commands, sandbox_gate
 
-INCOMPLETE = {"complete": False, "summary": "UNSANDBOXED (...): simulated", "missing": ["simulated: no bwrap"],
-              "user": "x", "network": "x", "filesystem": "x"}
+INCOMPLETE = {
+    "complete": False,
+    "summary": "UNSANDBOXED (...): simulated",
+    "missing": ["simulated: no bwrap"],
+    "user": "x",
+    "network": "x",
+    "filesystem": "x",
+}
 
 
 @pytest.fixture
@@ -106,8 +113,15 @@ def test_a_worker_directory_is_swept_only_when_its_owner_is_gone(tmp_path):
 
     live = workspace.claim(tmp_path, "host:1:live")
     # A worker that exits without cleaning up (killed): its lock goes with it, its directory stays.
-    subprocess.run([sys.executable, "-c", "import os, sys; from leaderboard.jobs import workspace; "
-                    f"workspace.claim({str(tmp_path)!r}, 'host:2:dead'); os._exit(0)"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; from leaderboard.jobs import workspace; "
+            f"workspace.claim({str(tmp_path)!r}, 'host:2:dead'); os._exit(0)",
+        ],
+        check=True,
+    )
     released = []
     report = workspace.recover_dead(tmp_path, release=lambda worker: released.append(worker) or 1)
     assert released == ["host:2:dead"] and report["workers"] == 1 and report["released"] == 1

@@ -3,6 +3,7 @@ started for a device set (PKB_GPUS / --gpus) locks each GPU, gives its judges th
 records its host and refuses a profile the host does not match. The GPUs are simulated: a stand-in nvidia-smi
 (tests/evaluator/fake_smi: 8 H200s on NVLink unless told otherwise) and the judge's own record of the
 CUDA_VISIBLE_DEVICES it was given; workers boot through dramatiq's real Worker and the one WorkerMiddleware."""
+
 from __future__ import annotations
 
 import importlib
@@ -94,9 +95,18 @@ def test_two_workers_on_disjoint_gpus_both_start_and_their_judges_see_only_their
 def test_a_worker_overlapping_another_refuses_naming_the_gpu_and_its_holder(boot, host):
     lock_dir = str(host.PKB_GPU_LOCK_DIR)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from leaderboard.jobs import gpus; gpus.claim([2, 3], sys.argv[1]); "
-                               "print('held', flush=True); sys.stdin.read()", lock_dir],
-        cwd=str(ROOT), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from leaderboard.jobs import gpus; gpus.claim([2, 3], sys.argv[1]); "
+            "print('held', flush=True); sys.stdin.read()",
+            lock_dir,
+        ],
+        cwd=str(ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(gpus.GpusTaken, match=rf"GPU 2 is held by another worker \(pid {holder.pid} on "):
@@ -116,13 +126,16 @@ def test_a_worker_in_the_same_process_cannot_take_a_gpu_twice(boot):
         boot("1-2", ["gpu-h200x1"])
 
 
-@pytest.mark.parametrize("devices, queue, env, why", [
-    ("0", "gpu-h200x8", {}, r"W = 8.* runs 8 ranks, one GPU each, and this worker has 1"),
-    ("0-3", "feedback-gpu-h200x8", {}, r"queue gpu-h200x8 .* has 4"),  # feedback runs use the worker's GPUs too
-    ("0", "gpu-h200x1", {"FAKE_SMI_NAME": "NVIDIA A100-SXM4-80GB"}, r"for NVIDIA H200 GPUs, .* NVIDIA A100"),
-    ("0-7", "gpu-h200x8", {"FAKE_SMI_LINK": "SYS"}, r"NVLink\).* by NVLink, and these pairs are not: 0-3 \(SYS\)"),
-    ("6-9", "gpu-h200x1", {}, r"devices \[8, 9\] are not on this host"),
-])
+@pytest.mark.parametrize(
+    "devices, queue, env, why",
+    [
+        ("0", "gpu-h200x8", {}, r"W = 8.* runs 8 ranks, one GPU each, and this worker has 1"),
+        ("0-3", "feedback-gpu-h200x8", {}, r"queue gpu-h200x8 .* has 4"),  # feedback runs use the worker's GPUs too
+        ("0", "gpu-h200x1", {"FAKE_SMI_NAME": "NVIDIA A100-SXM4-80GB"}, r"for NVIDIA H200 GPUs, .* NVIDIA A100"),
+        ("0-7", "gpu-h200x8", {"FAKE_SMI_LINK": "SYS"}, r"NVLink\).* by NVLink, and these pairs are not: 0-3 \(SYS\)"),
+        ("6-9", "gpu-h200x1", {}, r"devices \[8, 9\] are not on this host"),
+    ],
+)
 def test_a_worker_refuses_a_profile_its_host_does_not_match(boot, host, monkeypatch, devices, queue, env, why):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -173,7 +186,8 @@ def test_an_infra_error_carries_the_host_record_too(boot, host, owner, submit, m
 
 
 def test_a_feedback_run_carries_the_host_record_as_a_job_does(boot, host, owner, cpu, monkeypatch):
-    from leaderboard.feedback import runner as feedback_runner, services as feedback_services
+    from leaderboard.feedback import runner as feedback_runner
+    from leaderboard.feedback import services as feedback_services
 
     boot("6-7", ["cpu-gloo"])
     # A judge that writes a document without judging: what is under test is what the runner adds to it.

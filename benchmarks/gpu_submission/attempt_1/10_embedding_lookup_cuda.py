@@ -2,6 +2,7 @@
 row allows it), index clamped into the shard as the reference does. At W = 1 every lookup is local and the owner
 order is the query order, so the gather is the whole answer; with more ranks the three all-to-alls of the reference
 route indices and rows, and the kernel does the owner's local gather."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension
@@ -46,8 +47,12 @@ torch::Tensor lookup(torch::Tensor idx, torch::Tensor table, int64_t base) {
     return out;
 }
 """
-ext = compile_cuda_extension("gpu_run_p10_gather", CUDA,
-                             "torch::Tensor lookup(torch::Tensor idx, torch::Tensor table, int64_t base);", ["lookup"])
+ext = compile_cuda_extension(
+    "gpu_run_p10_gather",
+    CUDA,
+    "torch::Tensor lookup(torch::Tensor idx, torch::Tensor table, int64_t base);",
+    ["lookup"],
+)
 
 
 def solution(indices: torch.Tensor, local_shard: torch.Tensor) -> torch.Tensor:

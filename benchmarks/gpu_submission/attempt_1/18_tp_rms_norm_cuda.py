@@ -5,6 +5,7 @@ the weight (rounded to the input dtype first, as LlamaRMSNorm does).
 This is the run's known-wrong file (benchmarks/gpu_submission/README.md): the normalising kernel takes the
 reciprocal square root of the SUM of squares, not of their mean over the global hidden size (a wrong scale of
 sqrt(N * W)), so the judge must answer incorrect."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension
@@ -84,5 +85,10 @@ def solution(local_hidden_states: torch.Tensor, local_weight: torch.Tensor, vari
     if world > 1:
         dist.all_reduce(sumsq, op=dist.ReduceOp.SUM)
     global_hidden = local_hidden_states.shape[-1] * world
-    return ext.normalise(local_hidden_states, sumsq, local_weight.to(local_hidden_states.dtype), float(global_hidden),
-                         float(variance_epsilon))
+    return ext.normalise(
+        local_hidden_states,
+        sumsq,
+        local_weight.to(local_hidden_states.dtype),
+        float(global_hidden),
+        float(variance_epsilon),
+    )

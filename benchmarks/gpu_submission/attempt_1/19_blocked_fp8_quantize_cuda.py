@@ -3,6 +3,7 @@ the block's absolute maximum with shuffles, the scale is amax / 448 (0 for an al
 and each element becomes E4M3 through the IEEE fp32 division (nvcc's default, no fast math) and cuda_fp8.h's
 round-to-nearest-even conversion, saturating at 448. With more ranks the payload (as bytes) and the scales are
 all-gathered, as the reference does; at W = 1 the local result is the answer."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension
@@ -54,8 +55,9 @@ std::vector<torch::Tensor> quantize(torch::Tensor x, int64_t block_size) {
     return {y, s};
 }
 """
-ext = compile_cuda_extension("gpu_run_p19_fp8", CUDA,
-                             "std::vector<torch::Tensor> quantize(torch::Tensor x, int64_t block_size);", ["quantize"])
+ext = compile_cuda_extension(
+    "gpu_run_p19_fp8", CUDA, "std::vector<torch::Tensor> quantize(torch::Tensor x, int64_t block_size);", ["quantize"]
+)
 
 
 def solution(local_tensor: torch.Tensor, block_size: int = 128):

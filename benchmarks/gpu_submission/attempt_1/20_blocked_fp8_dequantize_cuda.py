@@ -1,6 +1,7 @@
 """Problem 20 with a CUDA extension: x[i] = fp32(y[i]) * fp32(s[i / block_size]) over the flattened (W, M, N)
 payload, four elements per thread (one float4 store) when the block size allows it. At W = 1 the all-to-all keeps
 the one chunk in place, so the dequantized tensor is the answer; with more ranks NCCL exchanges the chunks."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension
@@ -62,9 +63,12 @@ torch::Tensor dequantize(torch::Tensor y, torch::Tensor s, int64_t block_size) {
     return out;
 }
 """
-ext = compile_cuda_extension("gpu_run_p20_dequant", CUDA,
-                             "torch::Tensor dequantize(torch::Tensor y, torch::Tensor s, int64_t block_size);",
-                             ["dequantize"])
+ext = compile_cuda_extension(
+    "gpu_run_p20_dequant",
+    CUDA,
+    "torch::Tensor dequantize(torch::Tensor y, torch::Tensor s, int64_t block_size);",
+    ["dequantize"],
+)
 
 
 def solution(local_y: torch.Tensor, local_s: torch.Tensor, block_size: int = 128) -> torch.Tensor:

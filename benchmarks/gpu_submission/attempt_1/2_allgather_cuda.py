@@ -1,6 +1,7 @@
 """Problem 2 with a CUDA extension. At W = 1 the stacked all-gather is this rank's tensor under a new leading
 dimension, so one copy kernel fills the (1, M, N) output: 16 bytes per thread while whole int4 words remain (when
 both pointers allow it), then a byte tail. With more ranks NCCL's all_gather_into_tensor moves the data."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension
@@ -36,8 +37,9 @@ void copy_into(torch::Tensor src, torch::Tensor dst) {
     C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 """
-ext = compile_cuda_extension("gpu_run_p02_copy", CUDA, "void copy_into(torch::Tensor src, torch::Tensor dst);",
-                             ["copy_into"])
+ext = compile_cuda_extension(
+    "gpu_run_p02_copy", CUDA, "void copy_into(torch::Tensor src, torch::Tensor dst);", ["copy_into"]
+)
 
 
 def solution(tensor: torch.Tensor) -> torch.Tensor:

@@ -1,5 +1,6 @@
 """Problem 3 in Triton: the out-of-place broadcast's copy is one Triton kernel (8192 elements per program); at W = 1
 the copy is the broadcast, and with more ranks NCCL broadcasts rank src's copy into every rank's."""
+
 import torch
 import torch.distributed as dist
 import triton

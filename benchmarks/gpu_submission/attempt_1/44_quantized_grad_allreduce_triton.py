@@ -3,6 +3,7 @@ reference pads), takes amax in fp32, scale = max(amax, 1e-8) / 127, rounds x / s
 even, libdevice's rint, as torch.round), clamps to [-127, 127] and writes q * scale: the int8 round trip without
 materialising the int8 tensor. At W = 1 the average over one rank is that value, stored straight in the input
 dtype; with more ranks the fp32 values are all-reduced and divided by W first, as the reference does."""
+
 import torch
 import torch.distributed as dist
 import triton

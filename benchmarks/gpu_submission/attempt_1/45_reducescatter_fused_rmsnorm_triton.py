@@ -2,6 +2,7 @@
 squares, rsqrt, times gamma, rounded once to the input dtype). At W = 1 the reduce-scatter is the identity and the
 division by W leaves the values as they are, so the kernel reads the input directly; with more ranks NCCL
 reduce-scatters and the chunk is divided by W in the input dtype first, as the reference does."""
+
 import torch
 import torch.distributed as dist
 import triton
@@ -32,6 +33,7 @@ def solution(rs_input_1d: torch.Tensor, gamma: torch.Tensor, eps: float) -> torc
     rows = chunk.numel() // hidden
     out = torch.empty(rows * hidden, dtype=rs_input_1d.dtype, device=chunk.device)
     if rows:
-        _rms_rows[(rows,)](chunk, gamma.contiguous(), out, hidden, eps, BLOCK=triton.next_power_of_2(hidden),
-                           num_warps=4)
+        _rms_rows[(rows,)](
+            chunk, gamma.contiguous(), out, hidden, eps, BLOCK=triton.next_power_of_2(hidden), num_warps=4
+        )
     return out.view(rows, hidden)

@@ -2,6 +2,7 @@
 per vocabulary row, which reads its weight row once in 16-byte words and keeps one fp32 accumulator per token (up
 to 8). The sum is rounded to the input dtype, then the bias is added and rounded again, as the reference's matmul
 and addition do. With more ranks the logits' column blocks are all-gathered, as the reference does."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension
@@ -85,9 +86,12 @@ torch::Tensor gemv(torch::Tensor hidden_states, torch::Tensor weight, torch::Ten
     return out;
 }
 """
-ext = compile_cuda_extension("gpu_run_p46_gemv", CUDA,
-                             "torch::Tensor gemv(torch::Tensor hidden_states, torch::Tensor weight, torch::Tensor bias);",
-                             ["gemv"])
+ext = compile_cuda_extension(
+    "gpu_run_p46_gemv",
+    CUDA,
+    "torch::Tensor gemv(torch::Tensor hidden_states, torch::Tensor weight, torch::Tensor bias);",
+    ["gemv"],
+)
 
 
 @torch.no_grad()

@@ -1,6 +1,7 @@
 """Problem 4 with a CUDA extension: the out-of-place copy that the reduce writes into is made by a typed kernel,
 eight 16-bit elements (or four 32-bit ones) per 16-byte load, a scalar tail; at W = 1 the reduce is that copy, and
 with more ranks NCCL sums the copies onto rank dst (a non-root keeps its own copy, as NCCL leaves it)."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension

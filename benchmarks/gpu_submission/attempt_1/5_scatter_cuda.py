@@ -1,6 +1,7 @@
 """Problem 5 with a CUDA extension. At W = 1 rank 0 holds a (1, M, N) tensor and keeps slice 0: one kernel copies
 the slice out with 16-byte loads (grid-stride, a byte tail). With more ranks rank 0 hands NCCL's scatter its
 slices and every other rank receives into a copy of its buffer, as the reference does."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension
@@ -35,8 +36,9 @@ torch::Tensor take_slice(torch::Tensor stacked, int64_t index) {
     return out;
 }
 """
-ext = compile_cuda_extension("gpu_run_p05_slice", CUDA, "torch::Tensor take_slice(torch::Tensor stacked, int64_t index);",
-                             ["take_slice"])
+ext = compile_cuda_extension(
+    "gpu_run_p05_slice", CUDA, "torch::Tensor take_slice(torch::Tensor stacked, int64_t index);", ["take_slice"]
+)
 
 
 def solution(tensor: torch.Tensor, src: int = 0) -> torch.Tensor:

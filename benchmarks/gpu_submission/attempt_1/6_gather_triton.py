@@ -1,6 +1,7 @@
 """Problem 6 in Triton: rank dst's stacked (W, M, N) result. At W = 1 it is this rank's tensor under a new leading
 dimension, written by one Triton copy kernel; with more ranks NCCL gathers the slots into rank dst's stack and a
 non-root returns its input itself, as the reference does."""
+
 import torch
 import torch.distributed as dist
 import triton

@@ -1,6 +1,7 @@
 """Problem 7 with a CUDA extension. At W = 1 the reduce-scatter's one block is the whole (M, N) input, summed over a
 single rank: a vectorised copy kernel (eight bf16 per 16-byte load) produces it. With more ranks NCCL's
 reduce_scatter_tensor sums the row blocks."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension

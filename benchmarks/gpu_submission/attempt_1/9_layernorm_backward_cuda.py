@@ -4,6 +4,7 @@ Blocks of 32 columns x 8 row lanes read coalesced rows; the rows are split into 
 1024 x 1024 input keeps every SM busy; each block writes fp32 partial sums of its chunk, and a second kernel adds
 the chunks' partials and rounds once to the input dtype. The product dY * X_hat is rounded to the input dtype
 before it is summed, as the reference does. With more ranks the fp32 sums are all-reduced before that rounding."""
+
 import torch
 import torch.distributed as dist
 from utils.cuda_helpers import compile_cuda_extension
@@ -86,8 +87,9 @@ torch::Tensor column_sums(torch::Tensor xhat, torch::Tensor dy) {
     return sums;
 }
 """
-ext = compile_cuda_extension("gpu_run_p09_colsums", CUDA, "torch::Tensor column_sums(torch::Tensor xhat, torch::Tensor dy);",
-                             ["column_sums"])
+ext = compile_cuda_extension(
+    "gpu_run_p09_colsums", CUDA, "torch::Tensor column_sums(torch::Tensor xhat, torch::Tensor dy);", ["column_sums"]
+)
 
 
 def solution(X_hat: torch.Tensor, dY: torch.Tensor):

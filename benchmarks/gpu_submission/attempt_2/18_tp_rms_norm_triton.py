@@ -2,6 +2,7 @@
 ranks that share the hidden dimension (nothing to add at W = 1); a second program per row scales by
 rsqrt(sum / (N * W) + eps), rounds to the input dtype and multiplies by the weight, rounding again (LlamaRMSNorm's
 two roundings, as the reference). A row is one block of the next power of two of N lanes (N = 1024 by default)."""
+
 import torch
 import torch.distributed as dist
 import triton
@@ -41,6 +42,15 @@ def solution(local_hidden_states: torch.Tensor, local_weight: torch.Tensor, vari
     world = dist.get_world_size()
     if world > 1:
         dist.all_reduce(sumsq, op=dist.ReduceOp.SUM)
-    _scale[(rows,)](x, sumsq, local_weight.to(x.dtype).contiguous(), out, cols, float(cols * world),
-                    float(variance_epsilon), BLOCK=block, num_warps=warps)
+    _scale[(rows,)](
+        x,
+        sumsq,
+        local_weight.to(x.dtype).contiguous(),
+        out,
+        cols,
+        float(cols * world),
+        float(variance_epsilon),
+        BLOCK=block,
+        num_warps=warps,
+    )
     return out

@@ -1,6 +1,7 @@
 """Problem 20 in Triton: x[i] = fp32(y[i]) * fp32(s[i // block_size]) over the flattened (W, M, N) payload, 4096
 elements per program (the scale gathered per element, cached in L1). At W = 1 the all-to-all keeps the one chunk
 in place; with more ranks NCCL exchanges the dequantized chunks."""
+
 import torch
 import torch.distributed as dist
 import triton

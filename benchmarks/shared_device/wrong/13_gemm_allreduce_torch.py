@@ -6,6 +6,7 @@ The fp32 partial (each rank's GEMM rounded to bf16 first, as the spec's recipe) 
 chunks (reduce_scatter_tensor), then the reduced chunks are all-gathered back (all_gather_into_tensor): the ring
 all-reduce's two phases as two collectives. Padded to a multiple of W elements where the size does not divide.
 """
+
 import torch
 import torch.distributed as dist
 
@@ -16,9 +17,9 @@ def solution(A_local: torch.Tensor, B_local: torch.Tensor) -> torch.Tensor:
     flat = partial.reshape(-1)
     chunk = -(-flat.numel() // world)
     padded = torch.zeros(chunk * world, dtype=flat.dtype, device=flat.device)
-    padded[:flat.numel()] = flat
+    padded[: flat.numel()] = flat
     mine = torch.empty(chunk, dtype=flat.dtype, device=flat.device)
     dist.reduce_scatter_tensor(mine, padded)
     whole = torch.empty_like(padded)
-    dist.all_gather_into_tensor(whole, padded[dist.get_rank() * chunk:(dist.get_rank() + 1) * chunk].contiguous())
-    return whole[:flat.numel()].view(partial.shape).to(A_local.dtype)
+    dist.all_gather_into_tensor(whole, padded[dist.get_rank() * chunk : (dist.get_rank() + 1) * chunk].contiguous())
+    return whole[: flat.numel()].view(partial.shape).to(A_local.dtype)

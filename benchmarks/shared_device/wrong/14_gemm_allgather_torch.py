@@ -5,6 +5,7 @@ Problem 14 (local column-block GEMM, then all-gather along columns), torch.distr
 Each rank's (M, N_local) block is gathered into one flat buffer (rank order), viewed as (W, M, N_local) and laid
 out as the (M, W * N_local) output: block s becomes columns [s * N_local, (s + 1) * N_local).
 """
+
 import torch
 import torch.distributed as dist
 

@@ -5,6 +5,7 @@ Problem 16 (K-sharded GEMM, then sum reduce-scatter over row blocks), torch.dist
 Each rank's fp32 partial (rounded to bf16 by the GEMM first) is cut into W row blocks; all_to_all_single sends block
 d to rank d, so rank r receives every rank's block r, and sums the W received blocks in rank order in fp32.
 """
+
 import torch
 import torch.distributed as dist
 

@@ -6,6 +6,7 @@ The (M, 1) fp32 sums of squares travel round a ring with batch_isend_irecv: at e
 what it last received and adds what arrives, so every rank ends with the sum over all ranks; then the usual
 normalisation (fp32, rounded to D, times the D weight).
 """
+
 import torch
 import torch.distributed as dist
 
@@ -17,7 +18,10 @@ def solution(local_hidden_states: torch.Tensor, local_weight: torch.Tensor, vari
     total, passing = local.clone(), local
     for _ in range(world - 2):
         incoming = torch.empty_like(local)
-        ops = [dist.P2POp(dist.isend, passing, (rank + 1) % world), dist.P2POp(dist.irecv, incoming, (rank - 1) % world)]
+        ops = [
+            dist.P2POp(dist.isend, passing, (rank + 1) % world),
+            dist.P2POp(dist.irecv, incoming, (rank - 1) % world),
+        ]
         for work in dist.batch_isend_irecv(ops):
             work.wait()
         total += incoming

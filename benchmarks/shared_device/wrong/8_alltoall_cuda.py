@@ -7,6 +7,7 @@ row per destination, 16-byte words); a signal-pad barrier (one warp, a lane per 
 compare-and-swap) says every slot is written; each rank copies its buffer out, and a second barrier keeps the next
 call's pushes from landing before every peer has copied. No multicast: plain peer pointers only.
 """
+
 import torch
 import torch.distributed as dist
 import torch.distributed._symmetric_memory as symm_mem

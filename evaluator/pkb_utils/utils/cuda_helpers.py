@@ -14,6 +14,7 @@ directory restored from the judge's cache and compiles nothing. Each call append
 A build that fails raises ``BuildError`` (a RuntimeError) carrying the compiler's output, which the judge reports as
 ``compile_error`` with the first error line and the log's tail (evaluator/rank/messages.py).
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -22,15 +23,17 @@ import json
 import os
 import subprocess
 import time
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 try:  # inside the judge's ranks; standalone (a kernel author's machine) the same class is defined here
     from evaluator.rank.messages import BuildError
 except ImportError:  # pragma: no cover - exercised only outside the repository
+
     class BuildError(RuntimeError):
         def __init__(self, message: str, log: str = ""):
             super().__init__(message)
             self.log = log
+
 
 DEFAULT_ARCH_LIST = "9.0"
 BASE_FLAGS = ("-O3",)
@@ -53,8 +56,15 @@ def _build_dir(name: str, fingerprint: str) -> str:
 def _fingerprint(name: str, texts: Sequence[str], functions, options: dict) -> str:
     import torch
 
-    parts = [name, *texts, repr(functions), json.dumps(options, sort_keys=True, default=str), torch.__version__,
-             str(torch.version.cuda), os.environ.get("TORCH_CUDA_ARCH_LIST", "")]
+    parts = [
+        name,
+        *texts,
+        repr(functions),
+        json.dumps(options, sort_keys=True, default=str),
+        torch.__version__,
+        str(torch.version.cuda),
+        os.environ.get("TORCH_CUDA_ARCH_LIST", ""),
+    ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -64,9 +74,17 @@ def _log(name: str, compiled: bool, seconds: float, failed: bool = False, finger
         return
     # The fingerprint and the arch list it includes: when a job compiles what a build stage or an earlier job built,
     # the two lines say which input differed.
-    line = json.dumps({"name": name, "compiled": compiled, "failed": failed, "seconds": round(seconds, 3),
-                       "rank": os.environ.get("RANK"), "fingerprint": fingerprint[:16],
-                       "arch": os.environ.get("TORCH_CUDA_ARCH_LIST", "")})
+    line = json.dumps(
+        {
+            "name": name,
+            "compiled": compiled,
+            "failed": failed,
+            "seconds": round(seconds, 3),
+            "rank": os.environ.get("RANK"),
+            "fingerprint": fingerprint[:16],
+            "arch": os.environ.get("TORCH_CUDA_ARCH_LIST", ""),
+        }
+    )
     try:
         with open(path, "a") as f:
             f.write(line + "\n")
@@ -94,7 +112,7 @@ def _built(build_dir: str, fingerprint: str):
 FAILED = ".pkb-build-failed.json"
 
 
-def _failed(build_dir: str, fingerprint: str) -> Optional[str]:
+def _failed(build_dir: str, fingerprint: str) -> str | None:
     try:
         with open(os.path.join(build_dir, FAILED)) as f:
             record = json.load(f)
@@ -107,8 +125,9 @@ def _failed(build_dir: str, fingerprint: str) -> Optional[str]:
 
 def _record_failure(build_dir: str, fingerprint: str, name: str, exc: BaseException) -> None:
     if isinstance(exc, subprocess.CalledProcessError):
-        log = "\n".join(x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
-                        for x in (exc.output, exc.stderr) if x)
+        log = "\n".join(
+            x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in (exc.output, exc.stderr) if x
+        )
         error = f"Error building extension '{name}': {log}"
     elif str(exc).startswith("Error building extension"):
         error = str(exc)
@@ -142,13 +161,12 @@ def _build_once(name: str, build_dir: str, fingerprint: str, build):
             raise
         if isinstance(getattr(module, "__file__", None), str) and module.__file__.endswith(".so"):
             with open(os.path.join(build_dir, MARKER), "w") as f:
-                json.dump({"fingerprint": fingerprint,
-                           "module": os.path.basename(module.__file__)[:-3]}, f)
+                json.dump({"fingerprint": fingerprint, "module": os.path.basename(module.__file__)[:-3]}, f)
         _log(name, True, time.monotonic() - began, fingerprint=fingerprint)
         return module
 
 
-def flags(extra: Optional[Iterable[str]]) -> list[str]:
+def flags(extra: Iterable[str] | None) -> list[str]:
     """``-O3`` then the kernel's own flags (an ``-O3`` of its own is not repeated)."""
     own = [str(f) for f in (extra or [])]
     return [f for f in BASE_FLAGS if f not in own] + own
@@ -175,12 +193,20 @@ def _is_path(source: str) -> bool:
     return bool(source) and "\n" not in source and len(source) < 4096 and os.path.isfile(source)
 
 
-def compile_cuda_extension(name: str, cuda_source=None, cpp_source=None, functions: Optional[Sequence[str]] = None,
-                           *, extra_cuda_cflags: Optional[Iterable[str]] = None,
-                           extra_cflags: Optional[Iterable[str]] = None,
-                           extra_ldflags: Optional[Iterable[str]] = None,
-                           extra_include_paths: Optional[Iterable[str]] = None,
-                           with_cuda: Optional[bool] = None, verbose: bool = False, **kwargs):
+def compile_cuda_extension(
+    name: str,
+    cuda_source=None,
+    cpp_source=None,
+    functions: Sequence[str] | None = None,
+    *,
+    extra_cuda_cflags: Iterable[str] | None = None,
+    extra_cflags: Iterable[str] | None = None,
+    extra_ldflags: Iterable[str] | None = None,
+    extra_include_paths: Iterable[str] | None = None,
+    with_cuda: bool | None = None,
+    verbose: bool = False,
+    **kwargs,
+):
     """Build (or load from this rank's cache) an extension module from inline sources or source files.
 
     ``cuda_source``/``cpp_source`` (also ``cuda_src``/``cpp_src`` or torch's ``cuda_sources``/``cpp_sources``) are
@@ -194,9 +220,13 @@ def compile_cuda_extension(name: str, cuda_source=None, cpp_source=None, functio
     if isinstance(functions, str):
         functions = [functions]
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", DEFAULT_ARCH_LIST)
-    common = dict(extra_cuda_cflags=flags(extra_cuda_cflags), extra_cflags=flags(extra_cflags),
-                  extra_ldflags=list(extra_ldflags or []), extra_include_paths=list(extra_include_paths or []),
-                  verbose=verbose)
+    common = dict(
+        extra_cuda_cflags=flags(extra_cuda_cflags),
+        extra_cflags=flags(extra_cflags),
+        extra_ldflags=list(extra_ldflags or []),
+        extra_include_paths=list(extra_include_paths or []),
+        verbose=verbose,
+    )
     sources = [s for s in (cuda_text, cpp_text) if s]
     options = dict(common, with_cuda=with_cuda, **{k: v for k, v in kwargs.items() if k != "build_directory"})
     try:
@@ -206,17 +236,32 @@ def compile_cuda_extension(name: str, cuda_source=None, cpp_source=None, functio
             kwargs.setdefault("build_directory", _build_dir(name, fingerprint))
             if with_cuda is not None:
                 kwargs.setdefault("with_cuda", with_cuda)
-            return _build_once(name, kwargs["build_directory"], fingerprint,
-                               lambda: cpp_extension.load(name=name, sources=sources, **common, **kwargs))
+            return _build_once(
+                name,
+                kwargs["build_directory"],
+                fingerprint,
+                lambda: cpp_extension.load(name=name, sources=sources, **common, **kwargs),
+            )
         fingerprint = _fingerprint(name, [cuda_text, cpp_text], functions, options)
         kwargs.setdefault("build_directory", _build_dir(name, fingerprint))
-        return _build_once(name, kwargs["build_directory"], fingerprint, lambda: cpp_extension.load_inline(
-            name=name, cpp_sources=[cpp_text], cuda_sources=[cuda_text] if cuda_text else None,
-            functions=list(functions) if functions else None,
-            with_cuda=bool(cuda_text) if with_cuda is None else with_cuda, **common, **kwargs))
+        return _build_once(
+            name,
+            kwargs["build_directory"],
+            fingerprint,
+            lambda: cpp_extension.load_inline(
+                name=name,
+                cpp_sources=[cpp_text],
+                cuda_sources=[cuda_text] if cuda_text else None,
+                functions=list(functions) if functions else None,
+                with_cuda=bool(cuda_text) if with_cuda is None else with_cuda,
+                **common,
+                **kwargs,
+            ),
+        )
     except subprocess.CalledProcessError as exc:
-        log = "\n".join(x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
-                        for x in (exc.output, exc.stderr) if x)
+        log = "\n".join(
+            x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in (exc.output, exc.stderr) if x
+        )
         raise BuildError(f"Error building extension '{name}'", log) from exc
     except RuntimeError as exc:
         text = str(exc)

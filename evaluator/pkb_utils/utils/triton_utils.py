@@ -2,6 +2,7 @@
 
 Triton compiles on first launch; the judge's warm-up iterations absorb that, so it never enters a timed sample.
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,7 +16,7 @@ def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def device_properties(device: int | None = None):
     import torch
 
@@ -38,5 +39,11 @@ def torch_dtype_to_triton(dtype):
     import torch
     import triton.language as tl
 
-    return {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16,
-            torch.int32: tl.int32, torch.int64: tl.int64, torch.int8: tl.int8}[dtype]
+    return {
+        torch.float32: tl.float32,
+        torch.float16: tl.float16,
+        torch.bfloat16: tl.bfloat16,
+        torch.int32: tl.int32,
+        torch.int64: tl.int64,
+        torch.int8: tl.int8,
+    }[dtype]

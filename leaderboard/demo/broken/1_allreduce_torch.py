@@ -1,4 +1,5 @@
 """Demo candidate that crashes: calls a collective that does not exist (runtime_error)."""
+
 import torch.distributed as dist
 
 

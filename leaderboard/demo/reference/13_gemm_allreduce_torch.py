@@ -1,4 +1,5 @@
 """Demo candidate: local GEMM in bf16, partial sums reduced in fp32 (as the reference)."""
+
 import torch
 import torch.distributed as dist
 

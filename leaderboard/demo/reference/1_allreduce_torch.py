@@ -1,4 +1,5 @@
 """Demo candidate: the reference's own algorithm (torch.distributed all_reduce on a copy)."""
+
 import torch
 import torch.distributed as dist
 

@@ -1,11 +1,12 @@
 """Template hooks of the feedback app on the site's pages (each a fixed number of queries, whatever the rows).
 
-    {% load feedback_tags %}
-    {% feedback_costs section.entries as fcosts %}        leaderboard: measured cost of the agentic rows (1 query)
-    {% include "feedback/cost_cell.html" with fc=fcosts|fb_get:s.pk %}
-    {% feedback_submission_cost submission as fc %}       submission page: its linked sessions' cost (1 query)
-    {% feedback_owner_panel submission %}                 submission page: profile button, runs, session link
+{% load feedback_tags %}
+{% feedback_costs section.entries as fcosts %}        leaderboard: measured cost of the agentic rows (1 query)
+{% include "feedback/cost_cell.html" with fc=fcosts|fb_get:s.pk %}
+{% feedback_submission_cost submission as fc %}       submission page: its linked sessions' cost (1 query)
+{% feedback_owner_panel submission %}                 submission page: profile button, runs, session link
 """
+
 from __future__ import annotations
 
 from django import template
@@ -37,12 +38,20 @@ def feedback_submission_cost(submission):
 
 @register.inclusion_tag("feedback/owner_panel.html", takes_context=True)
 def feedback_owner_panel(context, submission) -> dict:
-    candidates = list(submission.candidates.select_related("problem").filter(problem__implemented=True)
-                      .only("id", "submission_id", "filename", "attempt", "problem__id", "problem__stem",
-                            "problem__implemented"))
-    return {"submission": submission, "candidates": candidates, "runs": selectors.profile_runs_of(submission),
-            "csrf_token": context.get("csrf_token"), "agentic": submission.protocol == services.AGENTIC,
-            "queue": f"feedback-{submission.profile.slug}", "PROFILE": FeedbackRun.PROFILE}
+    candidates = list(
+        submission.candidates.select_related("problem")
+        .filter(problem__implemented=True)
+        .only("id", "submission_id", "filename", "attempt", "problem__id", "problem__stem", "problem__implemented")
+    )
+    return {
+        "submission": submission,
+        "candidates": candidates,
+        "runs": selectors.profile_runs_of(submission),
+        "csrf_token": context.get("csrf_token"),
+        "agentic": submission.protocol == services.AGENTIC,
+        "queue": f"feedback-{submission.profile.slug}",
+        "PROFILE": FeedbackRun.PROFILE,
+    }
 
 
 @register.filter

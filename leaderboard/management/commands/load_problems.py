@@ -1,6 +1,7 @@
 """Load the 87 problems (catalogue facts for all, reference and docstring for those the registry implements),
 create the default hardware profiles, and queue jobs for candidates whose problem became implemented. A command of the
 project, not of the catalogue app: it drives the catalogue and the jobs app, above both (docs/architecture.md)."""
+
 import importlib
 import pkgutil
 
@@ -49,5 +50,7 @@ class Command(BaseCommand):
         registry = _registry(self.stderr)
         counts = catalogue_services.problems_load(problems.catalogue(), registry, highlight=highlight)
         queued = submissions_services.jobs_create_missing()
-        self.stdout.write(f"problems: {counts['created']} created, {counts['updated']} updated, "
-                          f"{counts['implemented']} implemented; {queued} waiting candidate(s) queued")
+        self.stdout.write(
+            f"problems: {counts['created']} created, {counts['updated']} updated, "
+            f"{counts['implemented']} implemented; {queued} waiting candidate(s) queued"
+        )

@@ -5,6 +5,7 @@ The worker is dramatiq's own Worker, started by the one worker bootstrap (leader
 the reaper, as the dramatiq CLI's), consuming the configured broker (the in-memory StubBroker by default), so jobs take
 the same path as on a GPU host: message with the job id -> actor -> runner.run_job -> judge subprocess.
 """
+
 import dramatiq
 from django.conf import settings
 from django.core.management.base import CommandError
@@ -18,10 +19,16 @@ class Command(RunserverCommand):
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
-        parser.add_argument("--queues", default=f"{settings.PKB_DEFAULT_PROFILE},feedback-{settings.PKB_DEFAULT_PROFILE}",
-                            help="comma-separated hardware profile queues this process evaluates")
-        parser.add_argument("--gpus", default=None,
-                            help="the GPUs this worker's judges use, e.g. 0-3 or 0,2 (PKB_GPUS; locked while it runs)")
+        parser.add_argument(
+            "--queues",
+            default=f"{settings.PKB_DEFAULT_PROFILE},feedback-{settings.PKB_DEFAULT_PROFILE}",
+            help="comma-separated hardware profile queues this process evaluates",
+        )
+        parser.add_argument(
+            "--gpus",
+            default=None,
+            help="the GPUs this worker's judges use, e.g. 0-3 or 0,2 (PKB_GPUS; locked while it runs)",
+        )
 
     def handle(self, *args, **options):
         options["use_reloader"] = False  # one process: the worker must not be started twice
@@ -50,7 +57,7 @@ class Command(RunserverCommand):
 
 
 def start_worker(queues: list[str]) -> dramatiq.Worker:
-    import leaderboard.feedback.actors  # noqa: F401  (the feedback and profile runs' actor)
+    import leaderboard.feedback.actors
     import leaderboard.jobs.actors  # noqa: F401  (declares the actor, the queues and its part of the worker)
     from leaderboard import worker as bootstrap
     from leaderboard.feedback import services as feedback_services

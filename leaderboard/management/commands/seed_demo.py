@@ -3,6 +3,7 @@
 Files come from leaderboard/demo/ (PKB layout). The jobs are run here, synchronously, through the same
 runner the workers use (claim -> judge subprocess -> result), so the pages show real verdicts and timings.
 """
+
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -17,12 +18,41 @@ from leaderboard.submissions.models import Submission
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 DEMOS = [
-    ("reference", dict(model="reference (A/A run)", agent="pkb-arena", agent_version="demo", protocol="one_shot",
-                       attempts=1, label="The reference against itself: must not be faster")),
-    ("agent", dict(model="demo-model", agent="demo-harness", agent_version="0.1", protocol="best_of_k",
-                   attempts=2, tokens=48000, dollars="0.35", label="Best of 2: a wrong try, then a right one")),
-    ("broken", dict(model="demo-broken", agent="demo-harness", agent_version="0.1", protocol="one_shot",
-                    attempts=1, label="A crash: runtime_error, never counted as correct")),
+    (
+        "reference",
+        dict(
+            model="reference (A/A run)",
+            agent="pkb-arena",
+            agent_version="demo",
+            protocol="one_shot",
+            attempts=1,
+            label="The reference against itself: must not be faster",
+        ),
+    ),
+    (
+        "agent",
+        dict(
+            model="demo-model",
+            agent="demo-harness",
+            agent_version="0.1",
+            protocol="best_of_k",
+            attempts=2,
+            tokens=48000,
+            dollars="0.35",
+            label="Best of 2: a wrong try, then a right one",
+        ),
+    ),
+    (
+        "broken",
+        dict(
+            model="demo-broken",
+            agent="demo-harness",
+            agent_version="0.1",
+            protocol="one_shot",
+            attempts=1,
+            label="A crash: runtime_error, never counted as correct",
+        ),
+    ),
 ]
 
 
@@ -51,8 +81,12 @@ class Command(BaseCommand):
         created = []
         for folder, fields in DEMOS:
             try:
-                submission = submissions_services.submission_create(submitter, {**fields, "profile": options["profile"]},
-                                                        read_dir(DEMO_DIR / folder), allow_duplicate=options["force"])
+                submission = submissions_services.submission_create(
+                    submitter,
+                    {**fields, "profile": options["profile"]},
+                    read_dir(DEMO_DIR / folder),
+                    allow_duplicate=options["force"],
+                )
             except Exception as exc:
                 raise CommandError(f"demo {folder}: {exc}") from exc
             submissions_services.submission_publish(submission, user)

@@ -36,10 +36,19 @@ def label(value: str) -> str:
     return text.replace("_", " ")
 
 
-LABELS = {"fast_1_0": "faster", "geomean": "geomean speedup", "peak": "peak fraction", "recent": "most recent",
-          "best_measured": "best measured", "self_selected": "self-selected", "one_shot": "one-shot",
-          "best_of_k": "best-of-k", "agentic_feedback": "agentic with feedback", "infra_error": "platform failure",
-          "no_candidate": "no candidate"}
+LABELS = {
+    "fast_1_0": "faster",
+    "geomean": "geomean speedup",
+    "peak": "peak fraction",
+    "recent": "most recent",
+    "best_measured": "best measured",
+    "self_selected": "self-selected",
+    "one_shot": "one-shot",
+    "best_of_k": "best-of-k",
+    "agentic_feedback": "agentic with feedback",
+    "infra_error": "platform failure",
+    "no_candidate": "no candidate",
+}
 
 
 @register.filter
@@ -123,14 +132,18 @@ def peak(value) -> str:
 
 @register.filter
 def peak_ci(score) -> str:
-    """"[lo, hi]" of a score's (or a row's) peak-fraction interval, or nothing when it has none."""
+    """ "[lo, hi]" of a score's (or a row's) peak-fraction interval, or nothing when it has none."""
     get_ = score.get if isinstance(score, dict) else lambda k: getattr(score, k, None)
     lo, hi = get_("peak_fraction_lo"), get_("peak_fraction_hi")
     return "" if lo is None or hi is None else f"[{100 * lo:.3g}%, {100 * hi:.3g}%]"
 
 
-AUDIT_BADGES = {"clean": ("ok", "audited: clean"), "reward_hack": ("warn", "audited: reward hack"),
-                "rubric_leak": ("warn", "audited: rubric leak"), "interesting": ("info", "audited: interesting")}
+AUDIT_BADGES = {
+    "clean": ("ok", "audited: clean"),
+    "reward_hack": ("warn", "audited: reward hack"),
+    "rubric_leak": ("warn", "audited: rubric leak"),
+    "interesting": ("info", "audited: interesting"),
+}
 
 
 @register.inclusion_tag("leaderboard/audit_badge.html")
@@ -168,8 +181,13 @@ def feedback_pareto(profile, filters=None) -> dict:
     # sessions cost nothing yet) every point sat at x = 0, several on one spot at (0, 0) under two legend entries
     # (issue 35, defect 8); the page says why instead.
     costed = any(p["hours"] > 0 for p in data["points"])
-    return {"points": len(data["points"]), "unmetered": data["unmetered"], "axis": data["axis"], "costed": costed,
-            "figure": feedback_plots.pareto_figure(data, frontier) if costed else None}
+    return {
+        "points": len(data["points"]),
+        "unmetered": data["unmetered"],
+        "axis": data["axis"],
+        "costed": costed,
+        "figure": feedback_plots.pareto_figure(data, frontier) if costed else None,
+    }
 
 
 _OUTPUT = re.compile(r"^(?:Tensor\s+)?\(([^()]*)\)\s+([A-Z]\w{0,2})(?=$|\s*[=,;:])\s*(=)?\s*[,;:]?\s*(.*)$", re.DOTALL)

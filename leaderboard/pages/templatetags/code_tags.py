@@ -5,6 +5,7 @@
     {% for number, line in candidate.code|numbered_lines %} ... {% endfor %}
     {{ message|cite_lines:candidate_id }}    "line 4" in a message as a link to that line of the candidate's code
 """
+
 import re
 
 from django import template

@@ -1,9 +1,10 @@
 """Template filters for measured costs, by leaderboard/scoring/costs.py's definitions (one unit rule for every page).
 
-    {% load costs_tags %}
-    {{ profile.device|device_unit }}     GPU·s on a GPU profile, rank·s on a CPU one
-    {{ run|device_seconds }}             a feedback run's W x wall, in that unit (0.1 s)
+{% load costs_tags %}
+{{ profile.device|device_unit }}     GPU·s on a GPU profile, rank·s on a CPU one
+{{ run|device_seconds }}             a feedback run's W x wall, in that unit (0.1 s)
 """
+
 from django import template
 
 from leaderboard.scoring import costs

@@ -1,16 +1,24 @@
 """The submission page's record of metadata corrections (leaderboard/submissions/metadata.py).
 
-    {% load metadata_tags %}
-    {% metadata_history submission %}     every correction, oldest first (nothing when there is none)
+{% load metadata_tags %}
+{% metadata_history submission %}     every correction, oldest first (nothing when there is none)
 """
+
 from django import template
 
 from leaderboard.submissions import metadata
 
 register = template.Library()
 
-LABELS = {"model_name": "model", "agent": "agent", "agent_version": "agent version", "label": "label",
-          "notes": "notes", "reported_tokens": "tokens (self-reported)", "reported_dollars": "dollars (self-reported)"}
+LABELS = {
+    "model_name": "model",
+    "agent": "agent",
+    "agent_version": "agent version",
+    "label": "label",
+    "notes": "notes",
+    "reported_tokens": "tokens (self-reported)",
+    "reported_dollars": "dollars (self-reported)",
+}
 
 
 @register.filter

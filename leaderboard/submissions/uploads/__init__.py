@@ -11,20 +11,28 @@ Pure functions: no database, no Django models; the problem catalogue comes in as
 types.py (what comes out, what is refused, the limits), archives.py (bounded reading of an archive's members),
 layout.py (members -> candidate files), metadata.py (submission.json and form fields; the one protocol list).
 """
+
 from leaderboard.submissions.uploads.archives import is_archive, members_from_archive
 from leaderboard.submissions.uploads.layout import ATTEMPT_DIR, BACKEND, METADATA_FILE, parse
-from leaderboard.submissions.uploads.metadata import (
-    AGENTIC,
-    BEST_OF_K,
-    ONE_SHOT,
-    PROTOCOLS,
-    SELECTIONS,
-    clean_metadata,
-)
+from leaderboard.submissions.uploads.metadata import AGENTIC, BEST_OF_K, ONE_SHOT, PROTOCOLS, SELECTIONS, clean_metadata
 from leaderboard.submissions.uploads.types import CandidateFile, Limits, ParsedUpload, UploadError, UploadRejected
 
 __all__ = [
-    "AGENTIC", "ATTEMPT_DIR", "BACKEND", "BEST_OF_K", "METADATA_FILE", "ONE_SHOT", "PROTOCOLS", "SELECTIONS",
-    "CandidateFile", "Limits", "ParsedUpload", "UploadError", "UploadRejected",
-    "clean_metadata", "is_archive", "members_from_archive", "parse",
+    "AGENTIC",
+    "ATTEMPT_DIR",
+    "BACKEND",
+    "BEST_OF_K",
+    "METADATA_FILE",
+    "ONE_SHOT",
+    "PROTOCOLS",
+    "SELECTIONS",
+    "CandidateFile",
+    "Limits",
+    "ParsedUpload",
+    "UploadError",
+    "UploadRejected",
+    "clean_metadata",
+    "is_archive",
+    "members_from_archive",
+    "parse",
 ]

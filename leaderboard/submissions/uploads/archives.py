@@ -1,5 +1,6 @@
 """Reading an archive's raw members with bounded inflation: sizes, ratios and counts are checked while reading,
 so a bomb is refused before it is unpacked."""
+
 from __future__ import annotations
 
 import bz2
@@ -45,9 +46,15 @@ class _Budget:
     def spend(self, count: int) -> None:
         self.used += count
         if self.used > self.limit:
-            raise UploadRejected([UploadError(self.name, "over_size",
-                                              f"unpacked upload is over {self.limit:,} bytes (stopped while "
-                                              f"inflating)")])
+            raise UploadRejected(
+                [
+                    UploadError(
+                        self.name,
+                        "over_size",
+                        f"unpacked upload is over {self.limit:,} bytes (stopped while inflating)",
+                    )
+                ]
+            )
 
 
 def members_from_archive(name: str, data: bytes, limits: Limits) -> list[tuple[str, bytes]]:
@@ -60,19 +67,27 @@ def members_from_archive(name: str, data: bytes, limits: Limits) -> list[tuple[s
         if lower.endswith(".zip"):
             return _zip_members(name, data, limits)
         return _tar_members(name, data, limits)
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, lzma.LZMAError, zlib.error,
-            struct.error, ValueError) as exc:
+    except (
+        zipfile.BadZipFile,
+        tarfile.TarError,
+        EOFError,
+        OSError,
+        lzma.LZMAError,
+        zlib.error,
+        struct.error,
+        ValueError,
+    ) as exc:
         raise UploadRejected([UploadError(name, "unreadable_archive", f"cannot read the archive: {exc}")]) from None
 
 
 def _zip_members(name: str, data: bytes, limits: Limits) -> list[tuple[str, bytes]]:
     # The count comes from the end record before zipfile builds one ZipInfo per entry (a 16 MB central directory
     # holds 350,000 of them).
-    end = zipfile._EndRecData(io.BytesIO(data))  # noqa: SLF001 - the stdlib's end-record reader, zip64 included
+    end = zipfile._EndRecData(io.BytesIO(data))
     if end is None:
         raise zipfile.BadZipFile("no end of central directory: not a zip file")
-    if end[zipfile._ECD_ENTRIES_TOTAL] > limits.members:  # noqa: SLF001
-        raise UploadRejected([_too_many(name, end[zipfile._ECD_ENTRIES_TOTAL], limits.members)])  # noqa: SLF001
+    if end[zipfile._ECD_ENTRIES_TOTAL] > limits.members:
+        raise UploadRejected([_too_many(name, end[zipfile._ECD_ENTRIES_TOTAL], limits.members)])
     budget = _Budget(name, limits.max_total_bytes)
     view = memoryview(data)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -84,9 +99,14 @@ def _zip_members(name: str, data: bytes, limits: Limits) -> list[tuple[str, byte
             if info.flag_bits & 0x1:
                 raise _Refused(UploadError(info.filename, "unsupported_archive", "encrypted members are refused"))
             if info.compress_type not in ZIP_METHODS:
-                raise _Refused(UploadError(info.filename, "unsupported_archive",
-                                           f"compression method {info.compress_type} is not supported; use one of "
-                                           f"{', '.join(ZIP_METHODS.values())}"))
+                raise _Refused(
+                    UploadError(
+                        info.filename,
+                        "unsupported_archive",
+                        f"compression method {info.compress_type} is not supported; use one of "
+                        f"{', '.join(ZIP_METHODS.values())}",
+                    )
+                )
             raw = _zip_raw(view, info)
             content = _inflate(info.filename, _zip_chunks(raw, info.compress_type), len(raw), limits, budget)
             if len(content) != info.file_size:  # a lying header; never trust declared sizes
@@ -95,21 +115,24 @@ def _zip_members(name: str, data: bytes, limits: Limits) -> list[tuple[str, byte
                 raise _Refused(UploadError(info.filename, "unreadable_archive", "CRC check failed"))
             return content
 
-        return _checked_members(name, limits, ((info.filename, info.file_size, _zip_is_file(info),
-                                                functools.partial(read, info)) for info in infos))
+        return _checked_members(
+            name,
+            limits,
+            ((info.filename, info.file_size, _zip_is_file(info), functools.partial(read, info)) for info in infos),
+        )
 
 
 def _zip_raw(view: memoryview, info: zipfile.ZipInfo) -> memoryview:
     """The compressed bytes of a member, located through its local header (as zipfile does)."""
     start = info.header_offset
-    header = bytes(view[start:start + 30])
+    header = bytes(view[start : start + 30])
     if len(header) < 30 or header[:4] != b"PK\x03\x04":
         raise zipfile.BadZipFile(f"bad local header for {info.filename!r}")
     name_length, extra_length = struct.unpack("<HH", header[26:30])
     begin = start + 30 + name_length + extra_length
     if begin + info.compress_size > len(view):
         raise zipfile.BadZipFile(f"{info.filename!r} runs past the end of the archive")
-    return view[begin:begin + info.compress_size]
+    return view[begin : begin + info.compress_size]
 
 
 def _zip_chunks(raw: memoryview, method: int):
@@ -128,7 +151,7 @@ def _stored(raw: memoryview):
     allowance = yield
     position = 0
     while position < len(raw):
-        piece = bytes(raw[position:position + min(CHUNK, allowance)])
+        piece = bytes(raw[position : position + min(CHUNK, allowance)])
         position += len(piece)
         allowance = yield position, piece
 
@@ -140,7 +163,7 @@ def _zlib_stream(raw, make, multi: bool):
         if not pending:
             if position >= len(raw):
                 return
-            pending = bytes(raw[position:position + CHUNK])
+            pending = bytes(raw[position : position + CHUNK])
             position += len(pending)
         piece = inflater.decompress(pending, allowance)  # allowance >= 1: 0 would mean "unlimited"
         pending = inflater.unconsumed_tail
@@ -167,7 +190,7 @@ def _bounded_stream(raw, make, multi: bool):
         elif inflater.needs_input:
             if position >= len(raw):
                 raise EOFError("compressed data ends before the end-of-stream marker")
-            chunk = bytes(raw[position:position + CHUNK])
+            chunk = bytes(raw[position : position + CHUNK])
             position += len(chunk)
             piece = inflater.decompress(chunk, allowance)
         else:
@@ -181,7 +204,7 @@ def _lzma_zip_stream(raw: memoryview):
     if len(header) < 4:
         raise EOFError("truncated lzma header")
     size = struct.unpack("<H", header[2:4])[0]
-    props = bytes(raw[4:4 + size])
+    props = bytes(raw[4 : 4 + size])
     if size != 5 or len(props) != 5 or props[0] >= 9 * 5 * 5:
         raise zipfile.BadZipFile("bad lzma properties")
     dict_size = struct.unpack("<I", props[1:5])[0]
@@ -189,8 +212,9 @@ def _lzma_zip_stream(raw: memoryview):
         raise zipfile.BadZipFile(f"lzma dictionary of {dict_size:,} bytes is over {LZMA_MAX_DICT:,}")
     lc, rest = props[0] % 9, props[0] // 9
     filters = [{"id": lzma.FILTER_LZMA1, "dict_size": dict_size, "lc": lc, "lp": rest % 5, "pb": rest // 5}]
-    return _bounded_stream(raw[4 + size:], lambda: lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=filters),
-                           multi=False)
+    return _bounded_stream(
+        raw[4 + size :], lambda: lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=filters), multi=False
+    )
 
 
 def _inflate(path: str, stream, compressed: int, limits: Limits, budget: _Budget) -> bytes:
@@ -204,11 +228,19 @@ def _inflate(path: str, stream, compressed: int, limits: Limits, budget: _Budget
             budget.spend(len(piece))
             out += piece
             if len(out) > limits.max_file_bytes:
-                raise _Refused(UploadError(path, "over_size", f"file is over {limits.max_file_bytes:,} bytes "
-                                                              f"unpacked (stopped while inflating)"))
+                raise _Refused(
+                    UploadError(
+                        path,
+                        "over_size",
+                        f"file is over {limits.max_file_bytes:,} bytes unpacked (stopped while inflating)",
+                    )
+                )
             if len(out) > RATIO_FLOOR and len(out) > limits.max_ratio * max(1, consumed):
-                raise _Refused(UploadError(path, "compression_ratio",
-                                           f"inflates more than {limits.max_ratio:g} times its compressed size"))
+                raise _Refused(
+                    UploadError(
+                        path, "compression_ratio", f"inflates more than {limits.max_ratio:g} times its compressed size"
+                    )
+                )
             allowance = limits.max_file_bytes + 1 - len(out)
     except StopIteration:
         pass
@@ -255,8 +287,7 @@ def _tar_stream(data: bytes):
     if data[:3] == b"BZh":
         return _bounded_stream(view, bz2.BZ2Decompressor, multi=True)
     if data[:6] == b"\xfd7zXZ\x00":
-        return _bounded_stream(view, lambda: lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=XZ_MEMLIMIT),
-                               multi=True)
+        return _bounded_stream(view, lambda: lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=XZ_MEMLIMIT), multi=True)
     return _stored(view)
 
 
@@ -266,6 +297,7 @@ def _tar_members(name: str, data: bytes, limits: Limits) -> list[tuple[str, byte
     reader = io.BufferedReader(_InflatingReader(_tar_stream(data), budget), buffer_size=CHUNK)
     # Stream mode ("r|"): members are read once, in order, never seeking; skipped data is read through the budget.
     with tarfile.open(fileobj=reader, mode="r|") as archive:
+
         def members():
             count = 0
             for info in archive:
@@ -324,16 +356,18 @@ def _path_error(path: str) -> UploadError | None:
     """Archive paths must stay inside the archive's folder (no absolute paths, '..', backslashes or drives) and be
     printable: a newline or another control or format character (bidi overrides) in a name is refused."""
     if any(unicodedata.category(c)[0] == "C" for c in path):
-        return UploadError(path, "bad_file_name", "control or format characters (newline, NUL, bidi...) in the "
-                                                  "file name")
+        return UploadError(
+            path, "bad_file_name", "control or format characters (newline, NUL, bidi...) in the file name"
+        )
     if "\\" in path or path.startswith("/") or re.match(r"^[A-Za-z]:", path):
         return UploadError(path, "path_escapes_folder", "absolute or non-POSIX path")
     parts = path.split("/")
     if ".." in parts:
         return UploadError(path, "path_escapes_folder", "the path leaves the archive's folder ('..')")
     if len(path) > MAX_PATH_LENGTH or len(parts) > MAX_PATH_DEPTH:
-        return UploadError(path, "bad_file_name", f"paths are at most {MAX_PATH_LENGTH} characters and "
-                                                  f"{MAX_PATH_DEPTH} folders deep")
+        return UploadError(
+            path, "bad_file_name", f"paths are at most {MAX_PATH_LENGTH} characters and {MAX_PATH_DEPTH} folders deep"
+        )
     return None
 
 

@@ -1,4 +1,5 @@
 """Interpreting the members: the folder layout, file names (``<id>_<stem>_<backend>.py``), attempts and metadata."""
+
 from __future__ import annotations
 
 import hashlib
@@ -58,8 +59,13 @@ def parse(members: list[tuple[str, bytes]], stems: dict[str, int], limits: Limit
     if len(files) > limits.max_files:
         errors.append(UploadError("(upload)", "too_many_files", f"{len(files)} files; the limit is {limits.max_files}"))
     if len(transcripts) > transcript_files.MAX_TRANSCRIPTS:
-        errors.append(UploadError("(upload)", "too_many_files", f"{len(transcripts)} transcripts; the limit is "
-                                                                f"{transcript_files.MAX_TRANSCRIPTS}"))
+        errors.append(
+            UploadError(
+                "(upload)",
+                "too_many_files",
+                f"{len(transcripts)} transcripts; the limit is {transcript_files.MAX_TRANSCRIPTS}",
+            )
+        )
     if not files and not errors:
         errors.append(UploadError("(upload)", "empty", "no candidate file ({stem}_{backend}.py) found"))
     if errors:
@@ -67,9 +73,13 @@ def parse(members: list[tuple[str, bytes]], stems: dict[str, int], limits: Limit
     digest = hashlib.sha256()
     for f in sorted(files, key=lambda f: f.path):
         digest.update(f.path.encode() + b"\0" + f.sha256.encode() + b"\n")
-    return ParsedUpload(files=sorted(files, key=lambda f: (f.problem_id, f.attempt)), metadata=metadata,
-                        ignored=sorted(ignored), sha256=digest.hexdigest(),
-                        transcripts=sorted(transcripts, key=lambda t: t.path))
+    return ParsedUpload(
+        files=sorted(files, key=lambda f: (f.problem_id, f.attempt)),
+        metadata=metadata,
+        ignored=sorted(ignored),
+        sha256=digest.hexdigest(),
+        transcripts=sorted(transcripts, key=lambda t: t.path),
+    )
 
 
 def _normalise(path: str) -> str:
@@ -112,8 +122,9 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
-def _candidate(path: str, data: bytes, stems: dict[str, int], limits: Limits,
-               errors: list[UploadError]) -> CandidateFile | None:
+def _candidate(
+    path: str, data: bytes, stems: dict[str, int], limits: Limits, errors: list[UploadError]
+) -> CandidateFile | None:
     parts = path.split("/")
     if len(parts) == 1:
         attempt, name = 1, parts[0]
@@ -123,8 +134,9 @@ def _candidate(path: str, data: bytes, stems: dict[str, int], limits: Limits,
             errors.append(UploadError(path, "bad_layout", "attempt folders are numbered from attempt_1"))
             return None
     else:
-        errors.append(UploadError(path, "bad_layout",
-                                  "files go at the top level or in attempt_N/ folders ({stem}_{backend}.py)"))
+        errors.append(
+            UploadError(path, "bad_layout", "files go at the top level or in attempt_N/ folders ({stem}_{backend}.py)")
+        )
         return None
     match = FILE_ID.match(name)
     stem_by_id = {v: k for k, v in stems.items()}
@@ -133,7 +145,7 @@ def _candidate(path: str, data: bytes, stems: dict[str, int], limits: Limits,
         hint = f"; problem {match.group(1)} is {stem}, so expected {stem}_<backend>.py" if stem else ""
         errors.append(UploadError(path, "unknown_problem", f"not a known problem name{hint}"))
         return None
-    backend = name[len(stem) + 1:-3]
+    backend = name[len(stem) + 1 : -3]
     if not BACKEND.match(backend):
         errors.append(UploadError(path, "bad_backend", f"backend suffix {backend!r} must be lowercase letters/digits"))
         return None
@@ -152,16 +164,27 @@ def _candidate(path: str, data: bytes, stems: dict[str, int], limits: Limits,
     if unsupported:  # it could only ever be a compile_error: refused now, naming the backend and the supported ones
         errors.append(UploadError(path, "unsupported_backend", unsupported))
         return None
-    return CandidateFile(path=path, problem_id=stems[stem], stem=stem, backend=backend, attempt=attempt, code=code,
-                         sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    return CandidateFile(
+        path=path,
+        problem_id=stems[stem],
+        stem=stem,
+        backend=backend,
+        attempt=attempt,
+        code=code,
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+    )
 
 
 def _check_layout(files: list[CandidateFile], errors: list[UploadError]) -> None:
     flat = [f for f in files if "/" not in f.path]
     nested = [f for f in files if "/" in f.path]
     if flat and nested:
-        errors.append(UploadError(flat[0].path, "bad_layout",
-                                  "mixes top-level files with attempt_N/ folders; put every file in a folder"))
+        errors.append(
+            UploadError(
+                flat[0].path, "bad_layout", "mixes top-level files with attempt_N/ folders; put every file in a folder"
+            )
+        )
 
 
 def _check_duplicates(files: list[CandidateFile], errors: list[UploadError]) -> None:
@@ -169,7 +192,8 @@ def _check_duplicates(files: list[CandidateFile], errors: list[UploadError]) -> 
     for f in files:
         key = (f.problem_id, f.attempt)
         if key in seen:
-            errors.append(UploadError(f.path, "duplicate",
-                                      f"problem {f.stem} attempt {f.attempt} already given by {seen[key]}"))
+            errors.append(
+                UploadError(f.path, "duplicate", f"problem {f.stem} attempt {f.attempt} already given by {seen[key]}")
+            )
         else:
             seen[key] = f.path

@@ -1,4 +1,5 @@
 """The submission's metadata (submission.json or form fields), checked and normalised; the one protocol list."""
+
 from __future__ import annotations
 
 import re
@@ -12,13 +13,22 @@ ONE_SHOT, BEST_OF_K, AGENTIC = "one_shot", "best_of_k", "agentic_feedback"
 PROTOCOLS = (ONE_SHOT, BEST_OF_K, AGENTIC)
 SELECTIONS = ("first", "last", "best_measured", "self_selected")
 DEFAULT_SELECTION = {"one_shot": "first", "best_of_k": "best_measured", "agentic_feedback": "last"}
-PROTOCOL_ALIASES = {"one-shot": "one_shot", "oneshot": "one_shot", "best-of-k": "best_of_k",
-                    "agentic": "agentic_feedback", "agentic-feedback": "agentic_feedback"}
+PROTOCOL_ALIASES = {
+    "one-shot": "one_shot",
+    "oneshot": "one_shot",
+    "best-of-k": "best_of_k",
+    "agentic": "agentic_feedback",
+    "agentic-feedback": "agentic_feedback",
+}
 
 
 # Where a missing value may be given: the form's field, pkb submit's flag, submission.json's key.
-WHERE = {"model": "Model / --model", "protocol": "Protocol / --protocol", "attempts": "Attempt budget k / --attempts",
-         "profile": "Hardware profile / --profile"}
+WHERE = {
+    "model": "Model / --model",
+    "protocol": "Protocol / --protocol",
+    "attempts": "Attempt budget k / --attempts",
+    "profile": "Hardware profile / --profile",
+}
 FIELDS = "(metadata)"  # the file an error names when a value came from the form or the command line
 
 
@@ -37,8 +47,13 @@ def clean_metadata(raw: dict, parsed: ParsedUpload, max_attempts: int, profiles:
     def need(key: str, label: str):
         value = merged.get(key)
         if value in (None, ""):
-            errors.append(UploadError(FIELDS, "missing_metadata",
-                                      f"missing {label}: give it as {WHERE[key]}, or as \"{key}\" in {METADATA_FILE}"))
+            errors.append(
+                UploadError(
+                    FIELDS,
+                    "missing_metadata",
+                    f'missing {label}: give it as {WHERE[key]}, or as "{key}" in {METADATA_FILE}',
+                )
+            )
         return value
 
     model = need("model", "the model")
@@ -52,19 +67,32 @@ def clean_metadata(raw: dict, parsed: ParsedUpload, max_attempts: int, profiles:
         raise UploadRejected(errors)
 
     if protocol not in PROTOCOLS:
-        errors.append(UploadError(source("protocol"), "bad_metadata", f"protocol {protocol!r} is not one of {PROTOCOLS}"))
+        errors.append(
+            UploadError(source("protocol"), "bad_metadata", f"protocol {protocol!r} is not one of {PROTOCOLS}")
+        )
     k = _int(attempts, "attempts", errors, minimum=1)
     if k is not None and k > max_attempts:
-        errors.append(UploadError(source("attempts"), "bad_metadata",
-                                  f"attempts {k} exceeds the site's limit {max_attempts}"))
+        errors.append(
+            UploadError(source("attempts"), "bad_metadata", f"attempts {k} exceeds the site's limit {max_attempts}")
+        )
     if protocol == "one_shot" and k not in (None, 1):
         errors.append(UploadError(source("attempts"), "bad_metadata", "one_shot means attempts = 1"))
     if parsed.transcripts and protocol == ONE_SHOT:
-        errors.append(UploadError(parsed.transcripts[0].path, "bad_transcript",
-                                  "agent transcripts go with agentic or best-of-k submissions, not one-shot ones"))
+        errors.append(
+            UploadError(
+                parsed.transcripts[0].path,
+                "bad_transcript",
+                "agent transcripts go with agentic or best-of-k submissions, not one-shot ones",
+            )
+        )
     if str(profile) not in profiles:
-        errors.append(UploadError(source("profile"), "unknown_profile",
-                                  f"profile {profile!r} is not open; choose one of {sorted(profiles)}"))
+        errors.append(
+            UploadError(
+                source("profile"),
+                "unknown_profile",
+                f"profile {profile!r} is not open; choose one of {sorted(profiles)}",
+            )
+        )
     if k is not None:
         for f in parsed.files:
             if f.attempt > k:
@@ -75,16 +103,25 @@ def clean_metadata(raw: dict, parsed: ParsedUpload, max_attempts: int, profiles:
     backend = _backend(merged.get("backend"), parsed, errors)
     tokens = _int(merged.get("tokens"), "tokens", errors, minimum=0) if merged.get("tokens") not in (None, "") else None
     dollars = _dollars(merged.get("dollars"), errors)
-    text = {key: _text(merged.get(key), key, errors, multiline=key == "notes")
-            for key in ("model", "agent", "agent_version", "label", "notes")}
+    text = {
+        key: _text(merged.get(key), key, errors, multiline=key == "notes")
+        for key in ("model", "agent", "agent_version", "label", "notes")
+    }
     if errors:
         raise UploadRejected(errors)
     return {
-        "model_name": text["model"][:200], "protocol": protocol, "attempts_k": k, "profile": str(profile),
-        "selection_rule": selection, "backend": backend,
-        "agent": text["agent"][:200], "agent_version": text["agent_version"][:100],
-        "label": text["label"][:200], "notes": text["notes"][:5000],
-        "reported_tokens": tokens, "reported_dollars": dollars,
+        "model_name": text["model"][:200],
+        "protocol": protocol,
+        "attempts_k": k,
+        "profile": str(profile),
+        "selection_rule": selection,
+        "backend": backend,
+        "agent": text["agent"][:200],
+        "agent_version": text["agent_version"][:100],
+        "label": text["label"][:200],
+        "notes": text["notes"][:5000],
+        "reported_tokens": tokens,
+        "reported_dollars": dollars,
     }
 
 
@@ -144,8 +181,11 @@ def _backend(declared, parsed: ParsedUpload, errors: list[UploadError]) -> str:
     found = parsed.backends
     if declared in (None, ""):
         if len(found) > 1:
-            errors.append(UploadError("(upload)", "mixed_backends",
-                                      f"files use several backends {sorted(found)}; declare backend=mixed"))
+            errors.append(
+                UploadError(
+                    "(upload)", "mixed_backends", f"files use several backends {sorted(found)}; declare backend=mixed"
+                )
+            )
             return ""
         return next(iter(found), "")
     declared = str(declared).strip().lower()
@@ -153,6 +193,9 @@ def _backend(declared, parsed: ParsedUpload, errors: list[UploadError]) -> str:
         return declared
     for f in parsed.files:
         if f.backend != declared:
-            errors.append(UploadError(f.path, "backend_mismatch", f"backend {f.backend!r} but the submission declares "
-                                                                  f"{declared!r}"))
+            errors.append(
+                UploadError(
+                    f.path, "backend_mismatch", f"backend {f.backend!r} but the submission declares {declared!r}"
+                )
+            )
     return declared

@@ -8,6 +8,7 @@ Layout: any ``*.jsonl`` file is a transcript. An ``attempt_N/`` folder in its pa
 that starts with a problem's PKB name (``13_gemm_allreduce.jsonl``, ``13_gemm_allreduce_run2.jsonl``) ties it to that
 problem; otherwise it stands for the whole submission.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,8 +42,9 @@ def is_transcript(path: str) -> bool:
     return path.endswith(SUFFIX)
 
 
-def parse_transcript(path: str, data: bytes, stems: dict[str, int], max_bytes: int,
-                     errors: list[UploadError]) -> TranscriptFile | None:
+def parse_transcript(
+    path: str, data: bytes, stems: dict[str, int], max_bytes: int, errors: list[UploadError]
+) -> TranscriptFile | None:
     def refuse(message: str) -> None:
         errors.append(UploadError(path, "bad_transcript", message))
 
@@ -71,8 +73,15 @@ def parse_transcript(path: str, data: bytes, stems: dict[str, int], max_bytes: i
             return None
     parts = path.split("/")
     attempt = next((int(m.group(1)) for m in map(_ATTEMPT.match, parts[:-1]) if m), None)
-    return TranscriptFile(path=path, problem_id=_problem_of(parts[-1], stems), attempt=attempt, text=text,
-                          steps=len(lines), sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    return TranscriptFile(
+        path=path,
+        problem_id=_problem_of(parts[-1], stems),
+        attempt=attempt,
+        text=text,
+        steps=len(lines),
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+    )
 
 
 def _line_problem(line: str) -> str | None:
@@ -114,5 +123,8 @@ def _problem_of(name: str, stems: dict[str, int]) -> int | None:
     if not match:
         return None
     stem = {v: k for k, v in stems.items()}.get(int(match.group(1)))
-    return stems[stem] if stem and (name == stem + SUFFIX or name.startswith(stem + "_") or
-                                    name.startswith(stem + ".")) else None
+    return (
+        stems[stem]
+        if stem and (name == stem + SUFFIX or name.startswith(stem + "_") or name.startswith(stem + "."))
+        else None
+    )

@@ -1,4 +1,5 @@
 """The upload parser's values: what it returns, what it refuses with, and the limits it enforces."""
+
 from __future__ import annotations
 
 import dataclasses

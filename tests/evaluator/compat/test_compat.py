@@ -5,6 +5,7 @@ CUDA ones skip without a GPU and run on the lent H200 (``pytest tests/evaluator/
 Extensions are compiled inside the trial that first calls them (or at import): their trials get a timeout that a
 cold C++/CUDA build fits in on a loaded host.
 """
+
 import pathlib
 
 import pytest
@@ -28,6 +29,7 @@ def first_line(result: dict) -> str:
 
 
 # --- CPU ---------------------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("W", [1, 2])
 def test_world_size_one_shortcut_is_correct(W):
@@ -63,8 +65,9 @@ def test_exception_inside_solution_leads_with_the_root_cause():
     assert first_line(result).endswith("ValueError: expected (batch, seq, hidden) activations, got a 2-d tensor")
     assert first_line(result).startswith("rank ")
     assert result["message"].splitlines()[1] == (
-        "  at raises_inside.py, line 8, in _check: raise ValueError(f\"expected (batch, seq, hidden) activations, "
-        "got a {tensor.dim()}-d tensor\")")
+        '  at raises_inside.py, line 8, in _check: raise ValueError(f"expected (batch, seq, hidden) activations, '
+        'got a {tensor.dim()}-d tensor")'
+    )
     assert "Traceback" not in result["message"] and "rank/worker" not in result["message"]
     # The full traceback stays in the rank's log, for the owner.
     assert any("Traceback" in (log.get("stderr") or "") for log in result["logs"])

@@ -6,6 +6,7 @@ that the schema names is validated by Schemathesis (status code declared, media 
 A test that means to send what the schema does not describe (a hostile body, an unknown path) is still checked: the
 schema declares the refusals too (leaderboard/api/schema_hooks.py). ``PKB_SCHEMA_CHECK=0`` turns the check off for a
 run that studies something else; the check's own test (test_schema_is_the_api.py) proves it catches a drifted body."""
+
 from __future__ import annotations
 
 import json
@@ -43,28 +44,48 @@ def check(schema, method: str, path: str, query: str, response) -> None:
         return
     declared = operation.definition.raw.get("responses") or {}
     if str(response.status_code) not in declared and "default" not in declared:
-        raise SchemaMismatch(f"{method} {path}?{query} -> {response.status_code}: a status the schema does not declare "
-                             f"(it declares {', '.join(sorted(declared))})\n{response.content[:300]!r}")
+        raise SchemaMismatch(
+            f"{method} {path}?{query} -> {response.status_code}: a status the schema does not declare "
+            f"(it declares {', '.join(sorted(declared))})\n{response.content[:300]!r}"
+        )
     prepared = requests.Request(method, f"http://testserver{path}" + (f"?{query}" if query else "")).prepare()
     headers = {k.lower(): [v] for k, v in response.items()}
-    wrapped = Response(status_code=response.status_code, headers=headers, content=response.content,
-                       request=prepared, elapsed=0.0, verify=True)
+    wrapped = Response(
+        status_code=response.status_code,
+        headers=headers,
+        content=response.content,
+        request=prepared,
+        elapsed=0.0,
+        verify=True,
+    )
     try:
         schema.validate_response(operation, wrapped)
     except Exception as exc:  # schemathesis raises a group of its check failures
-        raise SchemaMismatch(f"{method} {path}?{query} -> {response.status_code}: not as the schema declares:\n"
-                             f"{exc}\n{response.content[:500]!r}") from None
+        raise SchemaMismatch(
+            f"{method} {path}?{query} -> {response.status_code}: not as the schema declares:\n"
+            f"{exc}\n{response.content[:500]!r}"
+        ) from None
 
 
 def _wrap(original):
     def request(client, **environ):
         response = original(client, **environ)
         path = environ.get("PATH_INFO", "")
-        if path.startswith(API) and not path.startswith(NOT_CHECKED) and response.status_code < 500 \
-                and not getattr(response, "streaming", False):
-            check(served_schema(original, client), environ.get("REQUEST_METHOD", "GET"), path,
-                  environ.get("QUERY_STRING", ""), response)
+        if (
+            path.startswith(API)
+            and not path.startswith(NOT_CHECKED)
+            and response.status_code < 500
+            and not getattr(response, "streaming", False)
+        ):
+            check(
+                served_schema(original, client),
+                environ.get("REQUEST_METHOD", "GET"),
+                path,
+                environ.get("QUERY_STRING", ""),
+                response,
+            )
         return response
+
     request.checks_the_schema = True
     return request
 
@@ -85,5 +106,3 @@ def api_responses_match_the_schema():
         yield
     finally:
         Client.request = original
-
-

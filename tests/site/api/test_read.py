@@ -1,4 +1,5 @@
 """Public read endpoints and the OpenAPI schema."""
+
 import pytest
 from rest_framework.test import APIClient
 

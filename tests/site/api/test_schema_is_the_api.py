@@ -2,6 +2,7 @@
 (tests/site/api/schema_check.py, autouse for the whole suite: these tests prove that check catches a drifted body and
 an undeclared status, and that the declarations it relies on are there), and a Schemathesis run over the schema's
 read operations against a live server, bounded to a few examples each so that it takes seconds."""
+
 import json
 
 import pytest
@@ -51,8 +52,12 @@ def test_the_schema_declares_what_the_api_answers(schema):
     assert attempts["maximum"] == django_settings.PKB_MAX_ATTEMPTS == 16
 
 
-CHECKS = [checks.not_a_server_error, checks.status_code_conformance, checks.content_type_conformance,
-          checks.response_schema_conformance]
+CHECKS = [
+    checks.not_a_server_error,
+    checks.status_code_conformance,
+    checks.content_type_conformance,
+    checks.response_schema_conformance,
+]
 
 
 def test_every_read_answers_as_the_schema_says_against_a_live_server(live_server, catalogue):
@@ -62,9 +67,11 @@ def test_every_read_answers_as_the_schema_says_against_a_live_server(live_server
     reads = [result.ok() for result in loaded.get_all_operations() if result.ok().method == "get"]
     assert len(reads) >= 12
     for operation in reads:
+
         @given(case=operation.as_strategy())
-        @settings(max_examples=3, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=3, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+        )
         def answers_as_declared(case):
             case.call_and_validate(base_url=live_server.url, checks=CHECKS)
 

@@ -1,4 +1,5 @@
 """POST /api/v1/submissions/ and friends: token auth and scopes, every bad-upload case (nothing stored), quota."""
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -34,14 +35,28 @@ def post(api, files=None, **fields):
 
 
 def nothing_stored():
-    return not (Submission.objects.exists() or Candidate.objects.exists() or EvaluationJob.objects.exists()
-                or QuotaCharge.objects.exists())
+    return not (
+        Submission.objects.exists()
+        or Candidate.objects.exists()
+        or EvaluationJob.objects.exists()
+        or QuotaCharge.objects.exists()
+    )
 
 
 def test_upload_archive(api):
-    response = post(api, {"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1,
-                          "attempt_1/13_gemm_allreduce_torch.py": GOOD_13}, protocol="best_of_k", attempts="2",
-                    tokens="1000", dollars="1.5", publish="true")
+    response = post(
+        api,
+        {
+            "attempt_1/1_allreduce_torch.py": GOOD_1,
+            "attempt_2/1_allreduce_torch.py": GOOD_1,
+            "attempt_1/13_gemm_allreduce_torch.py": GOOD_13,
+        },
+        protocol="best_of_k",
+        attempts="2",
+        tokens="1000",
+        dollars="1.5",
+        publish="true",
+    )
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["jobs"] == 3 and body["visibility"] == "public" and body["attempts_k"] == 2
@@ -53,8 +68,13 @@ def test_upload_directory_files_with_paths(api):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     files = [SimpleUploadedFile("1_allreduce_torch.py", GOOD_1), SimpleUploadedFile("1_allreduce_torch.py", GOOD_1)]
-    data = {**FIELDS, "protocol": "best_of_k", "attempts": "2", "files": files,
-            "paths": '["attempt_1/1_allreduce_torch.py", "attempt_2/1_allreduce_torch.py"]'}
+    data = {
+        **FIELDS,
+        "protocol": "best_of_k",
+        "attempts": "2",
+        "files": files,
+        "paths": '["attempt_1/1_allreduce_torch.py", "attempt_2/1_allreduce_torch.py"]',
+    }
     response = api.post(URL, data, format="multipart")
     assert response.status_code == 201, response.json()
     assert sorted(Candidate.objects.values_list("attempt", flat=True)) == [1, 2]
@@ -62,20 +82,40 @@ def test_upload_directory_files_with_paths(api):
 
 BAD = [
     ("unknown problem", {"1_allreduse_torch.py": GOOD_1}, {}, "unknown_problem", "1_allreduse_torch.py"),
-    ("duplicate", {"1_allreduce_torch.py": GOOD_1, "1_allreduce_cuda.py": GOOD_1}, {"backend": "mixed"}, "duplicate",
-     "1_allreduce_cuda.py"),
+    (
+        "duplicate",
+        {"1_allreduce_torch.py": GOOD_1, "1_allreduce_cuda.py": GOOD_1},
+        {"backend": "mixed"},
+        "duplicate",
+        "1_allreduce_cuda.py",
+    ),
     ("file over size", {"1_allreduce_torch.py": b"#" * (512 * 1024 + 1)}, {}, "over_size", "1_allreduce_torch.py"),
     ("path escaping", {"../1_allreduce_torch.py": GOOD_1}, {}, "path_escapes_folder", "../1_allreduce_torch.py"),
     ("non-UTF-8", {"1_allreduce_torch.py": b"\xff\xfe\x00"}, {}, "not_utf8", "1_allreduce_torch.py"),
     ("missing model", {"1_allreduce_torch.py": GOOD_1}, {"model": None}, "missing_metadata", "(metadata)"),
     ("missing protocol", {"1_allreduce_torch.py": GOOD_1}, {"protocol": None}, "missing_metadata", "(metadata)"),
     ("missing profile", {"1_allreduce_torch.py": GOOD_1}, {"profile": None}, "missing_metadata", "(metadata)"),
-    ("over budget", {"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1},
-     {"protocol": "best_of_k", "attempts": "1"}, "over_budget", "attempt_2/1_allreduce_torch.py"),
-    ("bad layout", {"1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1}, {}, "bad_layout",
-     "1_allreduce_torch.py"),
-    ("unsupported backend", {"1_allreduce_pk.py": b"from utils.parallelkittens_runtime import *\n" + GOOD_1},
-     {"backend": "pk"}, "unsupported_backend", "1_allreduce_pk.py"),
+    (
+        "over budget",
+        {"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1},
+        {"protocol": "best_of_k", "attempts": "1"},
+        "over_budget",
+        "attempt_2/1_allreduce_torch.py",
+    ),
+    (
+        "bad layout",
+        {"1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1},
+        {},
+        "bad_layout",
+        "1_allreduce_torch.py",
+    ),
+    (
+        "unsupported backend",
+        {"1_allreduce_pk.py": b"from utils.parallelkittens_runtime import *\n" + GOOD_1},
+        {"backend": "pk"},
+        "unsupported_backend",
+        "1_allreduce_pk.py",
+    ),
 ]
 
 
@@ -91,8 +131,9 @@ def test_bad_upload_is_refused_naming_file_and_rule(api, case, files, fields, ru
 
 def test_upload_over_total_size_is_refused(api, settings):
     settings.PKB_MAX_UPLOAD_BYTES = 2048
-    response = post(api, {f"attempt_{i}/1_allreduce_torch.py": b"#" * 1000 for i in range(1, 4)},
-                    protocol="best_of_k", attempts="3")
+    response = post(
+        api, {f"attempt_{i}/1_allreduce_torch.py": b"#" * 1000 for i in range(1, 4)}, protocol="best_of_k", attempts="3"
+    )
     assert response.status_code == 400 and response.json()["errors"][0]["rule"] == "over_size"
     assert nothing_stored()
 
@@ -106,10 +147,9 @@ def test_zip_with_symlink_is_refused(api):
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as z:
         info = zipfile.ZipInfo("1_allreduce_torch.py")
-        info.external_attr = (0o120777 << 16)
+        info.external_attr = 0o120777 << 16
         z.writestr(info, "/etc/passwd")
-    response = api.post(URL, {**FIELDS, "archive": SimpleUploadedFile("x.zip", buffer.getvalue())},
-                        format="multipart")
+    response = api.post(URL, {**FIELDS, "archive": SimpleUploadedFile("x.zip", buffer.getvalue())}, format="multipart")
     assert response.status_code == 400 and response.json()["errors"][0]["rule"] == "not_a_regular_file"
     assert nothing_stored()
 
@@ -125,8 +165,9 @@ def test_quota_refusal_is_429_with_next_slot(api, owner):
 
 
 def test_no_token_no_upload(cpu):
-    response = APIClient().post(URL, {**FIELDS, "archive": archive({"1_allreduce_torch.py": GOOD_1})},
-                                format="multipart")
+    response = APIClient().post(
+        URL, {**FIELDS, "archive": archive({"1_allreduce_torch.py": GOOD_1})}, format="multipart"
+    )
     assert response.status_code in (401, 403)
 
 

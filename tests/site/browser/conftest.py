@@ -1,6 +1,7 @@
 """What the browser tests share: the embedded server (``manage.py runserver_with_worker`` on a fresh SQLite database),
 headless Chromium (Debian's, driven by Playwright), and the steps several tests take: sign up, zip files for the
 upload form, and watch a page for dialogs and Content-Security-Policy violations."""
+
 from __future__ import annotations
 
 import contextlib
@@ -20,8 +21,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 OUTPUT = ROOT / "test-output"
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def free_port() -> int:
@@ -31,14 +38,27 @@ def free_port() -> int:
 
 
 def manage(env, *args, **kwargs):
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True,
-                          text=True, timeout=300, **kwargs)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        **kwargs,
+    )
 
 
 def site_env(tmp: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-    env.update(DATABASE_URL=f"sqlite:///{tmp}/site.sqlite3", PKB_DATA_DIR=str(tmp), DJANGO_SECRET_KEY="browser-test",
-               DJANGO_SETTINGS_MODULE="leaderboard.settings", PYTHONPATH=str(ROOT))
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp}/site.sqlite3",
+        PKB_DATA_DIR=str(tmp),
+        DJANGO_SECRET_KEY="browser-test",
+        DJANGO_SETTINGS_MODULE="leaderboard.settings",
+        PYTHONPATH=str(ROOT),
+    )
     return env
 
 
@@ -63,8 +83,14 @@ def embedded_site(tmp: Path, database: Path, setup: str = ""):
         manage(env, "shell", "-c", setup)
     port = free_port()
     log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "manage.py", "runserver_with_worker", f"127.0.0.1:{port}"], cwd=ROOT,
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver_with_worker", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180  # collectstatic runs first (gzip of plotly.js)
     while time.monotonic() < deadline:
@@ -138,6 +164,7 @@ def scores(subs, problem, status, speedup=None):
 def site(tmp_path_factory, migrated_database):
     """The embedded server on a fresh SQLite database, and a way to add rows to it (manage.py shell)."""
     with embedded_site(tmp_path_factory.mktemp("plots"), migrated_database) as (url, env):
+
         def seed(code: str) -> None:
             manage(env, "shell", "-c", PRELUDE + code)
 

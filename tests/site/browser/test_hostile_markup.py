@@ -2,6 +2,7 @@
 JSON script element and open its own is uploaded through the page's form, judged, published, and then shown as text
 on every page that names it, with no script of its running; the plots still draw under the Content-Security-Policy,
 and an inline script slipped into a page (a missed escape) is refused by that policy."""
+
 from __future__ import annotations
 
 from tests.site.browser.conftest import OUTPUT, sign_up, watch, zipped
@@ -28,8 +29,12 @@ def test_hostile_model_name_is_text_and_no_script_runs(server, page, tmp_path):
     # A locator, not wait_for_function: that one evaluates a string in the page, which the CSP forbids.
     page.locator("#live-status", has_text="Finished").wait_for(timeout=240_000)
 
-    for url, plot in [(submission_url, None), (f"{server}/?protocol=one_shot", None),
-                      (f"{server}/problems/1_allreduce/", "#strip"), (f"{server}/problems/", "#heatmap")]:
+    for url, plot in [
+        (submission_url, None),
+        (f"{server}/?protocol=one_shot", None),
+        (f"{server}/problems/1_allreduce/", "#strip"),
+        (f"{server}/problems/", "#heatmap"),
+    ]:
         response = page.goto(url)
         assert "script-src 'self'" in response.headers["content-security-policy"]
         if plot:  # plotly.js and site.js ran from their files and read the figure from json_script

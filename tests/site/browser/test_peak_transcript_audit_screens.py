@@ -1,6 +1,7 @@
 """Issue 35 in Chromium: the leaderboard's peak-fraction column, a transcript page (steps collapsible, a metered
 feedback run in place), an audited result's badge, the getting-started page. Read from what the browser shows, and
 screenshots in test-output/issue35-*.png."""
+
 from __future__ import annotations
 
 import json
@@ -72,8 +73,15 @@ def _seed(env) -> dict:
 
     from tests.site.browser.conftest import ROOT
 
-    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", SEED], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", SEED],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -3,6 +3,7 @@
 (Correct, Faster, peak) visible or the table scrollable with a hint, the heatmap inside the viewport, the feedback run
 page's long lines inside their own scrolling box. Screenshots of each page at phone and desktop width in
 test-output/phone-*.png and test-output/desktop-*.png."""
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,15 @@ print(json.dumps({{"submission": made[0].pk, "candidate": candidate.pk, "run": r
 
 
 def seed(env) -> dict:
-    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", SEED], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", SEED],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -72,11 +80,18 @@ def test_every_page_fits_a_phone(tmp_path_factory, migrated_database):
             tab.fill("#id_password", PASSWORD)
             tab.click("form.stack button")
             tab.wait_for_url(f"{url}/account/")
-        pages = {"leaderboard": "/leaderboard/cpu-gloo/", "problems": "/problems/?profile=cpu-gloo",
-                 "problem": "/problems/1_allreduce/?profile=cpu-gloo", "submission": f"/submissions/{ids['submission']}/",
-                 "code": f"/candidates/{ids['candidate']}/", "feedback-run": f"/feedback/runs/{ids['run']}/",
-                 "account": "/account/", "submit": "/submit/", "getting-started": "/getting-started/",
-                 "metadata": f"/submissions/{ids['submission']}/metadata"}
+        pages = {
+            "leaderboard": "/leaderboard/cpu-gloo/",
+            "problems": "/problems/?profile=cpu-gloo",
+            "problem": "/problems/1_allreduce/?profile=cpu-gloo",
+            "submission": f"/submissions/{ids['submission']}/",
+            "code": f"/candidates/{ids['candidate']}/",
+            "feedback-run": f"/feedback/runs/{ids['run']}/",
+            "account": "/account/",
+            "submit": "/submit/",
+            "getting-started": "/getting-started/",
+            "metadata": f"/submissions/{ids['submission']}/metadata",
+        }
         too_wide = {}
         for name, path in pages.items():
             desktop.goto(url + path)

@@ -2,6 +2,7 @@
 vs Faster" plot and a problem's strip plot in every state (nothing published, every submission failed, one point,
 thousands), read from what Plotly drew (the SVG markers, the axes' ranges in gd._fullLayout, marker boxes inside the
 plotting area), not only from the JSON the page carries. Screenshots go to test-output/plots-*.png."""
+
 from __future__ import annotations
 
 import urllib.request
@@ -40,8 +41,9 @@ def test_search_cost_plot_in_every_state(site, page):
     seed("entries(make(2, 'best_of_k', k=2, name='bok'), lambda i: 3 + i)")
     page.goto(f"{url}/")
     assert page.locator("#pareto").count() == 0
-    assert "none of the 3 published submissions on this profile has a measured search cost" in \
-        page.inner_text("#pareto-empty")
+    assert "none of the 3 published submissions on this profile has a measured search cost" in page.inner_text(
+        "#pareto-empty"
+    )
 
     # One agentic run with metered feedback: now there is a cost axis, and every point is drawn inside it.
     seed(AGENTIC_WITH_COST)
@@ -127,10 +129,12 @@ def test_problem_peak_fraction_plot(site, page):
     page.goto(f"{url}/problems/7/")
     assert page.locator("#peak").count() == 0 and page.locator("#peak-empty").count() == 1
     # Peak fractions from 0.5% to 40%, as the judge stores them: drawn on a log axis labelled in percent.
-    seed("subs = make(300, 'best_of_k', k=2, name='peak'); scores(subs, 8, 'correct', lambda i: 1.5); "
-         "[ProblemScore.objects.filter(submission=s, problem_id=8).update(peak_fraction=0.005 * (80 ** (i / 299)), "
-         "peak_fraction_lo=0.004 * (80 ** (i / 299)), peak_fraction_hi=0.006 * (80 ** (i / 299))) "
-         "for i, s in enumerate(subs)]")
+    seed(
+        "subs = make(300, 'best_of_k', k=2, name='peak'); scores(subs, 8, 'correct', lambda i: 1.5); "
+        "[ProblemScore.objects.filter(submission=s, problem_id=8).update(peak_fraction=0.005 * (80 ** (i / 299)), "
+        "peak_fraction_lo=0.004 * (80 ** (i / 299)), peak_fraction_hi=0.006 * (80 ** (i / 299))) "
+        "for i, s in enumerate(subs)]"
+    )
     page.goto(f"{url}/problems/8/")
     got = drawn(page, "peak")
     assert got["points"] == 300 and got["outside"] == 0 and got["xtype"] == "log", got
@@ -154,8 +158,10 @@ def test_static_files_compressed_and_cached(site, page):
       return {load_ms: nav.loadEventEnd, bytes: [nav, ...res].reduce((s, r) => s + r.transferSize, 0),
               plotly: res.filter(r => r.name.includes('plotly')).map(r => [r.name, r.encodedBodySize, r.decodedBodySize])};
     }""")
-    print(f"\nhome page: load event at {timing['load_ms']:.0f} ms, {timing['bytes']:,} bytes received, "
-          f"plotly.js {timing['plotly']}")
+    print(
+        f"\nhome page: load event at {timing['load_ms']:.0f} ms, {timing['bytes']:,} bytes received, "
+        f"plotly.js {timing['plotly']}"
+    )
     [(plotly_url, sent, decoded)] = timing["plotly"]
     assert "/static/vendor/plotly.min." in plotly_url and plotly_url.endswith(".js")  # hashed name
     assert sent < decoded / 3, timing  # compressed on the wire (4.8 MB -> about 1.5 MB)

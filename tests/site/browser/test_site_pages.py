@@ -1,5 +1,6 @@
 """The browsable API page and the 404 page in headless Chromium under the site's CSP (issue 26): Swagger UI runs
 from the site's own files and draws every operation of the schema; no CSP violation on either page."""
+
 from __future__ import annotations
 
 from tests.site.browser.conftest import OUTPUT, sign_up, watch, zipped
@@ -10,8 +11,10 @@ def test_swagger_ui_draws_the_api_under_the_csp(site, page):
     url, _ = site
     violations = watch(page)["csp"]
     external = []
-    page.on("request", lambda r: external.append(r.url) if not r.url.startswith(url) and
-            not r.url.startswith("data:") else None)
+    page.on(
+        "request",
+        lambda r: external.append(r.url) if not r.url.startswith(url) and not r.url.startswith("data:") else None,
+    )
     page.goto(f"{url}/")
     page.click("nav[aria-label=Main] >> text=API")
     page.wait_for_url(f"{url}/api/v1/docs/")

@@ -1,6 +1,7 @@
 """In headless Chromium, against the embedded server (`manage.py runserver_with_worker`: SQLite, dramatiq's StubBroker,
 an in-process worker, the real judge): sign up, upload a submission, watch it finish live, read Correct and Faster
 on the leaderboard. Screenshots go to test-output/."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,8 +11,11 @@ from tests.site.conftest import GOOD_1, WRONG_1
 
 
 def archive(tmp_path: Path) -> Path:
-    return zipped(tmp_path, {"attempt_1/1_allreduce_torch.py": WRONG_1, "attempt_2/1_allreduce_torch.py": GOOD_1},
-                  "my-agent-run.zip")
+    return zipped(
+        tmp_path,
+        {"attempt_1/1_allreduce_torch.py": WRONG_1, "attempt_2/1_allreduce_torch.py": GOOD_1},
+        "my-agent-run.zip",
+    )
 
 
 def test_upload_watch_and_read_the_leaderboard(server, page, tmp_path):

@@ -7,6 +7,7 @@ case), with real `dramatiq leaderboard.jobs.actors` worker processes and the rea
     broker lost messages    -> the reaper sees fewer messages than queued jobs and re-sends them
     prefetch                -> a worker's consumer holds one message at a time
 """
+
 from __future__ import annotations
 
 import os
@@ -53,8 +54,15 @@ def make_broker(url: str):
 def profile(catalogue):
     if connection.vendor != "postgresql":
         pytest.skip("the lifecycle tests need PostgreSQL shared with worker processes")
-    return HardwareProfile.objects.create(slug=f"it-{uuid.uuid4().hex[:8]}", name="integration", device="cpu",
-                                          world_size=2, ranked=False, trials=1, accepting=True)
+    return HardwareProfile.objects.create(
+        slug=f"it-{uuid.uuid4().hex[:8]}",
+        name="integration",
+        device="cpu",
+        world_size=2,
+        ranked=False,
+        trials=1,
+        accepting=True,
+    )
 
 
 @pytest.fixture(params=["rabbitmq"])
@@ -85,16 +93,30 @@ class Workers:
 
     def start(self, **extra_env: str) -> subprocess.Popen:
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-        env.update(DJANGO_SETTINGS_MODULE="leaderboard.settings", DATABASE_URL=database_url(),
-                   BROKER_URL=self.broker_url, DJANGO_SECRET_KEY="it", PKB_DATA_DIR=str(self.tmp),
-                   PKB_QUEUES=self.queue, PKB_LEASE_SECONDS="6", PKB_HEARTBEAT_SECONDS="1",
-                   PKB_REAPER_INTERVAL_SECONDS="1", PKB_REQUEUE_QUEUED_AFTER_SECONDS="2", PYTHONPATH=str(ROOT),
-                   PKB_LOG_LEVEL="INFO")
+        env.update(
+            DJANGO_SETTINGS_MODULE="leaderboard.settings",
+            DATABASE_URL=database_url(),
+            BROKER_URL=self.broker_url,
+            DJANGO_SECRET_KEY="it",
+            PKB_DATA_DIR=str(self.tmp),
+            PKB_QUEUES=self.queue,
+            PKB_LEASE_SECONDS="6",
+            PKB_HEARTBEAT_SECONDS="1",
+            PKB_REAPER_INTERVAL_SECONDS="1",
+            PKB_REQUEUE_QUEUED_AFTER_SECONDS="2",
+            PYTHONPATH=str(ROOT),
+            PKB_LOG_LEVEL="INFO",
+        )
         env.update(extra_env)
         log = open(self.tmp / f"worker{len(self.procs)}.log", "wb")
-        proc = subprocess.Popen([DRAMATIQ, "leaderboard.jobs.actors", "--queues", self.queue, "--processes", "1",
-                                 "--threads", "1"], cwd=str(ROOT), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [DRAMATIQ, "leaderboard.jobs.actors", "--queues", self.queue, "--processes", "1", "--threads", "1"],
+            cwd=str(ROOT),
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.procs.append(proc)
         return proc
 
@@ -121,8 +143,9 @@ def workers(broker, profile, tmp_path):
 
 
 def submit_one(owner, profile) -> EvaluationJob:
-    submission = submissions_services.submission_create(owner.submitter, meta(profile=profile.slug),
-                                            [("1_allreduce_torch.py", GOOD_1)], allow_duplicate=True)  # several a test
+    submission = submissions_services.submission_create(
+        owner.submitter, meta(profile=profile.slug), [("1_allreduce_torch.py", GOOD_1)], allow_duplicate=True
+    )  # several a test
     return submission.jobs.get()
 
 
@@ -171,8 +194,7 @@ def test_worker_killed_mid_job_is_evaluated_exactly_once(owner, profile, workers
     wait_for(lambda: processes_with(judge_marker), 30, "the judge subprocess", workers)
     time.sleep(2)
     workers.kill(first)  # the host dies mid-evaluation
-    wait_for(lambda: not processes_with(judge_marker), 30,
-             "the orphaned judge to die with its worker")
+    wait_for(lambda: not processes_with(judge_marker), 30, "the orphaned judge to die with its worker")
     assert job_status(job) == "running"  # nobody has written anything
     workers.start()
     wait_for(lambda: job_status(job) == "done", 240, "the second worker to finish the job", workers)
@@ -186,9 +208,16 @@ def test_worker_killed_mid_job_is_evaluated_exactly_once(owner, profile, workers
 
 def test_broker_connections_dropped_then_the_job_finishes(owner, profile, workers):
     worker = workers.start()
-    consumers = wait_for(lambda: [line for line in rabbitmqctl("list_consumers", "queue_name", "prefetch_count")
-                                  .splitlines() if line.split("\t")[0] == profile.slug], 60,
-                         "the worker's consumer", workers)
+    consumers = wait_for(
+        lambda: [
+            line
+            for line in rabbitmqctl("list_consumers", "queue_name", "prefetch_count").splitlines()
+            if line.split("\t")[0] == profile.slug
+        ],
+        60,
+        "the worker's consumer",
+        workers,
+    )
     assert consumers[0].split("\t")[1] == "1"  # prefetch 1: a busy host never hoards a second job
     rabbitmqctl("close_all_connections", "pkb-arena test: connection dropped")
     time.sleep(1)
@@ -244,21 +273,25 @@ def _uid_of(pid: int) -> int | None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="reading other processes' environments needs root (CI is root)")
-def test_worker_child_killed_leaves_nothing_and_a_restarted_worker_requeues_at_once(owner, profile, workers,
-                                                                                      tmp_path):
+def test_worker_child_killed_leaves_nothing_and_a_restarted_worker_requeues_at_once(owner, profile, workers, tmp_path):
     from evaluator.process import processes
 
     # The candidate sleeps while loading, so every rank (reference and candidate) is alive when the worker dies.
     slow = b"import time\ntime.sleep(120)\n" + GOOD_1
-    submission = submissions_services.submission_create(owner.submitter, meta(profile=profile.slug),
-                                            [("1_allreduce_torch.py", slow)])
+    submission = submissions_services.submission_create(
+        owner.submitter, meta(profile=profile.slug), [("1_allreduce_torch.py", slow)]
+    )
     job = submission.jobs.get()
     # A lease far longer than the test waits: only the restarted worker's sweep can re-queue the job in time.
     lease = dict(PKB_LEASE_SECONDS="600", PKB_HEARTBEAT_SECONDS="1")
     parent = workers.start(**lease)
     work = tmp_path / "work"
-    ranks = wait_for(lambda: len(_with_scratch_under(work)) >= 4 and _with_scratch_under(work), 120,
-                     "the job's reference and candidate ranks", workers)
+    ranks = wait_for(
+        lambda: len(_with_scratch_under(work)) >= 4 and _with_scratch_under(work),
+        120,
+        "the job's reference and candidate ranks",
+        workers,
+    )
     uids = {_uid_of(pid) for pid in ranks} - {0, None}
     assert uids and all(processes.UID_RANGE[0] <= u < processes.UID_RANGE[1] for u in uids)
     dead = [p for p in work.iterdir() if p.is_dir()]
@@ -275,8 +308,12 @@ def test_worker_child_killed_leaves_nothing_and_a_restarted_worker_requeues_at_o
     restarted = time.monotonic()
     workers.start(**lease)
     wait_for(lambda: not dead[0].exists(), 60, "the restarted worker to sweep the dead one's directory", workers)
-    wait_for(lambda: EvaluationJob.objects.filter(pk=job.pk, attempts=2).exists(), 60,
-             "the restarted worker to re-claim the job", workers)
+    wait_for(
+        lambda: EvaluationJob.objects.filter(pk=job.pk, attempts=2).exists(),
+        60,
+        "the restarted worker to re-claim the job",
+        workers,
+    )
     reclaimed_s = time.monotonic() - restarted
     assert reclaimed_s < 60  # not the 600 s lease
     print(f"job re-claimed {reclaimed_s:.1f} s after the replacement worker started")

@@ -5,6 +5,7 @@ call, so the build worker takes it first); the judging worker is killed with SIG
 finishes the job (the boot sweep ends the dead worker's lease and the job is claimed again); `pkb feedback` runs a
 feedback run; /metrics, the workers' own metrics and the Workers page show it all. Lean: the cpu-gloo kind of
 profile (W = 2, one trial), problem 1 at its reduced shapes, short leases."""
+
 from __future__ import annotations
 
 import json
@@ -50,19 +51,32 @@ class Topology:
         self.procs: dict[str, subprocess.Popen] = {}
         self.began = time.monotonic()
         self.env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-        self.env.update(DJANGO_SETTINGS_MODULE="leaderboard.settings", DATABASE_URL=database_url(),
-                        BROKER_URL=RABBIT_URL, DJANGO_SECRET_KEY="topology-" + uuid.uuid4().hex,
-                        PKB_DATA_DIR=str(tmp / "data"), PYTHONPATH=str(ROOT), PKB_QUEUES=profile,
-                        PKB_BUILD_STAGE="all", PKB_LEASE_SECONDS="6", PKB_HEARTBEAT_SECONDS="1",
-                        PKB_REAPER_INTERVAL_SECONDS="1", PKB_WORKER_HEARTBEAT_SECONDS="1", PKB_TRUSTED_PROXIES="0",
-                        PKB_METRICS_TOKEN=TOKEN, DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost", PKB_LOG_LEVEL="INFO",
-                        PKB_GPU_LOCK_DIR=str(tmp / "gpus"))
+        self.env.update(
+            DJANGO_SETTINGS_MODULE="leaderboard.settings",
+            DATABASE_URL=database_url(),
+            BROKER_URL=RABBIT_URL,
+            DJANGO_SECRET_KEY="topology-" + uuid.uuid4().hex,
+            PKB_DATA_DIR=str(tmp / "data"),
+            PYTHONPATH=str(ROOT),
+            PKB_QUEUES=profile,
+            PKB_BUILD_STAGE="all",
+            PKB_LEASE_SECONDS="6",
+            PKB_HEARTBEAT_SECONDS="1",
+            PKB_REAPER_INTERVAL_SECONDS="1",
+            PKB_WORKER_HEARTBEAT_SECONDS="1",
+            PKB_TRUSTED_PROXIES="0",
+            PKB_METRICS_TOKEN=TOKEN,
+            DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+            PKB_LOG_LEVEL="INFO",
+            PKB_GPU_LOCK_DIR=str(tmp / "gpus"),
+        )
 
     def start(self, name: str, argv: list[str], **env: str) -> subprocess.Popen:
         argv = [str(BIN / Path(argv[0]).name), *argv[1:]]  # /opt/venv/bin/X -> this environment's X
         log = open(self.tmp / f"{name}.log", "ab")
-        proc = subprocess.Popen(argv, cwd=str(ROOT), env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, cwd=str(ROOT), env={**self.env, **env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.procs[name] = proc
         return proc
 
@@ -79,7 +93,9 @@ class Topology:
             self.kill(name)
 
     def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2500:]}" for p in sorted(self.tmp.glob("*.log")))
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-2500:]}" for p in sorted(self.tmp.glob("*.log"))
+        )
 
     def wait_for(self, predicate, timeout: float, what: str):
         deadline = time.monotonic() + timeout
@@ -117,8 +133,15 @@ def sample(text: str, family: str, **labels: str) -> float | None:
 def profile(catalogue):
     if connection.vendor != "postgresql":
         pytest.skip("the topology runs its processes on PostgreSQL")
-    return HardwareProfile.objects.create(slug=f"topo-{uuid.uuid4().hex[:8]}", name="topology", device="cpu",
-                                          world_size=2, ranked=False, trials=1, accepting=True)
+    return HardwareProfile.objects.create(
+        slug=f"topo-{uuid.uuid4().hex[:8]}",
+        name="topology",
+        device="cpu",
+        world_size=2,
+        ranked=False,
+        trials=1,
+        accepting=True,
+    )
 
 
 @pytest.fixture
@@ -136,8 +159,9 @@ def topology(profile, tmp_path):
     broker.close()
 
 
-def test_the_deploy_units_run_a_submission_a_killed_worker_and_a_feedback_run(topology, profile, owner, staff,
-                                                                              client, settings, tmp_path):
+def test_the_deploy_units_run_a_submission_a_killed_worker_and_a_feedback_run(
+    topology, profile, owner, staff, client, settings, tmp_path
+):
     from leaderboard.accounts import services as accounts_services
 
     slug = profile.slug
@@ -149,43 +173,97 @@ def test_the_deploy_units_run_a_submission_a_killed_worker_and_a_feedback_run(to
     judging = unit_argv("pkb-gpu-worker@.service", "", {"PKB_WORKER_QUEUES": slug})  # a CPU profile: not pinned
     topology.start("judging", judging, PKB_GPUS="", PKB_WORKER_METRICS_PORT=str(worker_metrics))
     topology.start("build", unit_argv("pkb-build-worker@.service", slug, {"PKB_BUILD_THREADS": "1"}), PKB_GPUS="")
-    topology.start("feedback", unit_argv("pkb-gpu-worker@.service", "", {"PKB_WORKER_QUEUES": f"feedback-{slug}"}),
-                   PKB_GPUS="")
+    topology.start(
+        "feedback", unit_argv("pkb-gpu-worker@.service", "", {"PKB_WORKER_QUEUES": f"feedback-{slug}"}), PKB_GPUS=""
+    )
     topology.wait_for(lambda: get(f"{site}/readyz")[0] == 200, 60, "gunicorn's /readyz")
     queues = [[slug], [f"build-{slug}"], [f"feedback-{slug}"]]
-    topology.wait_for(lambda: sorted(WorkerRecord.objects.filter(state="running").values_list("queues", flat=True))
-                      == sorted(queues), 90, "the three workers' records")
+    topology.wait_for(
+        lambda: sorted(WorkerRecord.objects.filter(state="running").values_list("queues", flat=True)) == sorted(queues),
+        90,
+        "the three workers' records",
+    )
 
     # pkb submit, through gunicorn: the file names a compile call, so the build worker runs it first.
     token = accounts_services.token_create(owner.submitter, "topology", ["read", "submit"])[1]
     upload = tmp_path / "upload"
     upload.mkdir()
     (upload / "1_allreduce_torch.py").write_bytes(GOOD_1 + b"\n# the build stage is asked first: load_inline\n")
-    done = subprocess.run([str(BIN / "pkb"), "submit", str(upload), "--model", "topology", "--profile", slug,
-                           "--protocol", "one_shot",
-                           "--attempts", "1", "--agent", "topology-test", "--agent-version", "1",
-                           "--url", site, "--token", token, "--json"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            str(BIN / "pkb"),
+            "submit",
+            str(upload),
+            "--model",
+            "topology",
+            "--profile",
+            slug,
+            "--protocol",
+            "one_shot",
+            "--attempts",
+            "1",
+            "--agent",
+            "topology-test",
+            "--agent-version",
+            "1",
+            "--url",
+            site,
+            "--token",
+            token,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     job = EvaluationJob.objects.get(profile=profile)  # the one file of the one submission on this profile
 
     # A feedback run on the feedback worker, through `pkb feedback` (it waits for the verdict; collected below).
     common = ["--url", site, "--token", token]
-    opened = subprocess.run([str(BIN / "pkb"), "feedback", "open", "--profile", slug, *common],
-                            capture_output=True, text=True, timeout=60)
+    opened = subprocess.run(
+        [str(BIN / "pkb"), "feedback", "open", "--profile", slug, *common], capture_output=True, text=True, timeout=60
+    )
     assert opened.returncode == 0, opened.stdout + opened.stderr
     (tmp_path / "fb.py").write_bytes(GOOD_1)
-    asked = subprocess.Popen([str(BIN / "pkb"), "feedback", "1", str(tmp_path / "fb.py"), "--session",
-                              opened.stdout.strip(), "--M", "64", "--N", "64", "--json", str(tmp_path / "fb.json"),
-                              *common], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    asked = subprocess.Popen(
+        [
+            str(BIN / "pkb"),
+            "feedback",
+            "1",
+            str(tmp_path / "fb.py"),
+            "--session",
+            opened.stdout.strip(),
+            "--M",
+            "64",
+            "--N",
+            "64",
+            "--json",
+            str(tmp_path / "fb.json"),
+            *common,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     # The judging worker dies with SIGKILL while its judge runs; restarted, it finds its dead self's lease.
-    topology.wait_for(lambda: EvaluationJob.objects.filter(pk=job.pk, status="running", build_status="nothing_built")
-                      .exists() and processes_with(f"job{job.pk}-"), 120, "the judged run to start after its build")
+    topology.wait_for(
+        lambda: (
+            EvaluationJob.objects.filter(pk=job.pk, status="running", build_status="nothing_built").exists()
+            and processes_with(f"job{job.pk}-")
+        ),
+        120,
+        "the judged run to start after its build",
+    )
     topology.kill("judging")
     topology.wait_for(lambda: not processes_with(f"job{job.pk}-"), 30, "the judge to die with its worker")
     topology.start("judging", judging, PKB_GPUS="", PKB_WORKER_METRICS_PORT=str(worker_metrics))
-    topology.wait_for(lambda: EvaluationJob.objects.filter(pk=job.pk, status="done").exists(), 120,
-                      "the restarted worker to finish the job")
+    topology.wait_for(
+        lambda: EvaluationJob.objects.filter(pk=job.pk, status="done").exists(),
+        120,
+        "the restarted worker to finish the job",
+    )
     job.refresh_from_db()
     assert job.attempts == 2 and job.build_status == "nothing_built"
     assert [r.verdict for r in Result.objects.filter(job=job).order_by("id")] == ["infra_error", "correct"]

@@ -1,5 +1,6 @@
 """Issue 35: agent transcripts uploaded with a submission (hostile input refused like archives), their page (steps,
 tool calls and results, metered feedback runs in place), owner-only until published."""
+
 from __future__ import annotations
 
 import json
@@ -11,18 +12,42 @@ from leaderboard.submissions import uploads
 from leaderboard.submissions.models import Transcript
 from tests.site.conftest import GOOD_1, judge_document, zip_bytes
 
-OPENAI = [{"role": "system", "content": "You write multi-GPU kernels."},
-          {"role": "user", "content": "Make 1_allreduce faster."},
-          {"role": "assistant", "content": "I will try a ring.", "tool_calls": [
-              {"id": "call_1", "type": "function", "function": {"name": "pkb_feedback",
-                                                                "arguments": "{\"problem\": 1, \"file\": \"a.py\"}"}}]},
-          {"role": "tool", "tool_call_id": "call_1", "content": "feedback run 999999: incorrect, rank 1 mismatch"}]
-ANTHROPIC = [{"role": "assistant", "content": [{"type": "text", "text": "Checking the spec."},
-                                               {"type": "tool_use", "id": "tu_1", "name": "read_file",
-                                                "input": {"path": "spec.md"}}]},
-             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1",
-                                           "content": [{"type": "text", "text": "all-reduce a bf16 tensor"}],
-                                           "is_error": False}]}]
+OPENAI = [
+    {"role": "system", "content": "You write multi-GPU kernels."},
+    {"role": "user", "content": "Make 1_allreduce faster."},
+    {
+        "role": "assistant",
+        "content": "I will try a ring.",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "pkb_feedback", "arguments": '{"problem": 1, "file": "a.py"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "feedback run 999999: incorrect, rank 1 mismatch"},
+]
+ANTHROPIC = [
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Checking the spec."},
+            {"type": "tool_use", "id": "tu_1", "name": "read_file", "input": {"path": "spec.md"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "tu_1",
+                "content": [{"type": "text", "text": "all-reduce a bf16 tensor"}],
+                "is_error": False,
+            }
+        ],
+    },
+]
 
 
 def jsonl(rows) -> bytes:
@@ -44,32 +69,46 @@ def refused(submit, user, data: bytes, name="transcripts/run.jsonl"):
 
 
 def test_transcripts_are_stored_and_tied_to_a_problem_or_the_whole_run(owner, submit):
-    submission = upload(owner, submit, {"transcripts/1_allreduce.jsonl": jsonl(OPENAI),
-                                        "transcripts/session.jsonl": jsonl(ANTHROPIC)})
+    submission = upload(
+        owner, submit, {"transcripts/1_allreduce.jsonl": jsonl(OPENAI), "transcripts/session.jsonl": jsonl(ANTHROPIC)}
+    )
     stored = {t.filename: t for t in submission.transcripts.all()}
-    assert stored["transcripts/1_allreduce.jsonl"].problem_id == 1 and stored["transcripts/1_allreduce.jsonl"].steps == 4
+    assert (
+        stored["transcripts/1_allreduce.jsonl"].problem_id == 1 and stored["transcripts/1_allreduce.jsonl"].steps == 4
+    )
     assert stored["transcripts/session.jsonl"].problem_id is None and stored["transcripts/session.jsonl"].steps == 2
 
 
 def test_a_transcript_in_an_archive_with_an_attempt_folder(owner, cpu):
-    archive = zip_bytes({"run/attempt_1/1_allreduce_torch.py": GOOD_1, "run/attempt_2/1_allreduce_torch.py": GOOD_1,
-                         "run/attempt_2/1_allreduce_agent.jsonl": jsonl(ANTHROPIC)})
-    submission = submissions_services.submission_create(owner.submitter, {
-        "model": "m", "protocol": "best_of_k", "attempts": 2, "profile": "cpu-gloo"}, [("run.zip", archive)])
+    archive = zip_bytes(
+        {
+            "run/attempt_1/1_allreduce_torch.py": GOOD_1,
+            "run/attempt_2/1_allreduce_torch.py": GOOD_1,
+            "run/attempt_2/1_allreduce_agent.jsonl": jsonl(ANTHROPIC),
+        }
+    )
+    submission = submissions_services.submission_create(
+        owner.submitter,
+        {"model": "m", "protocol": "best_of_k", "attempts": 2, "profile": "cpu-gloo"},
+        [("run.zip", archive)],
+    )
     t = submission.transcripts.get()
     assert (t.attempt, t.problem_id) == (2, 1)
 
 
-@pytest.mark.parametrize("data, says", [
-    (b'{"role": "user"}\n[1, 2]\n', "line 2: must be a JSON object"),
-    (b'{"a": NaN}\n', "NaN is not JSON"),
-    (b'{"a": 1}\n{"b": \n', "line 2: not JSON"),
-    (("{\"a\": " * 40 + "1" + "}" * 40 + "\n").encode(), "nested deeper than 32"),
-    (("[" * 100_000 + "]" * 100_000).encode(), "line 1"),
-    (b"\xff\xfe{}\n", "not UTF-8"),
-    (b'{"a": "\x00"}\n', "NUL"),
-    (b"\n\n", "empty"),
-])
+@pytest.mark.parametrize(
+    "data, says",
+    [
+        (b'{"role": "user"}\n[1, 2]\n', "line 2: must be a JSON object"),
+        (b'{"a": NaN}\n', "NaN is not JSON"),
+        (b'{"a": 1}\n{"b": \n', "line 2: not JSON"),
+        (('{"a": ' * 40 + "1" + "}" * 40 + "\n").encode(), "nested deeper than 32"),
+        (("[" * 100_000 + "]" * 100_000).encode(), "line 1"),
+        (b"\xff\xfe{}\n", "not UTF-8"),
+        (b'{"a": "\x00"}\n', "NUL"),
+        (b"\n\n", "empty"),
+    ],
+)
 def test_hostile_transcripts_are_refused_naming_the_file_and_line(owner, submit, data, says):
     assert says in refused(submit, owner, data)
 
@@ -113,8 +152,13 @@ def test_the_transcript_page_shows_steps_calls_and_results(owner, submit, client
 
 
 def test_hostile_markup_in_a_transcript_is_shown_as_text(owner, submit, client):
-    rows = [{"role": "assistant", "content": "</pre><script>alert(1)</script>",
-             "tool_calls": [{"id": "x", "function": {"name": "<img src=x onerror=alert(2)>", "arguments": "{}"}}]}]
+    rows = [
+        {
+            "role": "assistant",
+            "content": "</pre><script>alert(1)</script>",
+            "tool_calls": [{"id": "x", "function": {"name": "<img src=x onerror=alert(2)>", "arguments": "{}"}}],
+        }
+    ]
     submission = upload(owner, submit, {"transcripts/x.jsonl": jsonl(rows)})
     client.force_login(owner)
     html = client.get(f"/transcripts/{submission.transcripts.get().pk}/").content.decode()
@@ -148,15 +192,39 @@ def test_metered_feedback_runs_are_shown_in_place(owner, outsider, submit, cpu, 
     from leaderboard.feedback.models import FeedbackRun, FeedbackSession
 
     session = FeedbackSession.objects.create(submitter=owner.submitter, profile=cpu)
-    run = FeedbackRun.objects.create(session=session, submitter=owner.submitter, profile=cpu,
-                                     problem=Problem.objects.get(pk=1), filename="a.py", code="", sha256="0" * 64,
-                                     world_size=2, device="cpu", trials=1, status="done", verdict="incorrect",
-                                     wall_ms=4200)
-    foreign = FeedbackRun.objects.create(submitter=outsider.submitter, profile=cpu, problem_id=1, filename="b.py",
-                                         code="", sha256="0" * 64, world_size=2, device="cpu", trials=1,
-                                         status="done", verdict="correct", wall_ms=1)
-    rows = [{"role": "tool", "content": f"feedback run {run.pk}: incorrect"},
-            {"role": "tool", "content": f"see /feedback/runs/{foreign.pk}/"}]
+    run = FeedbackRun.objects.create(
+        session=session,
+        submitter=owner.submitter,
+        profile=cpu,
+        problem=Problem.objects.get(pk=1),
+        filename="a.py",
+        code="",
+        sha256="0" * 64,
+        world_size=2,
+        device="cpu",
+        trials=1,
+        status="done",
+        verdict="incorrect",
+        wall_ms=4200,
+    )
+    foreign = FeedbackRun.objects.create(
+        submitter=outsider.submitter,
+        profile=cpu,
+        problem_id=1,
+        filename="b.py",
+        code="",
+        sha256="0" * 64,
+        world_size=2,
+        device="cpu",
+        trials=1,
+        status="done",
+        verdict="correct",
+        wall_ms=1,
+    )
+    rows = [
+        {"role": "tool", "content": f"feedback run {run.pk}: incorrect"},
+        {"role": "tool", "content": f"see /feedback/runs/{foreign.pk}/"},
+    ]
     submission = upload(owner, submit, {"transcripts/1_allreduce.jsonl": jsonl(rows)})
     session.submission = submission
     session.save()
@@ -165,4 +233,4 @@ def test_metered_feedback_runs_are_shown_in_place(owner, outsider, submit, cpu, 
     assert f'href="/feedback/runs/{run.pk}/"' in html and "verdict <strong>incorrect</strong>" in html
     assert "4200 ms" in html
     # Another user's run, not metered for this submission, is not presented as one.
-    assert f"/feedback/runs/{foreign.pk}/\"" not in html and html.count('class="metered"') == 1
+    assert f'/feedback/runs/{foreign.pk}/"' not in html and html.count('class="metered"') == 1

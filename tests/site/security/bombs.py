@@ -1,5 +1,6 @@
 """Hostile archives for the upload tests and benchmarks/upload_bombs.py: zips whose headers lie about sizes and whose
 members inflate to far more than any limit. Built without ever holding the inflated bytes."""
+
 from __future__ import annotations
 
 import bz2
@@ -35,12 +36,36 @@ def zip_raw(members: list[tuple[str, int, bytes, int, int]]) -> bytes:
         encoded = name.encode()
         offset = out.tell()
         version = 46 if method == 12 else 20
-        out.write(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", version, 0, method, 0, 0x21, crc, len(raw), size,
-                              len(encoded), 0))
+        out.write(
+            struct.pack(
+                "<4sHHHHHIIIHH", b"PK\x03\x04", version, 0, method, 0, 0x21, crc, len(raw), size, len(encoded), 0
+            )
+        )
         out.write(encoded)
         out.write(raw)
-        central.append(struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 0x0314, version, 0, method, 0, 0x21, crc,
-                                   len(raw), size, len(encoded), 0, 0, 0, 0, 0o100644 << 16, offset) + encoded)
+        central.append(
+            struct.pack(
+                "<4sHHHHHHIIIHHHHHII",
+                b"PK\x01\x02",
+                0x0314,
+                version,
+                0,
+                method,
+                0,
+                0x21,
+                crc,
+                len(raw),
+                size,
+                len(encoded),
+                0,
+                0,
+                0,
+                0,
+                0o100644 << 16,
+                offset,
+            )
+            + encoded
+        )
     start = out.tell()
     for entry in central:
         out.write(entry)

@@ -1,5 +1,6 @@
 """Hostile archives (issue 25): bombs are refused while inflating, with the inflated bytes bounded by the limits
 whatever the headers say, for zip (stored, deflate, bzip2, lzma) and tar (plain, gzip, bzip2, xz)."""
+
 from __future__ import annotations
 
 import bz2
@@ -100,8 +101,9 @@ def test_every_zip_compression_reads_honest_archives(method):
     assert members["README.md"] == b"notes " * 100
 
 
-@pytest.mark.parametrize("mode,name", [("w", "x.tar"), ("w:gz", "x.tar.gz"), ("w:bz2", "x.tar.bz2"),
-                                       ("w:xz", "x.tar.xz")])
+@pytest.mark.parametrize(
+    "mode,name", [("w", "x.tar"), ("w:gz", "x.tar.gz"), ("w:bz2", "x.tar.bz2"), ("w:xz", "x.tar.xz")]
+)
 def test_every_tar_compression_reads_honest_archives(mode, name):
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode=mode) as archive:
@@ -117,8 +119,9 @@ def test_compressed_tar_bombs_are_refused(compress):
     header.size = 8 << 20
     data = compress(header.tobuf(format=tarfile.GNU_FORMAT) + b"\0" * (8 << 20))
     # A budget (1 MiB of members, a few MiB of tar stream) well under the member's 8 MiB.
-    errors, peak = refuse("x.tar", data, uploads.Limits(max_total_bytes=1 << 20, max_file_bytes=512 << 10,
-                                                        max_files=10))
+    errors, peak = refuse(
+        "x.tar", data, uploads.Limits(max_total_bytes=1 << 20, max_file_bytes=512 << 10, max_files=10)
+    )
     assert "while inflating" in errors[0].message
     assert [e.rule for e in errors] == ["over_size"]
     assert peak < PEAK_BYTES, peak
@@ -164,9 +167,19 @@ def test_archives_inside_archives_are_never_opened():
     assert parsed.ignored == ["inner.zip"]
 
 
-@pytest.mark.parametrize("name", ["1_allreduce_cuda.py\n", "attempt_1\n/1_allreduce_cuda.py", "1_allreduce_\ncuda.py",
-                                  "1_allreduce_cuda\r.py", "1_allreduce_cuda.py\x00", "1_allreduce_\u202ecuda.py",
-                                  "a/" * 9 + "1_allreduce_cuda.py", "x" * 300 + ".py"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "1_allreduce_cuda.py\n",
+        "attempt_1\n/1_allreduce_cuda.py",
+        "1_allreduce_\ncuda.py",
+        "1_allreduce_cuda\r.py",
+        "1_allreduce_cuda.py\x00",
+        "1_allreduce_\u202ecuda.py",
+        "a/" * 9 + "1_allreduce_cuda.py",
+        "x" * 300 + ".py",
+    ],
+)
 def test_file_names_with_control_characters_or_too_deep_are_refused(name):
     with pytest.raises(uploads.UploadRejected) as caught:
         uploads.parse([(name, GOOD_1)], {"1_allreduce": 1}, LIMITS)

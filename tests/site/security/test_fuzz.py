@@ -1,6 +1,7 @@
 """Property-based fuzzing on PostgreSQL (issue 25): every API operation of the OpenAPI schema through Schemathesis,
 and the pages' query strings and path segments through Hypothesis. The assertion is the one a hostile client cares
 about: no answer is a 5xx. Bounded in examples per operation so it stays a unit-test-sized run."""
+
 from __future__ import annotations
 
 import urllib.parse
@@ -18,8 +19,14 @@ from tests.site.conftest import judge_document
 
 API_EXAMPLES = 40
 PAGE_EXAMPLES = 60
-FUZZ = settings(max_examples=API_EXAMPLES, deadline=None, database=None, derandomize=True,
-                phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=API_EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @pytest.fixture
@@ -64,8 +71,12 @@ def test_every_api_route_is_fuzzed():
 
     labels = {op.path for op in OPERATIONS}
     assert len(OPERATIONS) >= 20
-    assert {"/api/v1/submissions/", "/api/v1/feedback/", "/api/v1/leaderboard/{slug}/",
-            "/api/v1/problems/{key}/"} <= labels
+    assert {
+        "/api/v1/submissions/",
+        "/api/v1/feedback/",
+        "/api/v1/leaderboard/{slug}/",
+        "/api/v1/problems/{key}/",
+    } <= labels
     assert get_resolver()  # the routes resolve in this process
 
 
@@ -90,14 +101,41 @@ def test_no_api_operation_answers_5xx(operation, fuzz_world):
 
 # Values a hostile query string carries: other scripts' digits, huge or float-looking numbers, NUL and control
 # characters, markup; plus whatever Hypothesis draws.
-NASTY = st.sampled_from(["\u00b2", "\u0663", "1e20", "9999999999999999999", "-1", "0", "NaN", "\x00", "a\nb",
-                         "<script>alert(1)</script>", "%00", " 1", "", "best_of_k", "correct", "csv", "json",
-                         "cpu-gloo"])
+NASTY = st.sampled_from(
+    [
+        "\u00b2",
+        "\u0663",
+        "1e20",
+        "9999999999999999999",
+        "-1",
+        "0",
+        "NaN",
+        "\x00",
+        "a\nb",
+        "<script>alert(1)</script>",
+        "%00",
+        " 1",
+        "",
+        "best_of_k",
+        "correct",
+        "csv",
+        "json",
+        "cpu-gloo",
+    ]
+)
 VALUES = st.one_of(NASTY, st.text(max_size=30), st.integers(min_value=-(2**70), max_value=2**70).map(str))
 KEYS = st.sampled_from(["profile", "protocol", "backend", "k", "sort", "page", "format", "offset", "limit", "only"])
 QUERIES = st.dictionaries(KEYS, VALUES, max_size=5)
-PAGES = ["/", "/leaderboard/cpu-gloo/", "/problems/", "/problems/1_allreduce/", "/problems/1/",
-         "/api/v1/leaderboard/cpu-gloo/", "/api/v1/problems/", "/api/v1/problems/1/"]
+PAGES = [
+    "/",
+    "/leaderboard/cpu-gloo/",
+    "/problems/",
+    "/problems/1_allreduce/",
+    "/problems/1/",
+    "/api/v1/leaderboard/cpu-gloo/",
+    "/api/v1/problems/",
+    "/api/v1/problems/1/",
+]
 
 
 def _get(client: Client, path: str, query: dict):
@@ -112,8 +150,13 @@ def test_page_query_strings_never_answer_5xx(path, fuzz_world):
     if path == "submission":
         path = fuzz_world["submission"].get_absolute_url()
 
-    @settings(max_examples=PAGE_EXAMPLES, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=PAGE_EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(query=QUERIES)
     def check(query):
         response = _get(client, path, query)
@@ -125,13 +168,29 @@ def test_page_query_strings_never_answer_5xx(path, fuzz_world):
 
 
 SEGMENTS = st.one_of(NASTY, st.text(min_size=1, max_size=40))
-ROUTES = ["/problems/{}/", "/submissions/{}/", "/submissions/{}/status.json", "/candidates/{}/code",
-          "/results/{}.json", "/results/{}/logs", "/leaderboard/{}/", "/feedback/sessions/{}/",
-          "/api/v1/problems/{}/", "/api/v1/submissions/{}/", "/api/v1/leaderboard/{}/", "/api/v1/feedback/seeds/{}/"]
+ROUTES = [
+    "/problems/{}/",
+    "/submissions/{}/",
+    "/submissions/{}/status.json",
+    "/candidates/{}/code",
+    "/results/{}.json",
+    "/results/{}/logs",
+    "/leaderboard/{}/",
+    "/feedback/sessions/{}/",
+    "/api/v1/problems/{}/",
+    "/api/v1/submissions/{}/",
+    "/api/v1/leaderboard/{}/",
+    "/api/v1/feedback/seeds/{}/",
+]
 
 
-@settings(max_examples=PAGE_EXAMPLES * 2, deadline=None, database=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=PAGE_EXAMPLES * 2,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 @given(route=st.sampled_from(ROUTES), segment=SEGMENTS)
 def test_path_segments_never_answer_5xx(catalogue, route, segment):
     client = Client(raise_request_exception=False)
@@ -140,14 +199,33 @@ def test_path_segments_never_answer_5xx(catalogue, route, segment):
     assert response.status_code < 500, (route, segment, response.status_code)
 
 
-FORM_FIELDS = st.sampled_from(["model", "agent", "agent_version", "backend", "protocol", "attempts", "selection",
-                               "profile", "tokens", "dollars", "label", "notes", "publish", "paths"])
+FORM_FIELDS = st.sampled_from(
+    [
+        "model",
+        "agent",
+        "agent_version",
+        "backend",
+        "protocol",
+        "attempts",
+        "selection",
+        "profile",
+        "tokens",
+        "dollars",
+        "label",
+        "notes",
+        "publish",
+        "paths",
+    ]
+)
 
 
-@settings(max_examples=PAGE_EXAMPLES, deadline=None, database=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
-@given(fields=st.dictionaries(FORM_FIELDS, VALUES, max_size=6),
-       token=st.dictionaries(st.sampled_from(["name", "scopes", "days"]), VALUES, max_size=3))
+@settings(
+    max_examples=PAGE_EXAMPLES, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
+@given(
+    fields=st.dictionaries(FORM_FIELDS, VALUES, max_size=6),
+    token=st.dictionaries(st.sampled_from(["name", "scopes", "days"]), VALUES, max_size=3),
+)
 def test_page_forms_never_answer_5xx(fuzz_world, owner, fields, token):
     """The submit form (with a small valid archive, so the metadata reaches the upload checks) and the token form."""
     import io

@@ -2,6 +2,7 @@
 API, the form's message on pages), never a 5xx; stored markup is shown as text; every page carries a CSP that
 forbids inline script; server errors reach the log with their traceback; list endpoints cost a constant number of
 queries."""
+
 from __future__ import annotations
 
 import io
@@ -44,8 +45,18 @@ def api(owner):
 
 # --- query strings and path segments ------------------------------------------------------------------------------
 
-BAD_QUERIES = ["k=%C2%B2", "page=%C2%B2", "page=1e20", "page=99999999999999999999", "k=%D9%A3", "backend=a%00b",
-               "profile=cpu%00gloo", "sort=nope", "protocol=nope", "format=xml"]
+BAD_QUERIES = [
+    "k=%C2%B2",
+    "page=%C2%B2",
+    "page=1e20",
+    "page=99999999999999999999",
+    "k=%D9%A3",
+    "backend=a%00b",
+    "profile=cpu%00gloo",
+    "sort=nope",
+    "protocol=nope",
+    "format=xml",
+]
 
 
 @pytest.mark.parametrize("query", BAD_QUERIES)
@@ -59,8 +70,20 @@ def test_bad_page_queries_answer_400_with_the_form_message(catalogue, path, quer
     assert f"<strong>{field}</strong>" in html
 
 
-@pytest.mark.parametrize("query", ["offset=%C2%B2", "limit=%C2%B2", "offset=9999999999999999999", "limit=501",
-                                   "limit=0", "k=%C2%B2", "page=1e20", "backend=%00", "profile=%00"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "offset=%C2%B2",
+        "limit=%C2%B2",
+        "offset=9999999999999999999",
+        "limit=501",
+        "limit=0",
+        "k=%C2%B2",
+        "page=1e20",
+        "backend=%00",
+        "profile=%00",
+    ],
+)
 def test_bad_api_queries_answer_400_json(catalogue, query):
     path = "/api/v1/problems/1/" if query.startswith("page") else "/api/v1/leaderboard/cpu-gloo/"
     if query.startswith("profile"):
@@ -71,41 +94,88 @@ def test_bad_api_queries_answer_400_json(catalogue, query):
     assert query.split("=")[0] in json.dumps(response.json())
 
 
-@pytest.mark.parametrize("path", ["/problems/%C2%B2/", "/problems/%00/", "/submissions/99999999999999999999/",
-                                  "/submissions/%C2%B2/", "/api/v1/submissions/99999999999999999999/",
-                                  "/api/v1/problems/%00/", "/results/1%00.json", "/leaderboard/%00/"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/problems/%C2%B2/",
+        "/problems/%00/",
+        "/submissions/99999999999999999999/",
+        "/submissions/%C2%B2/",
+        "/api/v1/submissions/99999999999999999999/",
+        "/api/v1/problems/%00/",
+        "/results/1%00.json",
+        "/leaderboard/%00/",
+    ],
+)
 def test_bad_path_segments_are_404(catalogue, path):
     assert Client(raise_request_exception=False).get(path).status_code == 404
 
 
 def test_valid_queries_still_work(catalogue):
     client = Client()
-    for url in ["/?protocol=best_of_k&k=2&sort=faster&page=1", "/problems/?profile=cpu-gloo&protocol=one_shot",
-                "/problems/1/?page=3", "/?format=csv", "/api/v1/leaderboard/cpu-gloo/?offset=10&limit=500&k=1"]:
+    for url in [
+        "/?protocol=best_of_k&k=2&sort=faster&page=1",
+        "/problems/?profile=cpu-gloo&protocol=one_shot",
+        "/problems/1/?page=3",
+        "/?format=csv",
+        "/api/v1/leaderboard/cpu-gloo/?offset=10&limit=500&k=1",
+    ]:
         assert client.get(url).status_code in (200, 302), url
 
 
 # --- form fields and metadata ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("field,value", [("tokens", "1e23"), ("tokens", str(10**23)), ("dollars", "NaN"),
-                                         ("dollars", "Infinity"), ("attempts", "\u00b2"), ("model", "a\x00b"),
-                                         ("feedback_for", "99999999999999999999"), ("feedback_for", "\u00b2"),
-                                         ("label", "two\nlines")])
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("tokens", "1e23"),
+        ("tokens", str(10**23)),
+        ("dollars", "NaN"),
+        ("dollars", "Infinity"),
+        ("attempts", "\u00b2"),
+        ("model", "a\x00b"),
+        ("feedback_for", "99999999999999999999"),
+        ("feedback_for", "\u00b2"),
+        ("label", "two\nlines"),
+    ],
+)
 def test_bad_api_upload_fields_answer_400_json(api, cpu, field, value):
-    data = {"model": "m", "protocol": "one_shot", "attempts": "1", "profile": "cpu-gloo",
-            "archive": io.BytesIO(zip_bytes({"1_allreduce_cuda.py": GOOD_1})), field: value}
+    data = {
+        "model": "m",
+        "protocol": "one_shot",
+        "attempts": "1",
+        "profile": "cpu-gloo",
+        "archive": io.BytesIO(zip_bytes({"1_allreduce_cuda.py": GOOD_1})),
+        field: value,
+    }
     data["archive"].name = "run.zip"
     response = api.post("/api/v1/submissions/", data, format="multipart")
     assert response.status_code == 400, response.content
     assert field in json.dumps(response.json())
 
 
-@pytest.mark.parametrize("field,value", [("tokens", "1e23"), ("tokens", str(10**23)), ("dollars", "NaN"),
-                                         ("attempts", "\u00b2"), ("model", "a\x00b"), ("agent", "line\nbreak")])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("tokens", "1e23"),
+        ("tokens", str(10**23)),
+        ("dollars", "NaN"),
+        ("attempts", "\u00b2"),
+        ("model", "a\x00b"),
+        ("agent", "line\nbreak"),
+    ],
+)
 def test_bad_page_upload_fields_show_the_form_error(client, owner, cpu, field, value):
     client.force_login(owner)
-    data = {"model": "m", "protocol": "one_shot", "attempts": "1", "profile": "cpu-gloo", field: value,
-            "archive": io.BytesIO(zip_bytes({"1_allreduce_cuda.py": GOOD_1}))}
+    data = {
+        "model": "m",
+        "protocol": "one_shot",
+        "attempts": "1",
+        "profile": "cpu-gloo",
+        field: value,
+        "archive": io.BytesIO(zip_bytes({"1_allreduce_cuda.py": GOOD_1})),
+    }
     data["archive"].name = "run.zip"
     response = client.post("/submit/", data)
     assert response.status_code == 200  # the form again, with the field's error
@@ -113,9 +183,16 @@ def test_bad_page_upload_fields_show_the_form_error(client, owner, cpu, field, v
     assert owner.submitter.submissions.count() == 0
 
 
-@pytest.mark.parametrize("metadata,rule", [({"tokens": 10**23}, "bad_metadata"), ({"dollars": "NaN"}, "bad_metadata"),
-                                          ({"attempts": "\u00b2"}, "bad_metadata"), ({"model": "a\x00"}, "bad_metadata"),
-                                          ({"model": ["list"]}, "bad_metadata")])
+@pytest.mark.parametrize(
+    "metadata,rule",
+    [
+        ({"tokens": 10**23}, "bad_metadata"),
+        ({"dollars": "NaN"}, "bad_metadata"),
+        ({"attempts": "\u00b2"}, "bad_metadata"),
+        ({"model": "a\x00"}, "bad_metadata"),
+        ({"model": ["list"]}, "bad_metadata"),
+    ],
+)
 def test_bad_submission_json_is_refused(api, cpu, metadata, rule):
     document = {"model": "m", "protocol": "one_shot", "attempts": 1, "profile": "cpu-gloo", **metadata}
     archive = io.BytesIO(zip_bytes({"1_allreduce_cuda.py": GOOD_1, "submission.json": json.dumps(document).encode()}))
@@ -129,8 +206,11 @@ def test_deep_json_is_a_400(api, cpu):
     deep = "[" * 100_000 + "]" * 100_000
     archive = io.BytesIO(zip_bytes({"1_allreduce_cuda.py": GOOD_1, "submission.json": deep.encode()}))
     archive.name = "run.zip"
-    response = api.post("/api/v1/submissions/", {"archive": archive, "model": "m", "protocol": "one_shot",
-                                                 "attempts": "1", "profile": "cpu-gloo"}, format="multipart")
+    response = api.post(
+        "/api/v1/submissions/",
+        {"archive": archive, "model": "m", "protocol": "one_shot", "attempts": "1", "profile": "cpu-gloo"},
+        format="multipart",
+    )
     assert response.status_code == 400 and "nested too deep" in response.json()["errors"][0]["message"]
     response = api.post("/api/v1/feedback/sessions/", deep, content_type="application/json")
     assert response.status_code == 400 and "nested too deep" in response.json()["detail"]
@@ -139,8 +219,11 @@ def test_deep_json_is_a_400(api, cpu):
 def test_newline_in_an_uploaded_file_name_is_refused(api, cpu):
     archive = io.BytesIO(zip_bytes({"1_allreduce_cuda.py\n": GOOD_1}))
     archive.name = "run.zip"
-    response = api.post("/api/v1/submissions/", {"archive": archive, "model": "m", "protocol": "one_shot",
-                                                 "attempts": "1", "profile": "cpu-gloo"}, format="multipart")
+    response = api.post(
+        "/api/v1/submissions/",
+        {"archive": archive, "model": "m", "protocol": "one_shot", "attempts": "1", "profile": "cpu-gloo"},
+        format="multipart",
+    )
     assert response.status_code == 400
     assert response.json()["errors"][0]["rule"] == "bad_file_name"
 
@@ -157,6 +240,7 @@ def test_code_view_quotes_a_hostile_stored_file_name(client, owner, submit):
 
 
 # --- limits answer the API's JSON -------------------------------------------------------------------------------
+
 
 def test_too_many_files_answers_json(api, cpu, settings):
     settings.DATA_UPLOAD_MAX_NUMBER_FILES = 3
@@ -190,6 +274,7 @@ def test_too_large_a_body_on_the_page_is_a_413_page(client, owner, cpu, settings
 
 
 # --- escaping and CSP ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("url", ["/", "/problems/", "/problems/1_allreduce/", "submission", "/account/"])
 def test_stored_markup_is_escaped_everywhere(client, owner, published, url):
@@ -232,6 +317,7 @@ def test_security_headers(client, catalogue):
 
 # --- server errors are logged ------------------------------------------------------------------------------------
 
+
 def test_a_forced_500_reaches_the_log_with_its_traceback(tmp_path):
     """The production settings (leaderboard.settings, DEBUG off), in a process of their own: a view that raises
     answers 500 and django.request writes the traceback to the console handler."""
@@ -247,10 +333,17 @@ def test_a_forced_500_reaches_the_log_with_its_traceback(tmp_path):
         "print('STATUS', response.status_code)\n"
     )
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
-    env.update(DJANGO_SETTINGS_MODULE="leaderboard.settings", PKB_DATA_DIR=str(tmp_path), DJANGO_DEBUG="0",
-               DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3", DJANGO_SECRET_KEY="log-test", PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+    env.update(
+        DJANGO_SETTINGS_MODULE="leaderboard.settings",
+        PKB_DATA_DIR=str(tmp_path),
+        DJANGO_DEBUG="0",
+        DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3",
+        DJANGO_SECRET_KEY="log-test",
+        PYTHONPATH=str(ROOT),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert "STATUS 500" in done.stdout, done.stderr
     assert "ERROR django.request: Internal Server Error: /healthz" in done.stderr
     assert "Traceback (most recent call last)" in done.stderr
@@ -259,6 +352,7 @@ def test_a_forced_500_reaches_the_log_with_its_traceback(tmp_path):
 
 # --- query counts of every list endpoint -----------------------------------------------------------------------------
 
+
 def _count(client, url) -> int:
     with CaptureQueriesContext(connection) as ctx:
         response = client.get(url)
@@ -266,9 +360,18 @@ def _count(client, url) -> int:
     return len(ctx.captured_queries)
 
 
-LISTS = ["/api/v1/submissions/", "/api/v1/profiles/", "/api/v1/problems/", "/api/v1/leaderboard/cpu-gloo/",
-         "/api/v1/leaderboard/cpu-gloo/?protocol=one_shot&limit=500", "/api/v1/feedback/sessions/", "/account/",
-         "/", "/problems/", "/problems/1_allreduce/"]
+LISTS = [
+    "/api/v1/submissions/",
+    "/api/v1/profiles/",
+    "/api/v1/problems/",
+    "/api/v1/leaderboard/cpu-gloo/",
+    "/api/v1/leaderboard/cpu-gloo/?protocol=one_shot&limit=500",
+    "/api/v1/feedback/sessions/",
+    "/account/",
+    "/",
+    "/problems/",
+    "/problems/1_allreduce/",
+]
 
 
 @pytest.mark.parametrize("url", LISTS)
@@ -295,12 +398,31 @@ def test_deep_paths_json_is_a_400(api, client, owner, cpu):
     deep = "[" * 100_000 + "]" * 100_000
     handle = io.BytesIO(GOOD_1)
     handle.name = "1_allreduce_cuda.py"
-    response = api.post("/api/v1/submissions/", {"files": [handle], "paths": deep, "model": "m", "protocol": "one_shot",
-                                                 "attempts": "1", "profile": "cpu-gloo"}, format="multipart")
+    response = api.post(
+        "/api/v1/submissions/",
+        {
+            "files": [handle],
+            "paths": deep,
+            "model": "m",
+            "protocol": "one_shot",
+            "attempts": "1",
+            "profile": "cpu-gloo",
+        },
+        format="multipart",
+    )
     assert response.status_code == 400 and [e["field"] for e in response.json()["errors"]] == ["paths"]
     client.force_login(owner)
     handle.seek(0)
-    response = client.post("/submit/", {"files": [handle], "paths": deep, "model": "m", "protocol": "one_shot",
-                                        "attempts": "1", "profile": "cpu-gloo"})
+    response = client.post(
+        "/submit/",
+        {
+            "files": [handle],
+            "paths": deep,
+            "model": "m",
+            "protocol": "one_shot",
+            "attempts": "1",
+            "profile": "cpu-gloo",
+        },
+    )
     assert response.status_code == 200 and response.context["form"].errors.get("paths")
     assert owner.submitter.submissions.count() == 0

@@ -1,6 +1,7 @@
 """Layers of the site that other tests only passed through (issue 45, item 9), each pinned by a test that fails when
 that one layer is removed: peak fraction never enters Faster, and the audit service refuses a non-staff auditor by
 itself, whatever page or admin form calls it. (The production log-in threshold: test_lockout_proxy.py.)"""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,15 @@ def near_peak_but_not_faster():
     """A correct result the judge did not find faster (its interval straddles 1) that runs at 95% of the device's
     peak: the shape of a kernel as good as the reference, both near the speed of light."""
     document = judge_document(speedup=0.98, lo=0.9, hi=1.05, faster=False)
-    document["timing"]["peak_fraction"] = {"applies": True, "value": 0.95, "ci": [0.9, 0.99], "floor_ms": 0.95,
-                                           "candidate_ms": 1.0, "bound": "interconnect", "ceilings": "H200"}
+    document["timing"]["peak_fraction"] = {
+        "applies": True,
+        "value": 0.95,
+        "ci": [0.9, 0.99],
+        "floor_ms": 0.95,
+        "candidate_ms": 1.0,
+        "bound": "interconnect",
+        "ceilings": "H200",
+    }
     return document
 
 
@@ -23,10 +31,12 @@ def near_peak_but_not_faster():
 def judged(owner, submit, finish, gpu):
     """A submission on the ranked GPU profile whose one file's job ended with ``document``, stored through the
     job service (the scores and the leaderboard row refreshed by its signal, as a worker's result is)."""
+
     def make(document):
         submission = submit(owner, profile="gpu-h200x8")
         finish(submission.jobs.get(), document)
         return submission
+
     return make
 
 

@@ -2,6 +2,7 @@
 at its own address, a production web process does not start until the proxy count is stated, and API tokens are
 never held back by someone else's wrong passwords. The production threshold is pinned here as a literal (10 failures,
 15 minutes), never read back from settings, so a changed default fails a test."""
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,12 @@ def behind_nginx(settings):
 
 def _login(client, password, forwarded, username="alice"):
     # nginx appends the address it saw to whatever X-Forwarded-For the client sent.
-    return client.post("/accounts/login/", {"username": username, "password": password}, REMOTE_ADDR=NGINX,
-                       HTTP_X_FORWARDED_FOR=forwarded)
+    return client.post(
+        "/accounts/login/",
+        {"username": username, "password": password},
+        REMOTE_ADDR=NGINX,
+        HTTP_X_FORWARDED_FOR=forwarded,
+    )
 
 
 def _lock_out(client, forwarded):
@@ -84,8 +89,9 @@ def test_with_no_proxy_believed_nginx_s_one_address_would_lock_everyone_out(clie
 
 
 def _me(client, token, forwarded):
-    return client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Bearer {token}", REMOTE_ADDR=NGINX,
-                      HTTP_X_FORWARDED_FOR=forwarded)
+    return client.get(
+        "/api/v1/me/", HTTP_AUTHORIZATION=f"Bearer {token}", REMOTE_ADDR=NGINX, HTTP_X_FORWARDED_FOR=forwarded
+    )
 
 
 def _token(owner):
@@ -127,12 +133,25 @@ def test_the_start_up_check_refuses_an_unstated_proxy_count_in_production_only(s
 
 
 def _start_web(**extra) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DJANGO_", "PKB_")) and k not in ("DATABASE_URL", "BROKER_URL")}
-    env.update(DJANGO_SETTINGS_MODULE="leaderboard.settings", DJANGO_SECRET_KEY="lockout-test",
-               DATABASE_URL="postgres://pkb@127.0.0.1:5432/pkb_arena", **extra)
-    return subprocess.run([sys.executable, "-c", "import leaderboard.wsgi"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "PKB_")) and k not in ("DATABASE_URL", "BROKER_URL")
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="leaderboard.settings",
+        DJANGO_SECRET_KEY="lockout-test",
+        DATABASE_URL="postgres://pkb@127.0.0.1:5432/pkb_arena",
+        **extra,
+    )
+    return subprocess.run(
+        [sys.executable, "-c", "import leaderboard.wsgi"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_production_web_process_does_not_start_until_the_proxy_count_is_stated():
@@ -142,8 +161,9 @@ def test_the_production_web_process_does_not_start_until_the_proxy_count_is_stat
     assert started.returncode == 0, started.stderr[-2000:]
 
 
-def test_a_forwarded_request_from_a_local_peer_with_no_proxy_believed_is_reported_once(settings, caplog,
-                                                                                       monkeypatch, rf):
+def test_a_forwarded_request_from_a_local_peer_with_no_proxy_believed_is_reported_once(
+    settings, caplog, monkeypatch, rf
+):
     settings.PKB_TRUSTED_PROXIES = 0
     monkeypatch.setattr(throttle, "_unbelieved_proxy_reported", False)
     direct = rf.get("/", REMOTE_ADDR="8.8.4.4", HTTP_X_FORWARDED_FOR="1.2.3.4")  # a client's own header: no sign

@@ -1,17 +1,27 @@
 """Throttling of the login form, sign-up and API tokens (docs/site.md, Throttling), with the production settings:
 leaderboard/settings_test.py leaves every value below as leaderboard/settings.py sets it."""
+
 from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-THROTTLE_SETTINGS = ("AXES_FAILURE_LIMIT", "AXES_COOLOFF_TIME", "AXES_LOCKOUT_PARAMETERS", "AXES_RESET_ON_SUCCESS",
-                     "AXES_LOCKOUT_CALLABLE", "AXES_CLIENT_IP_CALLABLE", "AUTHENTICATION_BACKENDS",
-                     "PKB_SIGNUP_LIMIT", "PKB_SIGNUP_WINDOW_MINUTES", "PKB_TOKEN_FAILURE_LIMIT",
-                     "PKB_TOKEN_WINDOW_MINUTES", "PKB_TRUSTED_PROXIES")
+THROTTLE_SETTINGS = (
+    "AXES_FAILURE_LIMIT",
+    "AXES_COOLOFF_TIME",
+    "AXES_LOCKOUT_PARAMETERS",
+    "AXES_RESET_ON_SUCCESS",
+    "AXES_LOCKOUT_CALLABLE",
+    "AXES_CLIENT_IP_CALLABLE",
+    "AUTHENTICATION_BACKENDS",
+    "PKB_SIGNUP_LIMIT",
+    "PKB_SIGNUP_WINDOW_MINUTES",
+    "PKB_TOKEN_FAILURE_LIMIT",
+    "PKB_TOKEN_WINDOW_MINUTES",
+    "PKB_TRUSTED_PROXIES",
+)
 
 
 def test_the_tests_run_with_the_production_throttle_settings():
@@ -79,8 +89,11 @@ def test_the_admin_login_is_covered_by_the_same_lockout(client, staff):
 
 
 def _signup(client, n, **extra):
-    return client.post("/accounts/signup/", {"username": f"flood{n}", "password1": "a-Long-pass-phrase-9",
-                                             "password2": "a-Long-pass-phrase-9"}, **extra)
+    return client.post(
+        "/accounts/signup/",
+        {"username": f"flood{n}", "password1": "a-Long-pass-phrase-9", "password2": "a-Long-pass-phrase-9"},
+        **extra,
+    )
 
 
 def test_a_sign_up_flood_is_refused(client, db):

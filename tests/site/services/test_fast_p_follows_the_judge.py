@@ -1,5 +1,6 @@
 """fast_1.5 and fast_2.0 count what the judge decided ("faster at p", evaluator/timing/verdict.py), never a bound the
 site compares itself: a result whose "faster" the judge withheld counts at no bar, and fast_p <= fast_1.0 always."""
+
 import itertools
 
 from evaluator import schema
@@ -48,8 +49,7 @@ def test_an_older_document_without_faster_at_falls_back_to_its_faster_and_interv
 
 
 def test_fast_p_never_exceeds_fast_1_0_whatever_the_evidence():
-    for lo, flagged, host in itertools.product((None, 0.9, 1.0, 1.2, 1.5, 1.7, 2.0, 2.5), (False, True),
-                                               (False, True)):
+    for lo, flagged, host in itertools.product((None, 0.9, 1.0, 1.2, 1.5, 1.7, 2.0, 2.5), (False, True), (False, True)):
         timing = {"speedup_ci": [lo, 3.0], "reference_blocks_spun_short": [0] if host else []}
         at = verdict.decide(timing, ["timing_crosscheck"] if flagged else [], "cuda")["faster_at"]
         assert at["1.0"] == timing["faster"] and at["1.0"] >= at["1.5"] >= at["2.0"], (lo, flagged, host)

@@ -1,5 +1,6 @@
 """The job lifecycle in services: compare-and-swap claims, heartbeats, idempotent results, infra retries and
 refunds, the reaper, re-runs."""
+
 from datetime import timedelta
 
 import pytest

@@ -1,6 +1,7 @@
 """Owners control their submissions (issue 26): withdraw a published one (off every leaderboard, problem page and
 export; its results stay the owner's), delete an unpublished one (its evaluations stay charged), confirm before
 publishing, and an identical re-upload refused with a link to the earlier submission. Services, pages and API."""
+
 from __future__ import annotations
 
 import csv
@@ -92,7 +93,9 @@ def test_identical_reupload_is_refused_with_a_link(owner, outsider, cpu):
     files = [("attempt_1/1_allreduce_torch.py", GOOD_1)]
     first = submissions_services.submission_create(owner.submitter, meta(), files)
     with pytest.raises(uploads.UploadRejected) as refused:
-        submissions_services.submission_create(owner.submitter, meta(model="renamed"), files)  # same files, other metadata
+        submissions_services.submission_create(
+            owner.submitter, meta(model="renamed"), files
+        )  # same files, other metadata
     [error] = refused.value.errors
     # The message names the earlier submission once, by number; its path travels separately, as the link.
     assert error.rule == "duplicate" and f"#{first.pk}" in error.message and "/submissions/" not in error.message
@@ -159,14 +162,31 @@ def test_api_withdraw_and_delete(owner, outsider, submit, finish):
     assert api.get(f"/api/v1/submissions/{published.pk}/").status_code == 200  # still the owner's
     assert api.delete(f"/api/v1/submissions/{private.pk}/").status_code == 204
     assert not Submission.objects.filter(pk=private.pk).exists()
-    refused = api.post("/api/v1/submissions/", {"model": "m", "protocol": "one_shot", "attempts": 1,
-                                                 "profile": "cpu-gloo", "selection_rule": "first",
-                                                 "files": _file(GOOD_13, "13_gemm_allreduce_torch.py")},
-                       format="multipart")
+    refused = api.post(
+        "/api/v1/submissions/",
+        {
+            "model": "m",
+            "protocol": "one_shot",
+            "attempts": 1,
+            "profile": "cpu-gloo",
+            "selection_rule": "first",
+            "files": _file(GOOD_13, "13_gemm_allreduce_torch.py"),
+        },
+        format="multipart",
+    )
     assert refused.status_code == 201, refused.json()  # the deleted one's files are no duplicate any more
-    again = api.post("/api/v1/submissions/", {"model": "m", "protocol": "one_shot", "attempts": 1,
-                                               "profile": "cpu-gloo", "selection_rule": "first",
-                                               "files": _file(GOOD_1)}, format="multipart")
+    again = api.post(
+        "/api/v1/submissions/",
+        {
+            "model": "m",
+            "protocol": "one_shot",
+            "attempts": 1,
+            "profile": "cpu-gloo",
+            "selection_rule": "first",
+            "files": _file(GOOD_1),
+        },
+        format="multipart",
+    )
     assert again.status_code == 400 and again.json()["errors"][0]["rule"] == "duplicate"  # the withdrawn one's
     assert again.json()["errors"][0]["url"] == f"/submissions/{published.pk}/"
 

@@ -1,5 +1,6 @@
 """Quotas: daily (rolling 24 h), total and concurrent evaluations, reserved under a row lock, refunded for
 platform failures, with the next free slot named."""
+
 import threading
 from datetime import timedelta
 

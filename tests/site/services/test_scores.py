@@ -1,4 +1,5 @@
 """Materialised scores: selection rules over k attempts, flagged results never count, leaderboard aggregates."""
+
 import math
 
 import pytest

@@ -1,5 +1,6 @@
 """services.submission_create: a valid upload becomes a submission, candidates, jobs, charges and messages; a bad
 one leaves nothing behind."""
+
 import dramatiq
 import pytest
 
@@ -14,8 +15,14 @@ from tests.site.conftest import GOOD_1, GOOD_13, meta
 
 
 def stored() -> tuple:
-    return (Submission.objects.count(), Candidate.objects.count(), EvaluationJob.objects.count(),
-            QuotaCharge.objects.count(), ProblemScore.objects.count(), LeaderboardEntry.objects.count())
+    return (
+        Submission.objects.count(),
+        Candidate.objects.count(),
+        EvaluationJob.objects.count(),
+        QuotaCharge.objects.count(),
+        ProblemScore.objects.count(),
+        LeaderboardEntry.objects.count(),
+    )
 
 
 def test_upload_creates_everything(owner, submit, django_capture_on_commit_callbacks):
@@ -62,15 +69,21 @@ def test_jobs_are_created_when_the_problem_lands(owner, submit, small_registry):
     assert ProblemScore.objects.get(submission=submission, problem_id=2).status == "pending"
 
 
-@pytest.mark.parametrize("files, fields, rule", [
-    ({"1_allreduse_torch.py": GOOD_1}, {}, "unknown_problem"),
-    ({"1_allreduce_torch.py": GOOD_1, "1_allreduce_cuda.py": GOOD_1}, {"backend": "mixed"}, "duplicate"),
-    ({"1_allreduce_torch.py": b"\xff\xfe"}, {}, "not_utf8"),
-    ({"1_allreduce_torch.py": GOOD_1}, {"model": None}, "missing_metadata"),
-    ({"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1},
-     {"protocol": "best_of_k", "attempts": 1}, "over_budget"),
-    ({"../1_allreduce_torch.py": GOOD_1}, {}, "path_escapes_folder"),
-])
+@pytest.mark.parametrize(
+    "files, fields, rule",
+    [
+        ({"1_allreduse_torch.py": GOOD_1}, {}, "unknown_problem"),
+        ({"1_allreduce_torch.py": GOOD_1, "1_allreduce_cuda.py": GOOD_1}, {"backend": "mixed"}, "duplicate"),
+        ({"1_allreduce_torch.py": b"\xff\xfe"}, {}, "not_utf8"),
+        ({"1_allreduce_torch.py": GOOD_1}, {"model": None}, "missing_metadata"),
+        (
+            {"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1},
+            {"protocol": "best_of_k", "attempts": 1},
+            "over_budget",
+        ),
+        ({"../1_allreduce_torch.py": GOOD_1}, {}, "path_escapes_folder"),
+    ],
+)
 def test_refused_uploads_store_nothing(owner, cpu, files, fields, rule):
     before = stored()
     with pytest.raises(uploads.UploadRejected) as caught:
@@ -84,15 +97,22 @@ def test_closed_profile_is_refused(owner, cpu):
 
     assert not HardwareProfile.objects.get(slug="gpu-h200x8").accepting
     with pytest.raises(uploads.UploadRejected) as caught:
-        submissions_services.submission_create(owner.submitter, meta(profile="gpu-h200x8"), [("1_allreduce_torch.py", GOOD_1)])
+        submissions_services.submission_create(
+            owner.submitter, meta(profile="gpu-h200x8"), [("1_allreduce_torch.py", GOOD_1)]
+        )
     assert caught.value.errors[0].rule == "unknown_profile"
 
 
 def test_archive_upload(owner, cpu):
     from tests.site.conftest import zip_bytes
 
-    data = zip_bytes({"run/attempt_1/1_allreduce_torch.py": GOOD_1, "run/attempt_2/1_allreduce_torch.py": GOOD_1,
-                      "run/submission.json": b'{"model": "zipped", "protocol": "best_of_k", "attempts": 2}'})
+    data = zip_bytes(
+        {
+            "run/attempt_1/1_allreduce_torch.py": GOOD_1,
+            "run/attempt_2/1_allreduce_torch.py": GOOD_1,
+            "run/submission.json": b'{"model": "zipped", "protocol": "best_of_k", "attempts": 2}',
+        }
+    )
     submission = submissions_services.submission_create(owner.submitter, {"profile": "cpu-gloo"}, [("run.zip", data)])
     assert submission.model_name == "zipped" and submission.attempts_k == 2
     assert sorted(submission.candidates.values_list("attempt", flat=True)) == [1, 2]
@@ -102,8 +122,9 @@ def test_archive_and_loose_files_together_are_refused(owner, cpu):
     from tests.site.conftest import zip_bytes
 
     with pytest.raises(uploads.UploadRejected):
-        submissions_services.submission_create(owner.submitter, meta(), [("a.zip", zip_bytes({"x": b""})),
-                                                             ("1_allreduce_torch.py", GOOD_1)])
+        submissions_services.submission_create(
+            owner.submitter, meta(), [("a.zip", zip_bytes({"x": b""})), ("1_allreduce_torch.py", GOOD_1)]
+        )
 
 
 def test_feedback_for_must_be_ones_own(owner, outsider, submit):

@@ -1,4 +1,5 @@
 """API tokens: shown once, stored hashed, scoped, expiring, revocable."""
+
 from datetime import timedelta
 
 import pytest

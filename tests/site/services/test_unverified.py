@@ -1,6 +1,7 @@
 """A judge result of verdict ``unverified`` (a hidden check that could not be judged even when run again:
 docs/threat-model.md, hidden checks fail closed) is accepted from the judge and stored as the run's final result:
 not correct, not faster, not retried, and the quota not refunded as it is for a platform failure."""
+
 import json
 import sys
 
@@ -11,8 +12,9 @@ from leaderboard.jobs.models import Result
 from tests.site.conftest import judge_document
 
 
-def test_an_unverified_result_is_final_never_correct_and_never_refunded(owner, submit, cpu, monkeypatch,
-                                                                        django_capture_on_commit_callbacks):
+def test_an_unverified_result_is_final_never_correct_and_never_refunded(
+    owner, submit, cpu, monkeypatch, django_capture_on_commit_callbacks
+):
     document = judge_document(verdict="unverified")
     # Only the judge's command is replaced: the runner reads, checks and stores its document as for a real one.
     code = f"import sys; open(sys.argv[1], 'w').write({json.dumps(document)!r})"

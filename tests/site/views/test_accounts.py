@@ -1,6 +1,7 @@
 """Accounts: change a password, reset a forgotten one (the e-mail through the configured backend), close one's account
 (what happens to published results), revoke a token only once confirmed, the token's copy button, a next step after
 sign-up."""
+
 import re
 
 import pytest
@@ -17,15 +18,19 @@ pytestmark = pytest.mark.django_db
 
 def upload(owner, extra=b""):
     return submissions_services.submission_create(
-        owner.submitter, {"model": "m", "protocol": "one_shot", "attempts": 1, "profile": "cpu-gloo"},
-        [("1_allreduce_torch.py", GOOD_1 + extra)])
+        owner.submitter,
+        {"model": "m", "protocol": "one_shot", "attempts": 1, "profile": "cpu-gloo"},
+        [("1_allreduce_torch.py", GOOD_1 + extra)],
+    )
 
 
 def test_change_password(owner, client):
     client.force_login(owner)
     assert "Change your password" in client.get("/account/").content.decode()
-    response = client.post("/accounts/password/change/", {"old_password": "pw-alice", "new_password1": "n3w-Secret-pw",
-                                                          "new_password2": "n3w-Secret-pw"})
+    response = client.post(
+        "/accounts/password/change/",
+        {"old_password": "pw-alice", "new_password1": "n3w-Secret-pw", "new_password2": "n3w-Secret-pw"},
+    )
     assert response.status_code == 302 and response["Location"] == "/accounts/password/change/done/"
     owner.refresh_from_db()
     assert owner.check_password("n3w-Secret-pw")
@@ -96,8 +101,15 @@ def test_token_revoke_asks_first_and_new_token_has_a_copy_button(owner, cpu, cli
 
 def test_sign_up_shows_the_next_steps(client, cpu, settings):
     settings.PKB_OPEN_SIGNUP = True
-    response = client.post("/accounts/signup/", {"username": "newlab", "email": "lab@example.org",
-                                                 "password1": "a-Long-pass-123", "password2": "a-Long-pass-123"},
-                           follow=True)
+    response = client.post(
+        "/accounts/signup/",
+        {
+            "username": "newlab",
+            "email": "lab@example.org",
+            "password1": "a-Long-pass-123",
+            "password2": "a-Long-pass-123",
+        },
+        follow=True,
+    )
     page = response.content.decode()
     assert response.redirect_chain[-1][0] == "/account/" and "Next steps" in page and "pkb submit DIR" in page

@@ -2,14 +2,13 @@
 (each test failed before its fix): /leaderboard/, the problem page's catalogue value, speed of light at the
 profile's W and sorting, a pending submission's actions and sandbox line, log pages, the duplicate message, the
 OpenAPI schema."""
+
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from leaderboard.submissions import services as submissions_services
 from tests.site.conftest import GOOD_1, judge_document
@@ -19,20 +18,34 @@ ROOT = Path(__file__).resolve().parents[3]
 
 # --- getting started, README -----------------------------------------------------------------------------------------
 
+
 def test_getting_started_is_linked_from_the_nav_and_says_what_a_newcomer_needs(client, cpu):
     home = client.get("/").content.decode()
     assert 'id="nav-getting-started"' in home and 'href="/getting-started/"' in home
     page = client.get("/getting-started/").content.decode()
-    for needed in ("One file per problem", "submission.json", "attempt_1/", "one-shot", "best-of-k", "k = 1",
-                   "Correct (of 87)", "Faster (of 87)", "fast<sub>p</sub>", "Peak fraction", "Geomean speedup",
-                   ".venv/bin/pkb eval", "download the reference as a starting candidate", ".jsonl"):
+    for needed in (
+        "One file per problem",
+        "submission.json",
+        "attempt_1/",
+        "one-shot",
+        "best-of-k",
+        "k = 1",
+        "Correct (of 87)",
+        "Faster (of 87)",
+        "fast<sub>p</sub>",
+        "Peak fraction",
+        "Geomean speedup",
+        ".venv/bin/pkb eval",
+        "download the reference as a starting candidate",
+        ".jsonl",
+    ):
         assert needed in page, needed
     assert 'href="/problems/1_allreduce/reference.py"' in page
 
 
 def test_the_readme_starts_with_how_to_submit():
     readme = (ROOT / "README.md").read_text()
-    opening = readme[:readme.index("\n## ", readme.index("\n## ") + 1)]  # the title and the first section
+    opening = readme[: readme.index("\n## ", readme.index("\n## ") + 1)]  # the title and the first section
     assert "/getting-started/" in opening and ".venv/bin/pkb" in opening and "pkb submit" in opening
     assert readme.index(".venv/bin/pkb") < readme.index("### Protocol")  # how to submit before the internals
 
@@ -45,9 +58,32 @@ def test_the_reference_download_is_a_correct_starting_candidate(client, cpu, tmp
     path = tmp_path / "1_allreduce_torch.py"
     path.write_text(code)
     # The real judge on CPU ranks takes it as it is: correct.
-    done = subprocess.run([sys.executable, "-m", "evaluator.cli", "eval", "1", str(path), "--world-size", "2",
-                           "--device", "cpu", "--trials", "1", "--M", "64", "--N", "32", "--json", str(tmp_path / "r")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evaluator.cli",
+            "eval",
+            "1",
+            str(path),
+            "--world-size",
+            "2",
+            "--device",
+            "cpu",
+            "--trials",
+            "1",
+            "--M",
+            "64",
+            "--N",
+            "32",
+            "--json",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert '"verdict": "correct"' in (tmp_path / "r").read_text()
     assert client.get("/problems/2/reference.py").status_code == 404  # not implemented in this test catalogue
@@ -55,14 +91,18 @@ def test_the_reference_download_is_a_correct_starting_candidate(client, cpu, tmp
 
 # --- exploits we catch -----------------------------------------------------------------------------------------------
 
+
 def test_the_exploits_data_is_generated_from_the_red_team_suite_and_up_to_date():
     from leaderboard.pages import exploits
 
     built = exploits.build(ROOT / "tests" / "redteam")
     assert exploits.DATA.read_text() == exploits.dumps(built), "run: manage.py build_exploits"
     names = {e["test"] for s in built["sections"] for e in s["entries"]}
-    on_disk = {f"{p.name}::{m}" for p in (ROOT / "tests" / "redteam").glob("test_*.py")
-               for m in re.findall(r"^def (test_\w+)", p.read_text(), re.MULTILINE)}
+    on_disk = {
+        f"{p.name}::{m}"
+        for p in (ROOT / "tests" / "redteam").glob("test_*.py")
+        for m in re.findall(r"^def (test_\w+)", p.read_text(), re.MULTILINE)
+    }
     assert names == on_disk and built["tests"] == len(on_disk)
 
 
@@ -79,6 +119,7 @@ def test_the_exploits_page_lists_the_tricks_and_how_without_their_code(client, d
 
 
 # --- defects ---------------------------------------------------------------------------------------------------------
+
 
 def test_leaderboard_without_a_profile_is_the_default_board(client, cpu):
     response = client.get("/leaderboard/")
@@ -167,9 +208,16 @@ def test_the_duplicate_message_names_the_earlier_upload_once(owner, submit, clie
     client.force_login(owner)
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    response = client.post("/submit/", {"model": "m", "protocol": "one_shot", "profile": "cpu-gloo",
-                                        "files": [SimpleUploadedFile("1_allreduce_torch.py", GOOD_1)],
-                                        "paths": '["1_allreduce_torch.py"]'})
+    response = client.post(
+        "/submit/",
+        {
+            "model": "m",
+            "protocol": "one_shot",
+            "profile": "cpu-gloo",
+            "files": [SimpleUploadedFile("1_allreduce_torch.py", GOOD_1)],
+            "paths": '["1_allreduce_torch.py"]',
+        },
+    )
     html = response.content.decode()
     item = re.search(r'<div class="errors".*?<li>(.*?)</li>', html, re.S).group(1)
     assert item.count(f"/submissions/{first.pk}/") == 1  # the link's href, not the path in the sentence too
@@ -180,8 +228,16 @@ def test_one_shot_from_the_form_with_no_attempt_budget_is_accepted(owner, cpu, c
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     client.force_login(owner)
-    response = client.post("/submit/", {"model": "m", "protocol": "one_shot", "profile": "cpu-gloo", "attempts": "",
-                                        "archive": SimpleUploadedFile("run.zip", _zip({"1_allreduce_torch.py": GOOD_1}))})
+    response = client.post(
+        "/submit/",
+        {
+            "model": "m",
+            "protocol": "one_shot",
+            "profile": "cpu-gloo",
+            "attempts": "",
+            "archive": SimpleUploadedFile("run.zip", _zip({"1_allreduce_torch.py": GOOD_1})),
+        },
+    )
     assert response.status_code == 302, response.content.decode()[-3000:]
     assert owner.submitter.submissions.get().attempts_k == 1
 
@@ -193,12 +249,24 @@ def _zip(files):
 
 
 def test_the_openapi_schema_generates_with_warnings_as_errors(tmp_path):
-    done = subprocess.run([sys.executable, "manage.py", "spectacular", "--validate", "--fail-on-warn", "--file",
-                           str(tmp_path / "schema.yml")], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "leaderboard.settings_test"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "spectacular",
+            "--validate",
+            "--fail-on-warn",
+            "--file",
+            str(tmp_path / "schema.yml"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "leaderboard.settings_test"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     schema = (tmp_path / "schema.yml").read_text()
-    for component in ("Me:", "SubmissionStatus:", "RerunResponse:", "ProblemDetailResponse:",
-                      "Audit:"):
+    for component in ("Me:", "SubmissionStatus:", "RerunResponse:", "ProblemDetailResponse:", "Audit:"):
         assert component in schema, component
     assert schema.count("operationId: feedback_sessions_retrieve") == 1 and "feedback_sessions_list" in schema

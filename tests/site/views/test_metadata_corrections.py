@@ -1,5 +1,6 @@
 """The owner corrects a submission's self-reported metadata (web form and PATCH /api/v1/submissions/<id>/): each change
 recorded and shown on the page; what was judged (protocol, k, profile, files) refused as a new submission."""
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -13,14 +14,23 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def submission(owner, cpu):
-    fields = {"model": "gpt-typo", "protocol": "one_shot", "attempts": 1, "profile": "cpu-gloo", "label": "run 1",
-              "tokens": 10, "dollars": "1.5"}
+    fields = {
+        "model": "gpt-typo",
+        "protocol": "one_shot",
+        "attempts": 1,
+        "profile": "cpu-gloo",
+        "label": "run 1",
+        "tokens": 10,
+        "dollars": "1.5",
+    }
     return submissions_services.submission_create(owner.submitter, fields, [("1_allreduce_torch.py", GOOD_1)])
 
 
 def api_for(user, scopes=("read", "submit")):
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {accounts_services.token_create(user.submitter, 't', list(scopes))[1]}")
+    client.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {accounts_services.token_create(user.submitter, 't', list(scopes))[1]}"
+    )
     return client
 
 
@@ -44,11 +54,13 @@ def test_patch_corrects_recorded_fields_and_the_history_shows_them(owner, submis
     assert "dollars (self-reported) from “1.50” to “2.25”" in page
 
 
-@pytest.mark.parametrize("field, value", [("protocol", "best_of_k"), ("attempts", 2), ("profile", "gpu-h200x8"),
-                                          ("files", "x")])
+@pytest.mark.parametrize(
+    "field, value", [("protocol", "best_of_k"), ("attempts", 2), ("profile", "gpu-h200x8"), ("files", "x")]
+)
 def test_what_was_judged_cannot_change(owner, submission, field, value):
-    response = api_for(owner).patch(f"/api/v1/submissions/{submission.pk}/", {field: value, "label": "x"},
-                                    format="json")
+    response = api_for(owner).patch(
+        f"/api/v1/submissions/{submission.pk}/", {field: value, "label": "x"}, format="json"
+    )
     assert response.status_code == 400
     error = response.json()["errors"][0]
     assert error["field"] == field and "new submission" in error["message"] and "duplicate rule" in error["message"]
@@ -73,8 +85,18 @@ def test_web_form_corrects_and_refuses_others(owner, outsider, submission, clien
     client.force_login(owner)
     form = client.get(url).content.decode()
     assert 'value="gpt-typo"' in form and "duplicate rule" in form and "new submission" in form
-    response = client.post(url, {"model": "gpt-5", "agent": "", "agent_version": "", "label": "run 1", "notes": "",
-                                 "tokens": "10", "dollars": "1.50"})
+    response = client.post(
+        url,
+        {
+            "model": "gpt-5",
+            "agent": "",
+            "agent_version": "",
+            "label": "run 1",
+            "notes": "",
+            "tokens": "10",
+            "dollars": "1.50",
+        },
+    )
     assert response.status_code == 302 and response["Location"] == f"/submissions/{submission.pk}/"
     change = MetadataChange.objects.get()
     assert change.changes == {"model_name": ["gpt-typo", "gpt-5"]} and change.changed_by == owner

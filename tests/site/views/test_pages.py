@@ -1,4 +1,5 @@
 """Server-rendered pages: content, access rules, exports, and query counts that stay constant as data grows."""
+
 import csv
 import io
 from pathlib import Path
@@ -22,8 +23,11 @@ def make_published(owner, submit, finish):
         for _ in range(count):
             counter["n"] += 1
             k = 2 if protocol == "best_of_k" else 1
-            files = ({"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/13_gemm_allreduce_torch.py": GOOD_13}
-                     if k == 2 else {"1_allreduce_torch.py": GOOD_1, "13_gemm_allreduce_torch.py": GOOD_13})
+            files = (
+                {"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/13_gemm_allreduce_torch.py": GOOD_13}
+                if k == 2
+                else {"1_allreduce_torch.py": GOOD_1, "13_gemm_allreduce_torch.py": GOOD_13}
+            )
             submission = submit(owner, files, model=f"model-{counter['n']}", protocol=protocol, attempts=k)
             first, second = submission.jobs.order_by("id")
             finish(first, judge_document(speedup=1.0 + counter["n"] / 10))
@@ -195,13 +199,15 @@ def test_status_counts_jobs_in_the_build_stage_apart(client, owner, submit, sett
 
     submission = submit(owner)
     client.force_login(owner)
-    EvaluationJob.objects.filter(submission=submission).update(build_status=EvaluationJob.BUILDING,
-                                                               status=EvaluationJob.RUNNING)
+    EvaluationJob.objects.filter(submission=submission).update(
+        build_status=EvaluationJob.BUILDING, status=EvaluationJob.RUNNING
+    )
     body = client.get(f"/submissions/{submission.pk}/status.json").json()
     assert body["jobs"]["building"] == 1 and body["jobs"]["running"] == 1 and not body["finished"]
     assert "1 of them building on CPU" in client.get(f"/submissions/{submission.pk}/").content.decode()
-    EvaluationJob.objects.filter(submission=submission).update(build_status=EvaluationJob.BUILT,
-                                                               status=EvaluationJob.QUEUED)
+    EvaluationJob.objects.filter(submission=submission).update(
+        build_status=EvaluationJob.BUILT, status=EvaluationJob.QUEUED
+    )
     body = client.get(f"/submissions/{submission.pk}/status.json").json()
     assert body["jobs"]["building"] == 0 and body["jobs"]["queued"] == 1
     assert "building on CPU" not in client.get(f"/submissions/{submission.pk}/").content.decode()
@@ -215,10 +221,13 @@ def test_healthz_and_plotly_is_a_static_file(client, db):
     assert client.get("/healthz").content == b"ok"
     found = finders.find("vendor/plotly.min.js")
     assert found and b"plotly" in Path(found).read_bytes()[:2000].lower()
-    assert [name for name, _ in finders.get_finder("leaderboard.staticfiles.PlotlyFinder").list([])] == ["plotly.min.js"]
+    assert [name for name, _ in finders.get_finder("leaderboard.staticfiles.PlotlyFinder").list([])] == [
+        "plotly.min.js"
+    ]
 
 
 # --- query counts ------------------------------------------------------------------------------------------------------
+
 
 def count_queries(client, url) -> int:
     with CaptureQueriesContext(connection) as ctx:
@@ -226,8 +235,17 @@ def count_queries(client, url) -> int:
     return len(ctx.captured_queries)
 
 
-@pytest.mark.parametrize("url", ["/", "/leaderboard/cpu-gloo/?protocol=one_shot", "/problems/",
-                                 "/problems/1_allreduce/", "/?format=csv", "/api/v1/leaderboard/cpu-gloo/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/",
+        "/leaderboard/cpu-gloo/?protocol=one_shot",
+        "/problems/",
+        "/problems/1_allreduce/",
+        "/?format=csv",
+        "/api/v1/leaderboard/cpu-gloo/",
+    ],
+)
 def test_query_count_is_constant_as_data_grows(client, make_published, django_assert_num_queries, url):
     make_published(1)
     make_published(1, protocol="best_of_k")
@@ -238,12 +256,19 @@ def test_query_count_is_constant_as_data_grows(client, make_published, django_as
         client.get(url)
 
 
-def test_submission_page_query_count_does_not_grow_with_files(client, owner, submit, finish,
-                                                              django_assert_num_queries):
+def test_submission_page_query_count_does_not_grow_with_files(client, owner, submit, finish, django_assert_num_queries):
     small = submit(owner, {"1_allreduce_torch.py": GOOD_1})
-    big = submit(owner, {"attempt_1/1_allreduce_torch.py": GOOD_1, "attempt_2/1_allreduce_torch.py": GOOD_1,
-                         "attempt_1/13_gemm_allreduce_torch.py": GOOD_13,
-                         "attempt_2/13_gemm_allreduce_torch.py": GOOD_13}, protocol="best_of_k", attempts=2)
+    big = submit(
+        owner,
+        {
+            "attempt_1/1_allreduce_torch.py": GOOD_1,
+            "attempt_2/1_allreduce_torch.py": GOOD_1,
+            "attempt_1/13_gemm_allreduce_torch.py": GOOD_13,
+            "attempt_2/13_gemm_allreduce_torch.py": GOOD_13,
+        },
+        protocol="best_of_k",
+        attempts=2,
+    )
     for job in list(small.jobs.all()) + list(big.jobs.all()):
         finish(job, judge_document())
     client.force_login(owner)
@@ -268,9 +293,16 @@ def test_submission_page_says_why_a_timing_was_flagged(client, owner, submit, fi
     submission = submit(owner)
     document = judge_document()
     document["flags"] = ["timing_crosscheck"]
-    document["timing"].update(faster=False, ranked=False, crosscheck={
-        "suspect": True, "unexplained_ms": 0.01, "allowance_ms": 0.2,
-        "probe": {"excess_ms": 1.13, "allowance_ms": 0.51, "suspect": True}})
+    document["timing"].update(
+        faster=False,
+        ranked=False,
+        crosscheck={
+            "suspect": True,
+            "unexplained_ms": 0.01,
+            "allowance_ms": 0.2,
+            "probe": {"excess_ms": 1.13, "allowance_ms": 0.51, "suspect": True},
+        },
+    )
     finish(submission.jobs.get(), document)
     client.force_login(owner)
     html = client.get(submission.get_absolute_url()).content.decode()
@@ -279,8 +311,11 @@ def test_submission_page_says_why_a_timing_was_flagged(client, owner, submit, fi
 
 
 def _sandbox(complete: bool) -> dict:
-    summary = ("sandboxed: own uid 3000123, no network (loopback only), private filesystem view" if complete
-               else "UNSANDBOXED (do not run code you do not trust this way): no private filesystem view: simulated")
+    summary = (
+        "sandboxed: own uid 3000123, no network (loopback only), private filesystem view"
+        if complete
+        else "UNSANDBOXED (do not run code you do not trust this way): no private filesystem view: simulated"
+    )
     return {"enabled": True, "complete": complete, "summary": summary, "user": "uid 3000123"}
 
 
@@ -319,4 +354,6 @@ def test_csv_exports_never_hand_a_spreadsheet_a_formula(client, owner, submit, f
     cells = [v for row in rows for v in row.values() if v]
     assert any("HYPERLINK" in v for v in cells)
     assert not any(v.startswith(("=", "+", "@")) for v in cells), cells
-    assert '=HYPERLINK(\\"http://evil.example\\",\\"x\\")' in client.get("/?format=json").content.decode()  # JSON: as is
+    assert (
+        '=HYPERLINK(\\"http://evil.example\\",\\"x\\")' in client.get("/?format=json").content.decode()
+    )  # JSON: as is

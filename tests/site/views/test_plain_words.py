@@ -1,6 +1,7 @@
 """Pages in plain words: no raw key or Python value on a rendered page (a scan of every page the seeded site serves),
 sizes in binary units, whiskers on lanes of their own with the interval on hover, the Pareto plot's y axis meaningful
 on an unranked profile, the API root listing every routed endpoint."""
+
 import re
 
 import pytest
@@ -17,9 +18,16 @@ pytestmark = pytest.mark.django_db
 # What a page must never show: a Python value after a word ("warm_start False"), a key with underscores where words
 # belong ("fast_1_5", "best_measured", "warm_start"), its spaced twin ("fast 1 5"), a count in the wrong number
 # ("1 steps", "1 feedback runs").
-RAW = [re.compile(p, re.M) for p in (r"\b[A-Za-z]\w* (?:True|False|None)\b", r"^(?:True|False|None)$",
-                               r"\bfast[ _]\d[ _]\d\b", r"\b(?:best_measured|self_selected|warm_start|infra_error)\b",
-                               r"(?<![\d.,])\b1 (?:steps|runs|feedback runs|results|evaluations)\b")]
+RAW = [
+    re.compile(p, re.M)
+    for p in (
+        r"\b[A-Za-z]\w* (?:True|False|None)\b",
+        r"^(?:True|False|None)$",
+        r"\bfast[ _]\d[ _]\d\b",
+        r"\b(?:best_measured|self_selected|warm_start|infra_error)\b",
+        r"(?<![\d.,])\b1 (?:steps|runs|feedback runs|results|evaluations)\b",
+    )
+]
 
 
 def visible_text(html: str) -> str:
@@ -32,14 +40,31 @@ def visible_text(html: str) -> str:
 @pytest.fixture
 def judged(owner, cpu):
     submission = submissions_services.submission_create(
-        owner.submitter, {"model": "m", "protocol": "best_of_k", "attempts": 2, "profile": "cpu-gloo",
-                          "selection": "best_measured"}, [("1_allreduce_torch.py", GOOD_1)])
+        owner.submitter,
+        {"model": "m", "protocol": "best_of_k", "attempts": 2, "profile": "cpu-gloo", "selection": "best_measured"},
+        [("1_allreduce_torch.py", GOOD_1)],
+    )
     job = submission.jobs.get()
     EvaluationJob.objects.filter(pk=job.pk).update(status="done")
-    Result.objects.create(job=job, run=job.run, verdict="correct", message="ok", speedup=1.1, faster=False,
-                          document={"environment": {"warm_start": False, "torch": "2.9", "sandbox": {}}})
-    Transcript.objects.create(submission=submission, problem_id=1, attempt=1, filename="t.jsonl", content="{}\n",
-                              steps=1, sha256="0" * 64, size=3)
+    Result.objects.create(
+        job=job,
+        run=job.run,
+        verdict="correct",
+        message="ok",
+        speedup=1.1,
+        faster=False,
+        document={"environment": {"warm_start": False, "torch": "2.9", "sandbox": {}}},
+    )
+    Transcript.objects.create(
+        submission=submission,
+        problem_id=1,
+        attempt=1,
+        filename="t.jsonl",
+        content="{}\n",
+        steps=1,
+        sha256="0" * 64,
+        size=3,
+    )
     submissions_services.submission_publish(submission, owner)
     return submission
 
@@ -47,9 +72,20 @@ def judged(owner, cpu):
 def test_no_page_shows_a_raw_key_or_python_value(client, owner, judged):
     client.force_login(owner)
     result = Result.objects.get()
-    paths = ["/", "/leaderboard/cpu-gloo/", "/leaderboard/cpu-gloo/?protocol=best_of_k", "/problems/",
-             "/problems/1_allreduce/", judged.get_absolute_url(), f"/results/{result.pk}/", "/account/", "/submit/",
-             "/getting-started/", f"/submissions/{judged.pk}/metadata", f"/candidates/{judged.candidates.get().pk}/"]
+    paths = [
+        "/",
+        "/leaderboard/cpu-gloo/",
+        "/leaderboard/cpu-gloo/?protocol=best_of_k",
+        "/problems/",
+        "/problems/1_allreduce/",
+        judged.get_absolute_url(),
+        f"/results/{result.pk}/",
+        "/account/",
+        "/submit/",
+        "/getting-started/",
+        f"/submissions/{judged.pk}/metadata",
+        f"/candidates/{judged.candidates.get().pk}/",
+    ]
     found = {}
     for path in paths:
         response = client.get(path)
@@ -71,8 +107,9 @@ def test_submit_page_gives_limits_in_binary_units(client, owner, cpu, settings):
 
 
 def test_whiskers_sit_on_lanes_of_their_own_and_hover_shows_the_interval():
-    points = [(i, f"m{i}", "one_shot", "correct", 1.0 + i / 100, 0.9, 1.2, True, False, None, None, None)
-              for i in range(5)]
+    points = [
+        (i, f"m{i}", "one_shot", "correct", 1.0 + i / 100, 0.9, 1.2, True, False, None, None, None) for i in range(5)
+    ]
     figure = plots.strip_figure(points)
     trace = figure["data"][0]
     assert len(set(trace["y"])) == 5 and all(-0.5 < y < 0.5 for y in trace["y"])
@@ -93,8 +130,11 @@ def test_api_root_lists_every_endpoint(client):
     from leaderboard.api import urls as api_urls
 
     listed = client.get("/api/v1/").json()
-    routes = [p for p in list(api_urls.urlpatterns) + list(site_urls.feedback_urlpatterns)
-              if p.name and p.name.startswith("api-") and p.name != "api-root"]
+    routes = [
+        p
+        for p in list(api_urls.urlpatterns) + list(site_urls.feedback_urlpatterns)
+        if p.name and p.name.startswith("api-") and p.name != "api-root"
+    ]
     assert len(listed) == len(routes) >= 20
     assert listed["submission"].endswith("/api/v1/submissions/{id}/")
     assert listed["feedback_session_link"].endswith("/api/v1/feedback/sessions/{id}/link/")
@@ -102,8 +142,10 @@ def test_api_root_lists_every_endpoint(client):
 
 def test_staff_are_told_a_submission_is_someone_elses(client, owner, staff, cpu):
     submission = submissions_services.submission_create(
-        owner.submitter, {"model": "m", "protocol": "one_shot", "attempts": 1, "profile": "cpu-gloo"},
-        [("1_allreduce_torch.py", GOOD_1)])
+        owner.submitter,
+        {"model": "m", "protocol": "one_shot", "attempts": 1, "profile": "cpu-gloo"},
+        [("1_allreduce_torch.py", GOOD_1)],
+    )
     client.force_login(staff)
     page = client.get(submission.get_absolute_url()).content.decode()
     assert "Staff view: this is alice's submission" in page

@@ -1,6 +1,7 @@
 """A problem page says what is judged: each profile's W, shape, dtype and whether the CPU shapes are reduced (as the
 runner asks the judge: jobs/runner.py), the Output row and "Speed of light" as sentences; a feedback run on a CPU
 profile never reads in GPU-seconds."""
+
 import html as html_lib
 import re
 

@@ -1,6 +1,7 @@
 """What the site publishes shows nothing of the server: every public JSON, export, page and log of a published
 submission is walked for absolute server paths and sandbox internals (box uid, /run/..., control group paths, the
 scratch copy's path with its worker id and pid); staff still read the judge's document whole."""
+
 import re
 import tempfile
 
@@ -22,14 +23,21 @@ def served_document() -> dict:
     document["candidate"] = SCRATCH
     document["message"] = f"correct on 3 trials (built {SCRATCH})"
     document["environment"]["sandbox"] = {
-        "enabled": True, "required": True, "complete": True,
-        "box": {"id": 981, "uid": 3000981, "dir": "/run/pkb-arena/981", "cgroup": CGROUP}, "cgroup": CGROUP,
-        "user": "uid 3000981, no groups, no capabilities", "pid": "own pid namespace",
+        "enabled": True,
+        "required": True,
+        "complete": True,
+        "box": {"id": 981, "uid": 3000981, "dir": "/run/pkb-arena/981", "cgroup": CGROUP},
+        "cgroup": CGROUP,
+        "user": "uid 3000981, no groups, no capabilities",
+        "pid": "own pid namespace",
         "filesystem": "private view (bwrap): own scratch /var/lib/pkb-arena/work",
         "summary": "sandboxed: box 981 (uid 3000981), own control group (memory 16.0 GB)",
-        "limits": {"memory_bytes": 1 << 34}, "memory": {"peak_bytes": 1 << 28}}
-    document["logs"][0]["stderr"] = (f'Traceback:\n  File "{SCRATCH}", line 3\n'
-                                     f'  File "{tempfile.gettempdir()}/pkb-scratch-4711/x.py", line 1\n')
+        "limits": {"memory_bytes": 1 << 34},
+        "memory": {"peak_bytes": 1 << 28},
+    }
+    document["logs"][0]["stderr"] = (
+        f'Traceback:\n  File "{SCRATCH}", line 3\n  File "{tempfile.gettempdir()}/pkb-scratch-4711/x.py", line 1\n'
+    )
     return document
 
 
@@ -44,21 +52,33 @@ def published(owner, submit, finish, gpu):
 def public_urls(submission) -> list[str]:
     result = submission.jobs.get().results.get()
     sid, stem, slug = submission.pk, "1_allreduce", "gpu-h200x8"
-    pages = [f"/submissions/{sid}/", f"/results/{result.pk}/", f"/problems/{stem}/?profile={slug}",
-             f"/leaderboard/{slug}/"]
+    pages = [
+        f"/submissions/{sid}/",
+        f"/results/{result.pk}/",
+        f"/problems/{stem}/?profile={slug}",
+        f"/leaderboard/{slug}/",
+    ]
     documents = [f"/results/{result.pk}.json", f"/results/{result.pk}/logs", f"/submissions/{sid}/status.json"]
-    exports = [f"{url}?format={fmt}" for url in (f"/leaderboard/{slug}/", "/problems/", f"/problems/{stem}/",
-                                                 f"/submissions/{sid}/", "/audits/") for fmt in ("json", "csv")]
-    api = [f"/api/v1/submissions/{sid}/", f"/api/v1/submissions/{sid}/status/", f"/api/v1/leaderboard/{slug}/",
-           f"/api/v1/problems/{stem}/?profile={slug}", "/api/v1/problems/", "/api/v1/audits/"]
+    exports = [
+        f"{url}?format={fmt}"
+        for url in (f"/leaderboard/{slug}/", "/problems/", f"/problems/{stem}/", f"/submissions/{sid}/", "/audits/")
+        for fmt in ("json", "csv")
+    ]
+    api = [
+        f"/api/v1/submissions/{sid}/",
+        f"/api/v1/submissions/{sid}/status/",
+        f"/api/v1/leaderboard/{slug}/",
+        f"/api/v1/problems/{stem}/?profile={slug}",
+        "/api/v1/problems/",
+        "/api/v1/audits/",
+    ]
     return pages + documents + exports + api
 
 
 def test_no_public_page_json_or_export_carries_a_server_path(published, client):
     walked = 0
     for url in public_urls(published):
-        response = client.get(url.replace("/?format", "/?profile=gpu-h200x8&format") if "problems/?" in url
-                              else url)
+        response = client.get(url.replace("/?format", "/?profile=gpu-h200x8&format") if "problems/?" in url else url)
         assert response.status_code == 200, url
         body = response.content.decode()
         assert not SERVER_PATH.findall(body), (url, SERVER_PATH.findall(body)[:3])
@@ -67,8 +87,7 @@ def test_no_public_page_json_or_export_carries_a_server_path(published, client):
     assert walked == len(public_urls(published)) >= 20
 
 
-def test_the_result_json_names_the_file_inside_the_submission_and_keeps_what_the_sandbox_enforced(published,
-                                                                                                   client):
+def test_the_result_json_names_the_file_inside_the_submission_and_keeps_what_the_sandbox_enforced(published, client):
     result = published.jobs.get().results.get()
     public = client.get(f"/results/{result.pk}.json").json()
     assert public["candidate"] == "1_allreduce_torch.py"

@@ -1,5 +1,6 @@
 """Pages a lab expects around the leaderboard (issue 26): code and log pages inside the site's navigation, an API
 root and a browsable API page served from the site's own files, styled 404 and 500 pages, a favicon."""
+
 from __future__ import annotations
 
 import re

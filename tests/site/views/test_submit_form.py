@@ -1,4 +1,5 @@
 """The upload form and the account page (tokens, quota)."""
+
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from leaderboard.accounts.models import ApiToken
@@ -25,15 +26,25 @@ def test_upload_by_form(client, owner, cpu):
 def test_directory_upload_keeps_relative_paths(client, owner, cpu):
     client.force_login(owner)
     files = [SimpleUploadedFile("1_allreduce_torch.py", GOOD_1), SimpleUploadedFile("1_allreduce_torch.py", GOOD_1)]
-    response = client.post("/submit/", {**FORM, "protocol": "best_of_k", "attempts": "2", "files": files,
-                                        "paths": '["attempt_1/1_allreduce_torch.py", "attempt_2/1_allreduce_torch.py"]'})
+    response = client.post(
+        "/submit/",
+        {
+            **FORM,
+            "protocol": "best_of_k",
+            "attempts": "2",
+            "files": files,
+            "paths": '["attempt_1/1_allreduce_torch.py", "attempt_2/1_allreduce_torch.py"]',
+        },
+    )
     assert response.status_code == 302
     assert Submission.objects.get().candidates.count() == 2
 
 
 def test_refusal_lists_file_and_rule(client, owner, cpu):
     client.force_login(owner)
-    archive = SimpleUploadedFile("run.zip", zip_bytes({"1_allreduse_torch.py": GOOD_1, "1_allreduce_torch.py": b"\xff"}))
+    archive = SimpleUploadedFile(
+        "run.zip", zip_bytes({"1_allreduse_torch.py": GOOD_1, "1_allreduce_torch.py": b"\xff"})
+    )
     response = client.post("/submit/", {**FORM, "archive": archive})
     html = response.content.decode()
     assert response.status_code == 400 and "nothing was stored" in html
@@ -53,7 +64,9 @@ def test_account_creates_and_revokes_tokens(client, owner, cpu):
 
 
 def test_signup_then_account(client, cpu):
-    response = client.post("/accounts/signup/", {"username": "newbie", "password1": "a-long-pass-phrase-9",
-                                                 "password2": "a-long-pass-phrase-9"})
+    response = client.post(
+        "/accounts/signup/",
+        {"username": "newbie", "password1": "a-long-pass-phrase-9", "password2": "a-long-pass-phrase-9"},
+    )
     assert response.status_code == 302
     assert "Quota" in client.get("/account/").content.decode()

@@ -1,6 +1,7 @@
 """Tables people can work with: the problem list searched, filtered by category and sorted through query parameters
 (no JavaScript needed); a leaderboard table paged with a page count (past the last page: 404); the heatmap's top rows
 of each protocol; code with numbered lines."""
+
 import re
 
 import pytest
@@ -21,8 +22,9 @@ def test_problem_list_search_category_and_sort_without_javascript(client, cpu):
     everything = row_ids(client.get("/problems/").content.decode())
     assert len(everything) == Problem.objects.count() == 87 and everything == sorted(everything)
     found = client.get("/problems/?q=allreduce").content.decode()
-    assert row_ids(found) and all("allreduce" in f"{p.stem} {p.title}".lower()
-                                  for p in Problem.objects.filter(pk__in=row_ids(found)))
+    assert row_ids(found) and all(
+        "allreduce" in f"{p.stem} {p.title}".lower() for p in Problem.objects.filter(pk__in=row_ids(found))
+    )
     assert "of 87 problems" in found
     category = Problem.objects.values_list("category", flat=True).order_by("category").first()
     in_category = row_ids(client.get("/problems/", {"category": category}).content.decode())
@@ -39,8 +41,10 @@ def publish(owner, n: int, protocol="one_shot", attempts=1):
     done = []
     for i in range(n):
         submission = submissions_services.submission_create(
-            owner.submitter, {"model": f"m{i}", "protocol": protocol, "attempts": attempts, "profile": "cpu-gloo"},
-            [("1_allreduce_torch.py", GOOD_1 + f"\n# {protocol} {i}\n".encode())])
+            owner.submitter,
+            {"model": f"m{i}", "protocol": protocol, "attempts": attempts, "profile": "cpu-gloo"},
+            [("1_allreduce_torch.py", GOOD_1 + f"\n# {protocol} {i}\n".encode())],
+        )
         submissions_services.submission_publish(submission, owner)
         done.append(submission)
     return done
@@ -85,8 +89,12 @@ def test_a_message_citing_a_line_links_to_it_escaped(client, owner, cpu):
     submission = publish(owner, 1)[0]
     job = submission.jobs.get()
     EvaluationJob.objects.filter(pk=job.pk).update(status="done")
-    Result.objects.create(job=job, run=job.run, verdict="compile_error",
-                          message="SyntaxError: invalid syntax (1_allreduce_torch.py, line 4) <b>x</b>")
+    Result.objects.create(
+        job=job,
+        run=job.run,
+        verdict="compile_error",
+        message="SyntaxError: invalid syntax (1_allreduce_torch.py, line 4) <b>x</b>",
+    )
     page = client.get(submission.get_absolute_url()).content.decode()
     candidate = submission.candidates.get()
     assert f'<a href="/candidates/{candidate.pk}/#L4">line 4</a>' in page

@@ -1,6 +1,7 @@
 """Noise is never a headline: on an unranked profile (CPU wall clock) speedups show only beside their interval and
 marked unranked, never as the lead number ("Geomean speedup", "Best speedup") or a key rows are sorted on; a ranked
 profile (GPU) keeps both."""
+
 import re
 
 from leaderboard.scoring.models import LeaderboardEntry
@@ -45,4 +46,3 @@ def test_on_a_gpu_profile_the_speedups_rank(owner, submit, finish, gpu, client):
     assert "Best speedup" in client.get("/problems/?profile=gpu-h200x8").content.decode()
     table = client.get("/problems/1_allreduce/?profile=gpu-h200x8").content.decode().split('<table class="scores">')[1]
     assert rows_order(table) == [fast.pk, slow.pk]
-

@@ -1,4 +1,5 @@
 """Demo candidate, attempt 1 of an agent: forgets to communicate (each rank returns its own tensor): incorrect."""
+
 import torch
 
 

@@ -1,4 +1,5 @@
 """Demo candidate, attempt 2 of an agent: all-gather then a local sum (correct, more traffic than all_reduce)."""
+
 import torch
 import torch.distributed as dist
 

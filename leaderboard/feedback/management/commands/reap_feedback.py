@@ -1,4 +1,5 @@
 """Re-queue feedback runs whose worker lost its lease, and re-send lost messages. Once, or every N seconds."""
+
 import time
 
 from django.core.management.base import BaseCommand

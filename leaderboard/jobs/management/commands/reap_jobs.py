@@ -1,4 +1,5 @@
 """Re-queue jobs whose worker lost its lease, and re-send messages a broker lost. Run from cron or with --loop."""
+
 import time
 
 from django.core.management.base import BaseCommand

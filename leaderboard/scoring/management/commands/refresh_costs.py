@@ -1,5 +1,6 @@
 """Recompute every submission's stored measured costs by leaderboard/scoring/costs.py's definition (after an upgrade
 that changed it: feedback runs now include linked sessions' runs). Idempotent."""
+
 from django.core.management.base import BaseCommand
 
 from leaderboard.scoring import costs
