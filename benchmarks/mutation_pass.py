@@ -297,7 +297,7 @@ MUTATIONS = [
         '        if outcome["verdict"] != schema.CORRECT:\n            result.update(\n'
         '                verdict=outcome["verdict"],\n                timing=None,\n                flags=[],\n'
         '                message=f"in timing pair',
-        '        if False:\n            result.update(\n'
+        "        if False:\n            result.update(\n"
         '                verdict=outcome["verdict"],\n                timing=None,\n                flags=[],\n'
         '                message=f"in timing pair',
         ("tests/evaluator/test_pairs.py::test_a_candidate_wrong_in_a_later_pair_is_incorrect",),
