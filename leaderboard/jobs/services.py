@@ -1,5 +1,6 @@
 """Writes of evaluation jobs: creation, their lease lifecycle on workers (the engine: leaderboard/jobs/lease.py),
-the judge's documents stored as results, re-runs, and the build stage's claim and outcome (leaderboard/jobs/build_stage.py)."""
+the judge's documents stored as results, re-runs, and the build stage's claim and outcome
+(leaderboard/jobs/build_stage.py)."""
 
 from __future__ import annotations
 
@@ -161,6 +162,8 @@ def _number(value):
 
 def _after_result(job: EvaluationJob) -> None:
     problem_id = EvaluationJob.objects.filter(pk=job.pk).values_list("candidate__problem_id", flat=True).get()
+    # The one receiver: leaderboard/scoring/services.py `on_results_changed` (connected in leaderboard/scoring/apps.py),
+    # which refreshes the problem's ProblemScore and the submission's LeaderboardEntry before send returns.
     results_changed.send(EvaluationJob, submission_id=job.submission_id, problem_ids=[problem_id])
 
 
@@ -284,5 +287,6 @@ def jobs_rerun(jobs, charge_to: Submitter | None) -> int:
             _send_first(job, job.profile, job.profile.queue_name)
         for submission_id in {j.submission_id for j in jobs}:
             problem_ids = list({j.candidate.problem_id for j in jobs if j.submission_id == submission_id})
+            # Received by leaderboard/scoring/services.py `on_results_changed`, as in _after_result above.
             results_changed.send(EvaluationJob, submission_id=submission_id, problem_ids=problem_ids)
     return len(jobs)

@@ -360,7 +360,8 @@ def _costs_refresh(submission: Submission) -> None:
 
 
 def on_results_changed(sender, submission_id: int, problem_ids: list[int], **_) -> None:
-    """leaderboard/jobs/signals.py: a submission's evaluations of these problems changed."""
+    """leaderboard/jobs/signals.py: a submission's evaluations of these problems changed (sent by
+    leaderboard/jobs/services.py when a result is stored or a run fails for good or is re-queued)."""
     submission = Submission.objects.get(pk=submission_id)
     scores_refresh(submission, problem_ids)
     entry_refresh(submission)
