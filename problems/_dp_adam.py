@@ -150,7 +150,7 @@ def moment_compare(kinds: str, atol: float = 1e-2, rtol: float = 1e-2):
     def compare(expected, actual, world_size: int) -> str | None:
         if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
             return f"expected a tuple of {len(expected)} tensors, got {type(actual).__name__}"
-        for i, (kind, e, a) in enumerate(zip(kinds, expected, actual)):
+        for i, (kind, e, a) in enumerate(zip(kinds, expected, actual, strict=False)):
             if type(a) is not torch.Tensor:
                 return f"output[{i}]: expected a torch.Tensor, got {type(a).__name__}"
             if tuple(a.shape) != tuple(e.shape) or a.dtype != e.dtype:

@@ -73,11 +73,11 @@ def moe_ep_forward(
     # Received chunks are (source, local expert); regroup to (local expert, source), run the MLP, undo.
     sizes = table.reshape(-1).tolist()
     source_major = list(recv.split(sizes))
-    expert_major = [source_major[p * L + l] for l in range(L) for p in range(P)]
+    expert_major = [source_major[p * L + e] for e in range(L) for p in range(P)]
     x = torch.cat(expert_major)
     y = down_proj(F.silu(gate_proj(x)) * up_proj(x))
-    y_chunks = y.split([sizes[p * L + l] for l in range(L) for p in range(P)])
-    back = torch.cat([y_chunks[l * P + p] for p in range(P) for l in range(L)])
+    y_chunks = y.split([sizes[p * L + e] for e in range(L) for p in range(P)])
+    back = torch.cat([y_chunks[e * P + p] for p in range(P) for e in range(L)])
 
     returned = hidden_states.new_empty(T * top_k, N)
     dist.all_to_all_single(returned, back, input_splits, output_splits, group=group)

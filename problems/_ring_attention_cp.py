@@ -44,7 +44,7 @@ def ring_pass(tensors, group):
     tensors = [t.contiguous() for t in tensors]
     received = [torch.empty_like(t) for t in tensors]
     ops = []
-    for sent, buffer in zip(tensors, received):
+    for sent, buffer in zip(tensors, received, strict=False):
         ops.append(dist.P2POp(dist.isend, sent, nxt, group=group))
         ops.append(dist.P2POp(dist.irecv, buffer, prv, group=group))
     for request in dist.batch_isend_irecv(ops):

@@ -18,5 +18,5 @@ def all_to_all_list(outputs: list[torch.Tensor], inputs: list[torch.Tensor], gro
     send = torch.cat([t.reshape(-1) for t in inputs])
     recv = torch.empty(sum(o.numel() for o in outputs), dtype=send.dtype, device=send.device)
     dist.all_to_all_single(recv, send, [o.numel() for o in outputs], [t.numel() for t in inputs], group=group)
-    for out, piece in zip(outputs, recv.split([o.numel() for o in outputs])):
+    for out, piece in zip(outputs, recv.split([o.numel() for o in outputs]), strict=False):
         out.copy_(piece.view(out.shape))

@@ -77,7 +77,7 @@ def solution(
 
     counts = num_global_tokens_per_local_expert
     sources, local_experts = counts.shape
-    order = [i * local_experts + l for l in range(local_experts) for i in range(sources)]
+    order = [i * local_experts + e for e in range(local_experts) for i in range(sources)]
     regrouped = sort_chunks(received, counts.reshape(-1).tolist(), order)
     return regrouped, routing_map, sorted_idx, org_shape
 

@@ -88,7 +88,7 @@ def solution(
     # 1. Undo the local-expert grouping: back to source-rank-major order.
     counts = num_global_tokens_per_local_expert
     sources, local_experts = counts.shape
-    order = [l * sources + i for i in range(sources) for l in range(local_experts)]
+    order = [e * sources + i for i in range(sources) for e in range(local_experts)]
     reordered = sort_chunks(expert_outputs, counts.t().reshape(-1).tolist(), order)
 
     # 2. Combine all-to-all: the splits swap roles (send with output_splits, receive with input_splits).

@@ -170,7 +170,7 @@ def _elementwise_mismatch(name: str, expected: torch.Tensor, actual: torch.Tenso
 def compare(expected, actual, world_size: int):
     if not isinstance(actual, (tuple, list)) or len(actual) != 3:
         return f"expected a tuple (theta, m, v), got {type(actual).__name__}"
-    for name, e, a in zip(("theta", "m", "v"), expected, actual):
+    for name, e, a in zip(("theta", "m", "v"), expected, actual, strict=False):
         if type(a) is not torch.Tensor:
             return f"{name}: expected a torch.Tensor, got {type(a).__name__}"
         if a.shape != e.shape or a.dtype != e.dtype:

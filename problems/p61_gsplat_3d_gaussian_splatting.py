@@ -205,7 +205,7 @@ def compare(expected, actual, W):
     if not isinstance(actual, (tuple, list)) or len(actual) != 8:
         return f"expected an 8-tuple, got {type(actual).__name__}"
     names = ["camera_ids", "gaussian_ids", "radii", "means2d", "depths", "conics", "opacities", "colors"]
-    for i, (name, e, a) in enumerate(zip(names, expected, actual)):
+    for i, (name, e, a) in enumerate(zip(names, expected, actual, strict=False)):
         if type(a) is not torch.Tensor or a.shape != e.shape or a.dtype != e.dtype:
             got = f"{a.dtype} {tuple(a.shape)}" if isinstance(a, torch.Tensor) else type(a).__name__
             return f"output[{i}] {name}: expected {e.dtype} {tuple(e.shape)}, got {got}"

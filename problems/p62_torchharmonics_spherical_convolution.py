@@ -54,11 +54,11 @@ def make_inputs(ctx: InputContext):
     weight = torch.randn(C, C, K, dtype=torch.float32, device=dev)
     bias = torch.randn(C, dtype=torch.float32, device=dev)
     vals = 0.05 * torch.randn(K * nlat * 4, dtype=torch.float32, device=dev)
-    # Entry (k, l, e): output latitude l reads local input latitude (l - p*h_loc) mod h_loc at longitude
-    # (l + e*(k+1)) mod nlon.
-    k, l, e = torch.meshgrid(torch.arange(K), torch.arange(nlat), torch.arange(4), indexing="ij")
-    col = ((l - p * h_loc) % h_loc) * nlon + (l + e * (k + 1)) % nlon
-    indices = torch.stack([k.reshape(-1), l.reshape(-1), col.reshape(-1)]).to(dev)
+    # Entry (k, lat, e): output latitude lat reads local input latitude (lat - p*h_loc) mod h_loc at longitude
+    # (lat + e*(k+1)) mod nlon.
+    k, lat, e = torch.meshgrid(torch.arange(K), torch.arange(nlat), torch.arange(4), indexing="ij")
+    col = ((lat - p * h_loc) % h_loc) * nlon + (lat + e * (k + 1)) % nlon
+    indices = torch.stack([k.reshape(-1), lat.reshape(-1), col.reshape(-1)]).to(dev)
     psi = torch.sparse_coo_tensor(indices, vals, (K, nlat, h_loc * nlon), check_invariants=True).coalesce()
     return x, psi, weight, 1, nlon, nlon, azimuth[p], polar[q], bias
 

@@ -53,12 +53,12 @@ def solution(H, error, weights, P, kalman_lambda, kalman_nue=0.9987):
     nue = torch.tensor(kalman_nue, dtype=F64, device=dev)
     # 1-2. Global innovation scalar.
     s = torch.zeros(1, 1, dtype=F64, device=dev)
-    for h, p in zip(H, P):
+    for h, p in zip(H, P, strict=False):
         s = s + (lam + h.T @ (p @ h))
     dist.all_reduce(s, op=dist.ReduceOp.SUM)
     A = 1.0 / s
     # 3. Local Kalman update, replacing the caller's list elements.
-    for i, (h, p) in enumerate(zip(H, P)):
+    for i, (h, p) in enumerate(zip(H, P, strict=False)):
         K = p @ h
         weights[i] = weights[i] + A * error * K
         P[i] = (1.0 / lam) * (p - A * (K @ K.T))
@@ -68,7 +68,9 @@ def solution(H, error, weights, P, kalman_lambda, kalman_nue=0.9987):
     flat = torch.cat([w.reshape(-1) for w in weights])
     gathered = [flat.new_empty(sum(sizes)) for sizes in lengths]
     dist.all_gather(gathered, flat)
-    all_weights = [block.reshape(-1, 1) for sizes, vec in zip(lengths, gathered) for block in vec.split(sizes)]
+    all_weights = [
+        block.reshape(-1, 1) for sizes, vec in zip(lengths, gathered, strict=False) for block in vec.split(sizes)
+    ]
     # 6. Next forgetting factor.
     return all_weights, P, nue * lam + 1 - nue
 

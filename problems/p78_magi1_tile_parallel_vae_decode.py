@@ -135,7 +135,7 @@ def solution(
         )
         decoded_local.append(tile.to(torch.bfloat16))
     gathered = _all_gather_v(decoded_local, group, W, z.device) if W > 1 else decoded_local
-    decoded = dict(zip(global_order, gathered))
+    decoded = dict(zip(global_order, gathered, strict=False))
 
     # Blend each owned tile with its unblended neighbours (time, then height, then width) and crop.
     blended_local = []
@@ -150,7 +150,7 @@ def solution(
             cur = _blend(decoded[index(t, h, w - 1)], cur, bw, 4)
         blended_local.append(cur[:, :, :kt, :kh, :kw].contiguous())
     gathered = _all_gather_v(blended_local, group, W, z.device) if W > 1 else blended_local
-    blended = dict(zip(global_order, gathered))
+    blended = dict(zip(global_order, gathered, strict=False))
 
     frames = []
     for t in range(nt):

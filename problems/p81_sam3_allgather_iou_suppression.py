@@ -47,7 +47,7 @@ def _all_gather_uneven(local: torch.Tensor, counts: list[int], group) -> torch.T
         padded[: local.shape[0]] = local
         parts = [torch.empty_like(padded) for _ in counts]
         dist.all_gather(parts, padded, group=group)
-        parts = [part[:n] for part, n in zip(parts, counts)]
+        parts = [part[:n] for part, n in zip(parts, counts, strict=False)]
     else:
         parts = [torch.empty((n,) + local.shape[1:], dtype=local.dtype, device=local.device) for n in counts]
         dist.all_gather(parts, local, group=group)

@@ -3,8 +3,8 @@ check every problem is judged by. It lives with the problems because some proble
 it to parts of their output, and problems never import the evaluator; the judge takes it from here
 (evaluator/rank/outputs.py).
 
-Used only in trusted processes: the reference's ranks (evaluator/rank/outputs.py, where the reference's output is, on the
-GPU or the host) and tests. Returns None when equal, otherwise a message that says which output, where and by how
+Used only in trusted processes: the reference's ranks (evaluator/rank/outputs.py, where the reference's output is, on
+the GPU or the host) and tests. Returns None when equal, otherwise a message that says which output, where and by how
 much, with error statistics the JSON reports.
 
 Dtypes (docs/dtype.md): an integer output is compared by value, whatever its integer width (a narrower type is fine
@@ -93,7 +93,7 @@ def _walk(expected, actual, path, atol, rtol, slack, result: Comparison, strict=
             )
         if len(actual) != len(expected):
             return _fail(result, path, f"expected {len(expected)} elements, got {len(actual)}")
-        for i, (e, a) in enumerate(zip(expected, actual)):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=False)):
             _walk(e, a, f"{path}[{i}]", atol, rtol, slack, result, strict)
         return
     if isinstance(expected, dict):
