@@ -10,14 +10,37 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import IO, Any, cast
 
-from evaluator.process import processes
+from evaluator.process import boxes, cgroups, processes
 from evaluator.process.protocol import CandidateFault
 
 
 class BoxControl:
     """The control half of :class:`evaluator.process.sandbox.Sandbox` (its attributes are set there)."""
+
+    # Set by Sandbox.__init__ (what each means is said there); declared here so that these methods are checked.
+    enabled: bool
+    closed: bool
+    paused: bool
+    uid: int | None
+    scratch_root: str | None
+    box: boxes.Box | None
+    cgroup: cgroups.BoxCgroup | None
+    holder: subprocess.Popen[bytes] | None
+    init_pid: int | None
+    netns_fd: int | None
+    ipcns_fd: int | None
+    pidns_fd: int | None
+    pause_s: list[float]
+    _stopped: set[int]
+    failures: list[str]
+    memory_bytes: int
+    notes: dict[str, Any]
+    # Sandbox's method closing the current rank's copy of the seccomp filter; an annotation, not a stub, so that no
+    # class attribute here can shadow it whichever base ends up defining it.
+    _close_seccomp: Callable[[], None]
 
     # --- control ----------------------------------------------------------------------------------------------------
     def pause(self, pgids: Iterable[int]) -> None:
@@ -89,7 +112,9 @@ class BoxControl:
         holder, self.holder = self.holder, None
         if holder is None:
             return
-        for step in (lambda: holder.stdin.close(), lambda: holder.wait(10)):
+        # Sandbox starts the holder with stdin and stdout pipes, so neither is None.
+        stdin, stdout = cast(IO[bytes], holder.stdin), cast(IO[bytes], holder.stdout)
+        for step in (lambda: stdin.close(), lambda: holder.wait(10)):
             try:
                 step()
             except (OSError, subprocess.TimeoutExpired):
@@ -101,7 +126,7 @@ class BoxControl:
             except subprocess.TimeoutExpired:
                 self.failures.append(f"the box's init holder {holder.pid} would not die")
         try:
-            holder.stdout.close()
+            stdout.close()
         except OSError:
             pass
 

@@ -18,6 +18,7 @@ import ctypes
 import errno
 import os
 import stat
+from typing import Any
 
 MNT_DETACH = 2
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -69,7 +70,7 @@ def remove_tree(path: str) -> dict:
     """Remove ``path`` and everything below it (see the module docstring). Never raises for what is inside; returns
     {"removed": entries removed, "unmounted": mounts detached, "left": True if ``path`` still exists, "error": the
     first error that kept something}."""
-    report = {"removed": 0, "unmounted": 0, "left": False, "error": None}
+    report: dict[str, Any] = {"removed": 0, "unmounted": 0, "left": False, "error": None}
     path = os.path.abspath(path)
     try:
         info = os.lstat(path)
