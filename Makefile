@@ -34,11 +34,12 @@ test: install
 
 # The edit loop: every test with none of the markers ranks, server, build and slow (pytest.ini; tests/lanes.py gives
 # them by path and fixture). PKB_UNIT_LANE=1 makes a test in it that starts a rank worker, the judge, a gloo world, a
-# server, a browser or a compiler fail. Only PostgreSQL is needed; nothing is installed. `make test` (and CI) still
-# run everything, these tests included.
+# server, a browser or a compiler fail. Only PostgreSQL is needed; nothing is installed. It runs on every core
+# (pytest-xdist, one test database a worker): none of its tests measures time. `make test` (and CI) still run
+# everything, these tests included.
 test-fast: install
 	bash scripts/services.sh --no-installs
-	PKB_UNIT_LANE=1 $(BIN)/python -m pytest -q -p no:cacheprovider \
+	PKB_UNIT_LANE=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n auto \
 		-m "not ranks and not server and not build and not slow" tests
 
 # ruff (lint, then the format check) and mypy, each configured in pyproject.toml; a few seconds with warm caches.

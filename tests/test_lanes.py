@@ -72,7 +72,9 @@ SWALLOWED = textwrap.dedent("""
 """)
 
 
-def test_a_unit_lane_test_that_starts_a_worker_fails_even_if_it_swallows_the_refusal(tmp_path):
+@pytest.mark.parametrize("spread", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_a_unit_lane_test_that_starts_a_worker_fails_even_if_it_swallows_the_refusal(tmp_path, spread):
+    """Also with the lane spread over workers as `make test-fast` runs it: each worker installs the guard."""
     (tmp_path / "test_spawn.py").write_text(SWALLOWED)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {**os.environ, lanes.UNIT_LANE_ENV: "1", "PYTHONPATH": str(ROOT)}
@@ -90,6 +92,7 @@ def test_a_unit_lane_test_that_starts_a_worker_fails_even_if_it_swallows_the_ref
             "no:cacheprovider",
             "-c",
             str(tmp_path / "pytest.ini"),
+            *spread,
             str(tmp_path),
         ],
         cwd=tmp_path,
