@@ -10,7 +10,10 @@ from tests.problems.helpers import assert_close, assert_differs
 def mlp(modules, x, fp32=False):
     gate, up, down = modules
     if fp32:  # an implementation keeping the expert activations in fp32
-        lin = lambda m, v: v @ m.weight.float().T + m.bias.float()
+
+        def lin(m, v):
+            return v @ m.weight.float().T + m.bias.float()
+
         return lin(down, F.silu(lin(gate, x.float())) * lin(up, x.float())).to(x.dtype)
     return down(F.silu(gate(x)) * up(x))
 

@@ -23,7 +23,8 @@ def attention_block(x, w_qkv, w_o, heads=8):
 
 def assert_attention_arguments(runs, W, inner):
     """Every rank is passed num_heads = 8, softmax_scale = None, causal = True; its first group (inputs[6]) is its
-    block of ``inner`` consecutive ranks, its second (inputs[7]) the ranks at its place (rank % inner) in every block."""
+    block of ``inner`` consecutive ranks, its second (inputs[7]) the ranks at its place (rank % inner) in every
+    block."""
     for rank, run in enumerate(runs):
         place, block = rank % inner, rank // inner
         assert run.inputs[3:6] == (8, None, True)

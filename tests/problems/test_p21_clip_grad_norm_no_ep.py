@@ -29,7 +29,7 @@ def test_reference_matches_global_norm_and_clips(W, seed):
         got, clipped = run.output
         assert got.dtype == torch.float32 and got.dim() == 0
         assert_close(21, got, expected, W, f"rank {rank}")
-        for before, after in zip(run.inputs[0], clipped):  # clipped in place to a global norm of max_norm
+        for before, after in zip(run.inputs[0], clipped, strict=True):  # clipped in place to a global norm of max_norm
             assert after.dtype == before.dtype
             torch.testing.assert_close(after.double(), before.double() / total, rtol=1e-2, atol=1e-4)
     assert_differs(21, expected, torch.zeros(()), W, "zeros")

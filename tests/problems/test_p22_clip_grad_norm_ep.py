@@ -45,7 +45,7 @@ def test_reference_matches_ep_aware_norm(W, seed):
         got, clipped = run.output
         assert got.dtype == torch.float32 and got.dim() == 0
         assert_close(22, got, expected, W, f"rank {rank}")
-        for before, after in zip(ne + [g / ep_size for g in e], clipped):
+        for before, after in zip(ne + [g / ep_size for g in e], clipped, strict=True):
             torch.testing.assert_close(after.double(), before.double() / total, rtol=2e-2, atol=1e-4)
     assert_differs(22, expected, torch.zeros(()), W, "zeros")
     if ep_size > 1:

@@ -39,7 +39,7 @@ def test_reference_matches_any_reduction_order(W, seed):
         )
         assert all(t.dim() == 0 for t in run.inputs) and run.inputs[1].dtype == torch.int64
     for start in range(W):
-        for rank, (run, expected) in enumerate(zip(runs, independent(runs, start))):
+        for rank, (run, expected) in enumerate(zip(runs, independent(runs, start), strict=True)):
             assert all(t.dtype == BF16 and t.dim() == 0 for t in run.output)
             assert_close(23, run.output, expected, W, f"ring from {start}, rank {rank}")
     # Exact arithmetic (float64, no bf16 rounding anywhere) is also within the check.

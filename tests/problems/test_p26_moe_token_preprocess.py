@@ -32,7 +32,7 @@ def test_reference_matches_counted_splits(W, seed):
         assert mask.shape == (8, 2, M) and mask.dtype == torch.float32 and (E, group) == (8, None)
         assert mask.sum() == 2 * M and mask.stride() == (1, 8, 16)  # the reversed one-hot view, as in PKB
         input_splits = [sum(counts[rank][j * L : (j + 1) * L]) for j in range(W)]
-        table = [[counts[src][rank * L + l] for l in range(L)] for src in range(W)]
+        table = [[counts[src][rank * L + e] for e in range(L)] for src in range(W)]
         expected = (
             torch.tensor(input_splits),
             torch.tensor([sum(row) for row in table]),
@@ -46,7 +46,7 @@ def test_reference_matches_counted_splits(W, seed):
         off_by_one[0, 0] += 1
         assert_differs(26, run.output, expected[:2] + (off_by_one, expected[3]), W, "a count off by one")
         if W > 1:  # without the all-gather a rank only sees its own counts, as if every rank routed like it
-            mine = [[counts[rank][rank * L + l] for l in range(L)] for _ in range(W)]
+            mine = [[counts[rank][rank * L + e] for e in range(L)] for _ in range(W)]
             local = (
                 expected[0],
                 torch.tensor([sum(r) for r in mine]),

@@ -12,14 +12,14 @@ def expert_major_tokens(mask):
 
 
 def regroup(rows, counts):
-    """Chunks arrive source-major (source i, local expert l); emit them local-expert-major."""
+    """Chunks arrive source-major (source i, local expert e); emit them local-expert-major."""
     W, L = counts.shape
     starts, offset = {}, 0
     for i in range(W):
-        for l in range(L):
-            starts[i, l] = (offset, offset + int(counts[i, l]))
-            offset += int(counts[i, l])
-    return torch.cat([rows[slice(*starts[i, l])] for l in range(L) for i in range(W)])
+        for e in range(L):
+            starts[i, e] = (offset, offset + int(counts[i, e]))
+            offset += int(counts[i, e])
+    return torch.cat([rows[slice(*starts[i, e])] for e in range(L) for i in range(W)])
 
 
 @pytest.mark.parametrize("W,seed", [(1, 0), (2, 0), (2, 30), (4, 30), (8, 0)])

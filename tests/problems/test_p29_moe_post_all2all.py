@@ -6,14 +6,14 @@ from tests.world import run_reference
 
 
 def ungroup(rows, counts):
-    """Chunks are stored local-expert-major (l, i) with count[i, l] rows; emit them source-major (i, l)."""
+    """Chunks are stored local-expert-major (e, i) with count[i, e] rows; emit them source-major (i, e)."""
     W, L = counts.shape
     starts, offset = {}, 0
-    for l in range(L):
+    for e in range(L):
         for i in range(W):
-            starts[i, l] = (offset, offset + int(counts[i, l]))
-            offset += int(counts[i, l])
-    return torch.cat([rows[slice(*starts[i, l])] for i in range(W) for l in range(L)])
+            starts[i, e] = (offset, offset + int(counts[i, e]))
+            offset += int(counts[i, e])
+    return torch.cat([rows[slice(*starts[i, e])] for i in range(W) for e in range(L)])
 
 
 def combine(received, weights, selected, routing_map, M):

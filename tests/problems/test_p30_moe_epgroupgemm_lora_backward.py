@@ -19,7 +19,7 @@ def bf16_ring(parts, start):
 @pytest.mark.parametrize("W", [1, 2, 4])
 def test_reference_sums_each_gradient_over_ranks(W, seed):
     runs = run_reference(30, W, N=N, seed=seed)
-    for rank, run in enumerate(runs):
+    for run in runs:
         assert [tuple(t.shape) for t in run.inputs[:3]] == [(8, N), (8, N), (N, 8)] and run.inputs[3] is None
         assert isinstance(run.output, tuple) and len(run.output) == 3
     for i in range(3):
@@ -45,14 +45,14 @@ def _in_place(rank, W):
     inputs = make_inputs(InputContext(rank=rank, world_size=W, N=N, problem_id=30))
     before = [t.clone() for t in inputs[:3]]
     out = solution(*inputs)
-    return all(o is t for o, t in zip(out, inputs[:3])), before, out
+    return all(o is t for o, t in zip(out, inputs[:3], strict=True)), before, out
 
 
 def test_reduction_is_in_place():
     from tests.world import run_world
 
     results = run_world(_in_place, 2)
-    for aliased, before, out in results:
+    for aliased, _before, _out in results:
         assert aliased
     for i in range(3):
         expected = (results[0][1][i].float() + results[1][1][i].float()).to(torch.bfloat16)

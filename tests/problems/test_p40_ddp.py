@@ -43,7 +43,7 @@ def independent_step(runs, dtype, ring_start=0):
     lr, beta1, beta2, eps, step = runs[0].inputs[14:19]
     results = [
         adam(p.to(dtype), g, m.to(dtype), v.to(dtype), lr, beta1, beta2, eps, step)
-        for p, g, m, v in zip(params, grads, runs[0].inputs[6:10], runs[0].inputs[10:14])
+        for p, g, m, v in zip(params, grads, runs[0].inputs[6:10], runs[0].inputs[10:14], strict=True)
     ]
     return tuple(r[k].to(torch.bfloat16) for k in range(3) for r in results)
 

@@ -31,8 +31,11 @@ def test_reference_matches_unsharded_swiglu(W, seed):
     runs = run_reference(PID, W, M=64, N=48, seed=seed, solution=called_twice)
     n_tp, n_fsdp = factors(W)
     assert runs[0].inputs[4:] == (n_tp, n_fsdp)
+
     # Reassemble the global weights from the blocks: W1/W2 blocks (f, t) = (rows f, cols t); W3 blocks (t, f).
-    block = lambda idx: runs[idx[1] * n_tp + idx[0]].inputs  # (t, f) -> rank f*n_tp + t
+    def block(idx):
+        return runs[idx[1] * n_tp + idx[0]].inputs  # (t, f) -> rank f*n_tp + t
+
     W1 = torch.cat([torch.cat([block((t, f))[1] for t in range(n_tp)], 1) for f in range(n_fsdp)], 0)
     W2 = torch.cat([torch.cat([block((t, f))[2] for t in range(n_tp)], 1) for f in range(n_fsdp)], 0)
     W3 = torch.cat([torch.cat([block((t, f))[3] for f in range(n_fsdp)], 1) for t in range(n_tp)], 0)
@@ -48,7 +51,6 @@ def test_reference_matches_unsharded_swiglu(W, seed):
         assert_differs(PID, run.output, x, W, "inputs unchanged")
         if W > 1:
             # No communication: own blocks only, no gather and no TP sum (gathers replicate the own shard).
-            t = rank % n_tp
             W1c = run.inputs[1].repeat(n_fsdp, 1)
             W2c = run.inputs[2].repeat(n_fsdp, 1)
             W3r = run.inputs[3].repeat(1, n_fsdp)

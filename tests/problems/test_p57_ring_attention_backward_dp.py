@@ -11,7 +11,10 @@ def replica_grads(blocks):
     """dq, dk, dv of one CP group, float64, from all its blocks at once; lse and out are the given local ones."""
     dout, q, k, v, out = (torch.cat([b[i] for b in blocks], dim=1).double() for i in range(5))
     lse = torch.cat([b[5] for b in blocks], dim=2).double()  # (B, H, S)
-    t = lambda x: x.transpose(1, 2)  # (B, S, H, D) -> (B, H, S, D)
+
+    def t(x):
+        return x.transpose(1, 2)  # (B, S, H, D) -> (B, H, S, D)
+
     P = torch.exp(t(q) @ t(k).transpose(-1, -2) / 8.0 - lse.unsqueeze(-1))  # not normalised over remote keys
     dS = P * (t(dout) @ t(v).transpose(-1, -2) - (dout * out).sum(-1).transpose(1, 2).unsqueeze(-1))
     return t(dS @ t(k) / 8.0), t(dS.transpose(-1, -2) @ t(q) / 8.0), t(P.transpose(-1, -2) @ t(dout))
@@ -41,7 +44,7 @@ def test_reference_matches_global_backward(W, seed):
         block = slice(c * S, (c + 1) * S)
         mine = tuple(g[:, block] for g in grads[d])
         if dp == 2:
-            expected = tuple((a[:, block] + b[:, block]) / 2 for a, b in zip(*grads))
+            expected = tuple((a[:, block] + b[:, block]) / 2 for a, b in zip(*grads, strict=True))
         else:
             expected = mine
         assert_close(PID, expected, run.output, W, f"rank {rank}")

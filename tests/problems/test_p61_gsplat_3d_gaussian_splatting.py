@@ -19,7 +19,10 @@ def splats(means, quats, scales, viewmat, K, width, height, eps2d, near, far):
     Returns (visible mask, radii int32 (n, 2), means2d (n, 2), depth (n,), conic (n, 3))."""
     norm = quats.float().pow(2).sum(-1).sqrt().to(BF).clamp_min(1e-12)
     w, x, y, z = (quats / norm[:, None]).unbind(-1)
-    two = lambda t: 2 * t
+
+    def two(t):
+        return 2 * t
+
     rot = torch.stack(
         [
             torch.stack([1 - two(y * y + z * z), two(x * y - w * z), two(x * z + w * y)], -1),
@@ -35,7 +38,10 @@ def splats(means, quats, scales, viewmat, K, width, height, eps2d, near, far):
     cov_c = mm(mm(Rc.expand(len(cov), 3, 3), cov), Rc.T.expand(len(cov), 3, 3))
     fx, fy, cx, cy = K[0, 0], K[1, 1], K[0, 2], K[1, 2]
     tz = mc[:, 2]
-    lim = lambda extent, c, f: ((extent - c) / f + 0.3 * (0.5 * extent / f), c / f + 0.3 * (0.5 * extent / f))
+
+    def lim(extent, c, f):
+        return ((extent - c) / f + 0.3 * (0.5 * extent / f), c / f + 0.3 * (0.5 * extent / f))
+
     (xp, xn), (yp, yn) = lim(width, cx, fx), lim(height, cy, fy)
     tx = tz * torch.maximum(torch.minimum(mc[:, 0] / tz, xp), -xn)
     ty = tz * torch.maximum(torch.minimum(mc[:, 1] / tz, yp), -yn)
@@ -75,7 +81,7 @@ def expected_for(runs, dest, offset_by_source=False):
         pieces.append(
             (torch.zeros_like(idx), idx + prefix, rad[idx], m2d[idx], depth[idx], conic[idx], opac[idx], colors[idx])
         )
-    return tuple(torch.cat(parts) for parts in zip(*pieces))
+    return tuple(torch.cat(parts) for parts in zip(*pieces, strict=True))
 
 
 @pytest.mark.parametrize("W, seed", [(1, 1), (2, 2), (4, 3), (4, 4)])

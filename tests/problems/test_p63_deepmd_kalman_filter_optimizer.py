@@ -16,10 +16,10 @@ def kalman(runs, local_s_of=None):
     lam, nue = runs[0].inputs[4], runs[0].inputs[5]
     Hs = [torch.stack(run.inputs[0]) for run in runs]  # (8, L, 1) per rank
     Ps = [torch.stack(run.inputs[3]) for run in runs]  # (8, L, L)
-    terms = [(lam + (H.transpose(1, 2) @ P @ H).squeeze()).sum() for H, P in zip(Hs, Ps)]
+    terms = [(lam + (H.transpose(1, 2) @ P @ H).squeeze()).sum() for H, P in zip(Hs, Ps, strict=True)]
     s = terms[local_s_of] if local_s_of is not None else sum(terms)
     weights, new_P = [], []
-    for run, H, P in zip(runs, Hs, Ps):
+    for run, H, P in zip(runs, Hs, Ps, strict=True):
         K = P @ H
         weights += list(torch.stack(run.inputs[2]) + run.inputs[1] * K / s)
         new_P.append(list((P - K @ K.transpose(1, 2) / s) / lam))
@@ -60,7 +60,7 @@ def test_reference_matches_batched_update(W, seed):
             w_id,
             [
                 p + (q - torch.eye(len(q), dtype=q.dtype)) / runs[r].inputs[4]
-                for p, q in zip(P_id[r], runs[r].inputs[3])
+                for p, q in zip(P_id[r], runs[r].inputs[3], strict=True)
             ],
             lam_next,
         ),

@@ -43,7 +43,10 @@ def test_reference_matches_plain_expansion(W, seed):
     owner_of = runs[0].inputs[4].tolist()
     assert runs[0].inputs[1] == [10, 5] and (len(ptr) - 1) % W == 0 and len(ptr) - 1 >= 10000
     columns = [run.inputs[3].tolist() for run in runs]
-    true_column = lambda v: columns[owner_of[v]][ptr[v] : ptr[v + 1]]
+
+    def true_column(v):
+        return columns[owner_of[v]][ptr[v] : ptr[v + 1]]
+
     for r, run in enumerate(runs):
         seeds, fanouts = run.inputs[0].tolist(), run.inputs[1]
         expected = sample(seeds, fanouts, ptr, true_column)
@@ -51,5 +54,5 @@ def test_reference_matches_plain_expansion(W, seed):
         assert_close(PID, run.output, expected, W, f"rank {r}")
         assert_differs(PID, run.output, tuple(torch.zeros_like(t) for t in expected), W, "zeros")
         if W > 1:
-            local = sample(seeds, fanouts, ptr, lambda v: columns[r][ptr[v] : ptr[v + 1]])
+            local = sample(seeds, fanouts, ptr, lambda v, r=r: columns[r][ptr[v] : ptr[v + 1]])
             assert_differs(PID, run.output, local, W, "no communication (local copy of the graph)")

@@ -15,8 +15,8 @@ def test_reference_matches_owner_filter(W, seed):
         assert num_nodes % W == 0 and idx.shape == (1024,) and value.shape == (1024, 64)
         mine = [other.inputs[0] % W == r for other in runs]  # per source, in original order
         expected = (
-            torch.cat([o.inputs[0][m] for o, m in zip(runs, mine)]),
-            torch.cat([o.inputs[1][m] for o, m in zip(runs, mine)]),
+            torch.cat([o.inputs[0][m] for o, m in zip(runs, mine, strict=True)]),
+            torch.cat([o.inputs[1][m] for o, m in zip(runs, mine, strict=True)]),
         )
         assert torch.equal(run.output[0], expected[0]) and torch.equal(run.output[1], expected[1])
         assert_close(PID, run.output, expected, W, f"rank {r}")
@@ -27,6 +27,7 @@ def test_reference_matches_owner_filter(W, seed):
             assert_differs(PID, run.output, (idx[local], value[local]), W, "no communication")
             # Same rows, grouped by source but in another order inside a source: fails (order is the answer).
             shuffled = tuple(
-                torch.cat([t[m].flip(0) for t, m in zip([o.inputs[k] for o in runs], mine)]) for k in (0, 1)
+                torch.cat([t[m].flip(0) for t, m in zip([o.inputs[k] for o in runs], mine, strict=True)])
+                for k in (0, 1)
             )
             assert_differs(PID, run.output, shuffled, W, "wrong order")

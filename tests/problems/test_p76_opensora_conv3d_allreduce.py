@@ -22,7 +22,8 @@ def test_reference_matches_independent_conv(W, seed):
     bias = runs[0].inputs[2]
     partials = [F.conv3d(run.inputs[0].float(), run.inputs[1].float()).to(torch.bfloat16) for run in runs]
 
-    # The global convolution in fp32 (products of bf16 values are exact) (all input channels, the concatenated weight), bias added in bf16.
+    # The global convolution in fp32 (products of bf16 values are exact) (all input channels, the concatenated
+    # weight), bias added in bf16.
     x = torch.cat([run.inputs[0] for run in runs], dim=1).float()
     w = torch.cat([run.inputs[1] for run in runs], dim=1).float()
     exact = F.conv3d(x, w).to(torch.bfloat16) + bias.view(1, -1, 1, 1, 1)

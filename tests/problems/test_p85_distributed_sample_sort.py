@@ -33,7 +33,9 @@ def test_reference_matches_global_sort(W, trial, seed):
     if W > 1:
         assert_differs(85, out, torch.sort(runs[0].inputs[0]).values, W, "no communication (local sort)")
         # Ranges overlap, so the buckets are uneven and the rebalance really moves data.
-        assert any(not torch.equal(torch.sort(run.inputs[0]).values, exp) for run, exp in zip(runs, expected))
+        assert any(
+            not torch.equal(torch.sort(run.inputs[0]).values, exp) for run, exp in zip(runs, expected, strict=True)
+        )
 
 
 def test_exact_values_required():
