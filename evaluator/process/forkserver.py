@@ -4,8 +4,9 @@ A rank started as a fresh interpreter spends most of its start importing torch (
 hosts): on a CPU world that is most of a judgement's cost. Reference ranks and null answers run the judge's own code,
 so a server started once per judge process imports the rank program and forks one child per trusted rank; the child
 becomes that rank (its own session, environment, files, working directory and cores) and runs the rank program's
-main as ``python -m evaluator.rank.worker`` would. Candidate ranks never come from here: they start fresh inside their
-box (evaluator/process/sandbox.py).
+main as ``python -m evaluator.rank.worker`` would (the child's side: evaluator/rank/forked_child.py). Here: the
+judge's side (starting the server, asking it for ranks, holding them) and the server's (forking, reaping). Candidate
+ranks never come from here: they start fresh inside their box (evaluator/process/sandbox.py).
 
 What stays as with a fresh process:
 - the judge holds each rank as it holds a subprocess (pid, which is also its process group, stdin, poll, wait,
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import atexit
 import collections
-import fcntl
+import importlib
 import json
 import logging
 import os
@@ -39,13 +40,17 @@ import subprocess
 import sys
 import tempfile
 import threading
+from types import ModuleType
 
 from evaluator.process import environment
 
 log = logging.getLogger(__name__)
 
 SWITCH = "PKB_REFERENCE_FORKS"
-# Where a forked rank finds its reply pipe (the rank program's --reply-fd).
+# What a forked child runs: named on the server's command line, as a fresh rank's program is on its own (group.py),
+# and imported by the server alone; the judge never imports a rank's code.
+CHILD_PROGRAM = "evaluator.rank.forked_child"
+# Where a forked rank finds its reply pipe (the rank program's --reply-fd), put there by evaluator/rank/forked_child.py.
 REPLY_FD = 3
 # The first answer waits for the server's own imports; a server slower than this is treated as broken.
 ANSWER_TIMEOUT_S = 120.0
@@ -85,6 +90,7 @@ class ForkedProcess:
     def pid(self) -> int:
         if self._pid is None:
             self._server.resolve(self)
+            assert self._pid is not None  # resolve answers every request up to this one's
         return self._pid
 
     def poll(self) -> int | None:
@@ -96,7 +102,7 @@ class ForkedProcess:
         if self.returncode is None:
             self._read_status(timeout)
             if self.returncode is None:
-                raise subprocess.TimeoutExpired("a forked rank", timeout)
+                raise subprocess.TimeoutExpired("a forked rank", timeout or 0.0)  # no timeout: it waited for one
         return self.returncode
 
     def _read_status(self, timeout: float | None) -> None:
@@ -122,13 +128,13 @@ class ForkedProcess:
 
 
 class ForkServer:
-    def __init__(self):
+    def __init__(self) -> None:
         home = tempfile.mkdtemp(prefix="pkb-forkserver-")  # root-only, the server's HOME and TMPDIR
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             env = environment.shared_environment(home)
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "evaluator.process.forkserver", str(theirs.fileno())],
+                [sys.executable, "-m", "evaluator.process.forkserver", str(theirs.fileno()), CHILD_PROGRAM],
                 pass_fds=[theirs.fileno()],
                 env=env,
                 cwd=home,
@@ -256,9 +262,10 @@ def _close_at_exit() -> None:
 
 
 # --- the server's side ------------------------------------------------------------------------------------------------
-def serve(ctl_fd: int) -> None:
-    import evaluator.rank.worker  # noqa: F401 - the point of the server: torch and the rank program, imported once
-
+def serve(ctl_fd: int, child_program: str) -> None:
+    """Fork a rank for each request on ``ctl_fd`` until the judge closes it or is gone. ``child_program`` names the
+    module whose ``become_rank`` each child runs (CHILD_PROGRAM): imported here, once, before any fork."""
+    program = importlib.import_module(child_program)
     ctl = socket.socket(fileno=ctl_fd)
     parent = os.getppid()
     wake_r, wake_w = os.pipe()
@@ -267,9 +274,10 @@ def serve(ctl_fd: int) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     children: dict[int, int] = {}  # pid -> the write end of its status pipe
+    watched: list[socket.socket | int] = [ctl, wake_r]
     try:
         while os.getppid() == parent:
-            ready, _, _ = select.select([ctl, wake_r], [], [], PARENT_POLL_S)
+            ready, _, _ = select.select(watched, [], [], PARENT_POLL_S)
             if wake_r in ready:
                 while _drained(wake_r):
                     pass
@@ -279,7 +287,7 @@ def serve(ctl_fd: int) -> None:
             message, fds, _flags, _addr = socket.recv_fds(ctl, MAX_MESSAGE, 5)
             if not message:
                 break  # the judge closed its end
-            pid = _fork(json.loads(message), fds)
+            pid = _fork(json.loads(message), fds, program)
             status_fd = fds[4]
             if pid is None:
                 os.close(status_fd)
@@ -318,7 +326,7 @@ def _reap(children: dict) -> None:
                 os.close(fd)
 
 
-def _fork(request: dict, fds: list) -> int | None:
+def _fork(request: dict, fds: list, program: ModuleType) -> int | None:
     stdin, stdout, stderr, reply, _status = fds
     # The answer waits until the child leads its own session: the judge signals ranks by process group at once.
     in_session, session_ready = os.pipe()
@@ -330,7 +338,7 @@ def _fork(request: dict, fds: list) -> int | None:
         code = 70
         try:
             os.close(in_session)
-            code = _become_rank(request, stdin, stdout, stderr, reply, os.getppid(), session_ready)
+            code = program.become_rank(request, stdin, stdout, stderr, reply, os.getppid(), session_ready)
         finally:
             os._exit(code)
     os.close(session_ready)
@@ -342,60 +350,5 @@ def _fork(request: dict, fds: list) -> int | None:
     return pid
 
 
-def _become_rank(
-    request: dict, stdin: int, stdout: int, stderr: int, reply: int, server_pid: int, session_ready: int
-) -> int:
-    """In the forked child: turn into the rank ``request`` describes and run it. Returns its exit code."""
-    os.setsid()
-    os.write(session_ready, b"1")
-    environment.die_with_judge()
-    if os.getppid() != server_pid:  # the server died between fork and the parent-death signal
-        return 1
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    # Copied above every target first, so that no dup2 below overwrites a descriptor still to be moved.
-    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (stdin, stdout, stderr, reply)]
-    for target, fd in enumerate(moved):
-        os.dup2(fd, target)
-    for name in os.listdir("/proc/self/fd"):
-        if int(name) > REPLY_FD:
-            try:
-                os.close(int(name))
-            except OSError:
-                pass
-    os.chdir(request["cwd"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    try:
-        os.sched_setaffinity(0, request["cores"])
-    except OSError:
-        pass
-    sys.stdin = open(0, encoding="utf-8", closefd=False)
-    sys.stdout = open(1, "w", encoding="utf-8", buffering=1, closefd=False)
-    sys.stderr = open(2, "w", encoding="utf-8", buffering=1, closefd=False)
-    from evaluator.rank import worker  # imported by the server already: nothing of it has run
-
-    # As for ``python -m``: the working directory first on the path, the module's file as argv[0] (argparse's name).
-    sys.path[0] = request["cwd"]
-    sys.argv = [worker.__file__] + request["args"]
-    try:
-        code = worker.main(request["args"])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if not isinstance(exc.code, (int, type(None))):
-            print(exc.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001 - as an uncaught exception ends a fresh interpreter
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except OSError:
-            pass
-    return code
-
-
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), sys.argv[2])
