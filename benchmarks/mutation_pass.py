@@ -313,7 +313,7 @@ MUTATIONS = [
     M(
         "seccomp filter not installed",
         "session",
-        "evaluator/process/sandbox.py",
+        "evaluator/process/box_entry.py",
         "        self._seccomp_fd = seccomp.open_program()",
         "        self._seccomp_fd = None",
         (LIMITS + "test_no_user_namespace_can_be_made_inside_the_box",),

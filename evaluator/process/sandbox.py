@@ -18,7 +18,9 @@ Every rank (reference and candidate) gets a scrubbed environment and dies with t
   and the box's bounded tmpfs as /tmp and /dev/shm. No /run, /var or home directories: no Unix socket of PostgreSQL,
   the broker or Docker, no site source or data.
 
-Plus resource limits (no core dumps, bounded file size, first in line for the OOM killer).
+Plus resource limits (no core dumps, bounded file size, first in line for the OOM killer). How a rank enters its box
+(the view's command line, what runs between fork and exec): evaluator/process/box_entry.py; pausing, resuming and
+ending a box once it is set up: evaluator/process/box_control.py; how big it may grow: evaluator/process/limits.py.
 
 Fail closed: a sandbox that is ``required`` (every site job; ``PKB_SANDBOX=required``; ``pkb eval --require-sandbox``)
 and cannot set up every layer raises :class:`SandboxUnavailable` before any candidate code runs; the judge turns that
@@ -30,25 +32,20 @@ section E.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import resource
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable
+from typing import IO, cast
 
-from evaluator.process import boxes, bwrap, cgroups, devices, limits, probes, processes, seccomp
+from evaluator.process import boxes, cgroups, devices, limits, probes, processes, seccomp
 from evaluator.process.box_control import BoxControl
+from evaluator.process.box_entry import BoxEntry
 from evaluator.process.environment import _LIBC, PR_SET_PDEATHSIG
 from evaluator.process.limits import FILE_SIZE_LIMIT, PROCESS_LIMIT, RANK_MEMORY, TMPFS_MAX, memory_limit  # noqa: F401
 
 UID_RANGE = processes.UID_RANGE
 BOX_INIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "box_init.py")
-
-CLONE_NEWNET = 0x40000000
-CLONE_NEWIPC = 0x08000000
-PR_SET_NO_NEW_PRIVS = 38
 
 # What the probes found (evaluator/process/probes.py), once per process; tests replace it to simulate a host.
 _probe_cache: dict = {}
@@ -96,7 +93,7 @@ def host_support() -> dict:
 # --- the candidate group's sandbox ------------------------------------------------------------------------------------
 
 
-class Sandbox(BoxControl):
+class Sandbox(BoxEntry, BoxControl):
     """One box for one candidate group (all its ranks); see the module docstring. ``enabled=False`` keeps only the
     scrubbed environment and the rlimits (for debugging, and to test what the other layers defend against)."""
 
@@ -176,7 +173,7 @@ class Sandbox(BoxControl):
     @property
     def summary(self) -> str:
         """One line for people: what confined the candidate, or that nothing did."""
-        if self.complete:
+        if self.complete and self.box is not None:  # a complete sandbox took a box
             return (
                 f"sandboxed: box {self.box.id} (uid {self.uid}), own control group (memory "
                 f"{self.memory_bytes / 2**30:.1f} GB), own pid, network and IPC namespaces (loopback only), "
@@ -203,10 +200,10 @@ class Sandbox(BoxControl):
             return
         self.uid = self.box.uid
         self.etc_dir = self.box.etc
-        self._set_up_cgroup()
-        self._set_up_tmpfs()
-        self._set_up_user()
-        self._set_up_namespaces()
+        self._set_up_cgroup(self.box)
+        self._set_up_tmpfs(self.box)
+        self._set_up_user(self.box)
+        self._set_up_namespaces(self.box)
         if seccomp.program() is None:
             self.missing.append("no seccomp filter for this machine's architecture (user namespaces inside the box)")
         self.notes["box"] = {
@@ -216,9 +213,9 @@ class Sandbox(BoxControl):
             "cgroup": (f"{self.cgroup.where.describe()}, {self.cgroup.name}" if self.cgroup else None),
         }
 
-    def _set_up_cgroup(self) -> None:
+    def _set_up_cgroup(self, box: boxes.Box) -> None:
         try:
-            self.cgroup = cgroups.BoxCgroup(self.box.name, self.memory_bytes, self.pids_max, cpus=self.cpus)
+            self.cgroup = cgroups.BoxCgroup(box.name, self.memory_bytes, self.pids_max, cpus=self.cpus)
             cores = (
                 f"cores {limits.cpu_list(self.cpus)} (cpuset)"
                 if self.cgroup.where.cpuset
@@ -232,15 +229,15 @@ class Sandbox(BoxControl):
             self.notes["cgroup"] = f"none ({exc})"
             self.missing.append(f"no control group for the box: {exc}")
 
-    def _set_up_tmpfs(self) -> None:
+    def _set_up_tmpfs(self, box: boxes.Box) -> None:
         try:
-            self.box.mount_fs(self.tmpfs_bytes)
+            box.mount_fs(self.tmpfs_bytes)
         except OSError as exc:
             self.missing.append(f"no bounded tmpfs for the box's /tmp and /dev/shm: {exc}")
 
-    def _set_up_user(self) -> None:
+    def _set_up_user(self, box: boxes.Box) -> None:
         view = probes.filesystem_view(_probe_cache)
-        if view is None and self.box.mounted:
+        if view is None and box.mounted:
             self.filesystem = True
             self.notes["filesystem"] = (
                 "private view (bwrap): system, a whitelist of /etc, interpreter, evaluator/ "
@@ -250,7 +247,7 @@ class Sandbox(BoxControl):
             reason = view or "the box has no tmpfs for /tmp and /dev/shm"
             self.notes["filesystem"] = f"host ({reason})"
             self.missing.append(f"no private filesystem view: {reason}")
-            problem = probes.user_access(_probe_cache, self.uid)
+            problem = probes.user_access(_probe_cache, box.uid)
             if problem:
                 self.notes["user"] = f"judge's own (root): {problem}"
                 self.missing.append(f"no separate uid: {problem}")
@@ -258,7 +255,7 @@ class Sandbox(BoxControl):
                 return
         self.notes["user"] = f"uid {self.uid}, no groups, no capabilities, no_new_privs (separate from the judge)"
 
-    def _set_up_namespaces(self) -> None:
+    def _set_up_namespaces(self, box: boxes.Box) -> None:
         """The box's init (evaluator/process/box_init.py), started inside the box's control group: it makes the
         network, IPC and pid namespaces that every rank joins and reaps what the candidate orphans."""
         join = self.cgroup.joiner() if self.cgroup else None
@@ -275,7 +272,7 @@ class Sandbox(BoxControl):
 
         try:
             self.holder = subprocess.Popen(
-                [sys.executable, "-S", BOX_INIT, self.box.empty, str(self.tmpfs_bytes)],
+                [sys.executable, "-S", BOX_INIT, box.empty, str(self.tmpfs_bytes)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -286,7 +283,7 @@ class Sandbox(BoxControl):
             self.notes["network"] = f"host (cannot start the box's init: {exc})"
             self.missing.append(f"no namespaces for the box: {exc}")
             return
-        line = self.holder.stdout.readline().decode(errors="replace").strip()
+        line = cast(IO[bytes], self.holder.stdout).readline().decode(errors="replace").strip()
         if not line.startswith("ok "):
             self.notes["network"] = f"host (no namespaces: {line or 'the box init exited'})"
             self.missing.append(f"no namespaces for the box: {line or 'the box init exited'}")
@@ -326,7 +323,7 @@ class Sandbox(BoxControl):
         builds): a tmpfs of its own bounded in bytes and files, the judge's logs kept on disk below it. Both are
         charged to the box's memory limit and unmounted with the box."""
         self.scratch_root = os.path.abspath(workdir)
-        if not self.filesystem:
+        if not self.filesystem or self.box is None:  # a filesystem view is made only in a box
             return
         self.shared_tmp = os.path.join(self.box.fs, "tmp")
         self.shared_shm = os.path.join(self.box.fs, "shm")
@@ -336,78 +333,4 @@ class Sandbox(BoxControl):
             self.missing.append(f"no bounded scratch for the group: {exc}")
             self.notes.update(complete=self.complete, summary=self.summary)
             if self.required:
-                raise SandboxUnavailable("this job runs candidates only inside the whole sandbox: " + str(exc))
-
-    def command(self, argv: list[str], rank_dir: str, writable: Iterable[str], readable: Iterable[str]) -> list[str]:
-        """``argv`` as a rank of this group starts it: inside the filesystem view when there is one."""
-        if not self.filesystem:
-            return argv
-        self._close_seccomp()
-        self._seccomp_fd = seccomp.open_program()
-        setenv = {"CUDA_VISIBLE_DEVICES": self.device_env} if self.device_env else None
-        return bwrap.command(
-            argv,
-            self.uid,
-            rank_dir,
-            writable,
-            readable,
-            self.shared_tmp,
-            self.shared_shm,
-            etc_dir=self.etc_dir,
-            pidns_fd=self.pidns_fd,
-            devices=self.devices,
-            seccomp_fd=self._seccomp_fd,
-            setenv=setenv,
-        )
-
-    def pass_fds(self) -> tuple:
-        """Descriptors the last command()'s bwrap needs open: the box's pid namespace, which bwrap joins itself so
-        that the /proc it mounts is the box's (joined before exec, bwrap would show the host's /proc), and its own
-        copy of the seccomp filter."""
-        if not self.filesystem:
-            return ()
-        return tuple(fd for fd in (self.pidns_fd, self._seccomp_fd) if fd is not None)
-
-    def _close_seccomp(self) -> None:
-        if self._seccomp_fd is not None:
-            try:
-                os.close(self._seccomp_fd)
-            except OSError:
-                pass
-            self._seccomp_fd = None
-
-    def preexec(self):
-        """The function that runs in each candidate rank between fork and exec (as root, before dropping it)."""
-        uid, enabled, pids_max, cpus = self.uid, self.enabled, self.pids_max, self.cpus
-        netns_fd, ipcns_fd = self.netns_fd, self.ipcns_fd
-        # The pid namespace is joined by bwrap (pass_fds); without the view the rank would stay outside it and only
-        # its children would enter, so it is not joined there.
-        join = self.cgroup.joiner() if self.cgroup else None
-        drop_here = uid is not None and not self.filesystem  # with a view, setpriv drops inside it
-
-        def confine() -> None:
-            if join is not None:
-                join()
-            if netns_fd is not None and _LIBC.setns(netns_fd, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns(CLONE_NEWNET) failed")
-            if ipcns_fd is not None and _LIBC.setns(ipcns_fd, CLONE_NEWIPC) != 0:
-                raise OSError(ctypes.get_errno(), "setns(CLONE_NEWIPC) failed")
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
-            if enabled:
-                resource.setrlimit(resource.RLIMIT_NPROC, (pids_max, pids_max))
-                if cpus:  # the cpuset bounds it for good; where there is none, a start on the right cores
-                    os.sched_setaffinity(0, cpus)
-                try:
-                    with open("/proc/self/oom_score_adj", "w") as f:
-                        f.write("1000")
-                except OSError:
-                    pass
-            if drop_here:
-                _LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-                os.setgroups([])
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
-            _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after setuid, which clears it
-
-        return confine
+                raise SandboxUnavailable("this job runs candidates only inside the whole sandbox: " + str(exc)) from exc
