@@ -117,10 +117,10 @@ def run_eval(request: contract.JudgeRequest, pool=None) -> int:
         f"profile sets its own count, which pkb submit prints)"
     )
     if result.get("profile"):
-        from evaluator.rank import profiling
+        from evaluator.rank import trace_summary
 
         profile = result["profile"]
-        print(profiling.render(profile["summary"]) if "summary" in profile else profile.get("error", ""))
+        print(trace_summary.render(profile["summary"]) if "summary" in profile else profile.get("error", ""))
         print(f"merged trace: {profile.get('trace', '(none)')}")
     return 0
 

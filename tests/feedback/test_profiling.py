@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from evaluator.rank import profiling
+from evaluator.rank import trace_summary as profiling
 from leaderboard.feedback import runner
 from leaderboard.feedback.models import FeedbackRun
 
