@@ -1,7 +1,8 @@
-"""Re-judge stored A/A runs (``judge_gpu.py aa --out``) and sensitivity runs (``sensitivity --out``) under the interval
+r"""Re-judge stored A/A runs (``judge_gpu.py aa --out``) and sensitivity runs (``sensitivity --out``) under the interval
 and cross-check rules in force now.
 
-    python benchmarks/aa_rules.py 'benchmarks/calibration/run5.json:aa_*.json' 'benchmarks/calibration/run6.json:sensitivity_*.json'
+    python benchmarks/aa_rules.py 'benchmarks/calibration/run5.json:aa_*.json' \
+        'benchmarks/calibration/run6.json:sensitivity_*.json'
 
 It reads the compact calibration record (benchmarks/calibration_record.py) or a raw document just written.
 
@@ -81,7 +82,8 @@ def summarise(rows: list[dict]) -> dict:
 
 def rejudge_probe(run: dict) -> dict:
     """Today's verdict for one stored sensitivity run: its pairs triaged on their cross-checks (pairs.triage), then
-    combined. A run whose first pair was flagged, under the rule then in force, timed no more pairs: not re-judgeable."""
+    combined. A run whose first pair was flagged, under the rule then in force, timed no more pairs: not
+    re-judgeable."""
     each = run.get("pairs")
     if not each or not all("crosscheck" in p for p in each):
         return {"rejudged": False}

@@ -112,7 +112,7 @@ def main() -> None:
         stages = list(pool.map(lambda i: stage(pairs[i][0], pairs[i][1], caches[i], args.device), range(len(pairs))))
     stage_wall = time.monotonic() - began
     print(f"stages: {stage_wall:.1f} s", json.dumps(stages), flush=True)
-    for row, (path, problem), cache, st in zip(rows, pairs, caches, stages):
+    for row, (path, problem), cache, st in zip(rows, pairs, caches, stages, strict=False):
         row["stage"] = {k: st.get(k) for k in ("status", "message", "stage_wall_s", "build")}
         if st.get("status") == "compile_error":  # the file's verdict: its GPU job never runs
             row["with"] = {

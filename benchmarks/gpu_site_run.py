@@ -411,7 +411,7 @@ def step_submit(state: dict, pass_name: str) -> None:
     except ValueError:
         raise RuntimeError(
             f"pkb submit printed no JSON (rc {done.returncode}): {done.stdout[-1500:]} {done.stderr[-1500:]}"
-        )
+        ) from None
     if not body.get("accepted"):
         raise RuntimeError(f"upload refused: {json.dumps(body)[:3000]}")
     sub = body["submission"]

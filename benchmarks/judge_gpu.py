@@ -40,7 +40,6 @@ def relaunch_per_trial(pid: int, W: int, device: str, trials: int, M: int, N: in
     """The naive protocol: a fresh launch of the reference, then of the candidate, for every trial (each launch runs
     one trial and one timing block), as harnesses that start torchrun per trial do. Returns wall seconds."""
     cfg = judge.Config(world_size=W, device=device, M=M, N=N)
-    prob = problems.get(pid)
     seeds = evaluation._seeds(cfg)
     began = time.monotonic()
     for t in range(trials):
@@ -232,8 +231,8 @@ def _aa(args, pool) -> dict:
     return {"rows": rows, "summary": summary}
 
 
-PUBLIC_REFERENCE = '''"""A/A as a stranger: problem {pid}'s public reference, judged as an untrusted candidate file (its own sandbox,
-kept timed outputs checked, the cross-check on the harness costs every real candidate has)."""
+PUBLIC_REFERENCE = '''"""A/A as a stranger: problem {pid}'s public reference, judged as an untrusted candidate file (its
+own sandbox, kept timed outputs checked, the cross-check on the harness costs every real candidate has)."""
 import problems
 
 solution = problems.get({pid}).solution
@@ -246,8 +245,8 @@ def _public_reference_file(pid: int) -> str:
     return str(path)
 
 
-SLOW = '''"""Sensitivity probe: the reference plus a documented delay of {delay_us:.2f} us per call (5% of the reference):
-a GPU spin of {spin_us:.2f} us and that spin kernel's own launch, {launch_us:.2f} us."""
+SLOW = '''"""Sensitivity probe: the reference plus a documented delay of {delay_us:.2f} us per call (5% of the
+reference): a GPU spin of {spin_us:.2f} us and that spin kernel's own launch, {launch_us:.2f} us."""
 import torch
 import problems
 
@@ -377,7 +376,8 @@ def _sensitivity(args, pool) -> dict:
 
 def cmd_selfcheck_aa(args) -> dict:
     """A/A repeats for every problem in one pair of process groups (the self-check's mode: trusted references switch
-    problem with ``load``), so many repeats fit in little device time. Fresh processes per run are ``aa``/``overhead``."""
+    problem with ``load``), so many repeats fit in little device time. Fresh processes per run are
+    ``aa``/``overhead``."""
     rows = []
 
     def on_row(row):

@@ -174,7 +174,8 @@ def main() -> None:
         )
     b, a = results["before"], results["after"]
     print(
-        f"ratio after/before: bytes received {a['bytes'] / b['bytes']:.3f}, cold load {a['cold_ms'] / b['cold_ms']:.2f}, "
+        f"ratio after/before: bytes received {a['bytes'] / b['bytes']:.3f}, "
+        f"cold load {a['cold_ms'] / b['cold_ms']:.2f}, "
         f"warm load {a['warm_ms'] / b['warm_ms']:.2f}"
     )
 

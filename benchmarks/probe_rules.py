@@ -1,6 +1,7 @@
-"""Re-judge the probe check (timing_rules._probe_check) on stored GPU runs with the rule in the code now.
+r"""Re-judge the probe check (timing_rules._probe_check) on stored GPU runs with the rule in the code now.
 
-    python benchmarks/probe_rules.py benchmarks/calibration/run8.json:call2_aa.json 'benchmarks/calibration/run8.json:call*_sensitivity.json'
+    python benchmarks/probe_rules.py benchmarks/calibration/run8.json:call2_aa.json \
+        'benchmarks/calibration/run8.json:call*_sensitivity.json'
 
 It reads the compact calibration record (benchmarks/calibration_record.py) or a raw document just written.
 

@@ -192,7 +192,7 @@ def seed(n_submissions: int, k: int) -> None:
                 )
             Result.objects.bulk_create(results, batch_size=5000)
             attempts: dict = {}
-            for c, j, r in zip(candidates, jobs, results):
+            for c, j, r in zip(candidates, jobs, results, strict=False):
                 attempts.setdefault((c.submission_id, c.problem_id), []).append(
                     {"attempt": c.attempt, "job": j, "result": r}
                 )
@@ -240,7 +240,10 @@ def measure(requests: int) -> list[tuple[str, list[float], int]]:
             assert client.get(url).status_code == 200, url
         queries = []
         with connection.execute_wrapper(
-            lambda execute, sql, params, many, context: (queries.append(sql), execute(sql, params, many, context))[1]
+            lambda execute, sql, params, many, context, queries=queries: (
+                queries.append(sql),
+                execute(sql, params, many, context),
+            )[1]
         ):
             client.get(url)
         times, cpu = [], []

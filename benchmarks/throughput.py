@@ -249,7 +249,7 @@ def _median_gap(rows: list[dict]) -> float:
         for r in rows
         if r.get("started_at") and r.get("finished_at")
     )
-    gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:]) if 0 <= b[0] - a[1] < 5.0]
+    gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:], strict=False) if 0 <= b[0] - a[1] < 5.0]
     return round(statistics.median(gaps), 3) if gaps else 0.0
 
 

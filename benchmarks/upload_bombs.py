@@ -11,9 +11,9 @@ compress once and is cached):
 and, for comparison, an honest upload of 87 files x 3 attempts.
 
 Each runs in a fresh process (production settings module, site defaults: 16 MiB per upload, 512 KiB per file) that
-reads the bomb from disk, then calls what the web view calls before any database work (submissions_services.upload_members,
-then uploads.parse), and prints the wall time of that call and the process's peak RSS (ru_maxrss) before and after.
-Target from the issue: refused in under 1 s with the process under 200 MB peak.
+reads the bomb from disk, then calls what the web view calls before any database work
+(submissions_services.upload_members, then uploads.parse), and prints the wall time of that call and the process's peak
+RSS (ru_maxrss) before and after. Target from the issue: refused in under 1 s with the process under 200 MB peak.
 """
 
 from __future__ import annotations

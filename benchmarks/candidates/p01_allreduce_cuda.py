@@ -7,7 +7,8 @@ from utils.cuda_helpers import compile_cuda_extension
 CUDA = r"""
 #include <torch/extension.h>
 __global__ void copy16(const int4* __restrict__ src, int4* __restrict__ dst, long n16) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n16; i += (long)gridDim.x * blockDim.x) dst[i] = src[i];
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n16; i += (long)gridDim.x * blockDim.x)
+        dst[i] = src[i];
 }
 torch::Tensor copy(torch::Tensor x) {
     auto out = torch::empty_like(x);

@@ -12,8 +12,9 @@ CUDA = r"""
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 
-__global__ void gather_rows(const int64_t* __restrict__ idx, const uint8_t* __restrict__ table, uint8_t* __restrict__ out,
-                            int64_t base, int64_t shard_rows, int64_t row_bytes, bool words) {
+__global__ void gather_rows(const int64_t* __restrict__ idx, const uint8_t* __restrict__ table,
+                            uint8_t* __restrict__ out, int64_t base, int64_t shard_rows, int64_t row_bytes,
+                            bool words) {
     const int64_t j = blockIdx.x;
     int64_t r = idx[j] - base;
     r = r < 0 ? 0 : (r >= shard_rows ? shard_rows - 1 : r);

@@ -27,7 +27,8 @@ void copy_into(torch::Tensor src, torch::Tensor dst) {
     TORCH_CHECK(n == dst.numel() * dst.element_size(), "source and destination sizes differ");
     if (n == 0) return;
     // int4 accesses need 16-byte aligned addresses; a view at an odd offset takes the byte path.
-    const bool aligned = ((reinterpret_cast<uintptr_t>(src.data_ptr()) | reinterpret_cast<uintptr_t>(dst.data_ptr())) % 16) == 0;
+    const bool aligned =
+        ((reinterpret_cast<uintptr_t>(src.data_ptr()) | reinterpret_cast<uintptr_t>(dst.data_ptr())) % 16) == 0;
     const int64_t n16 = aligned ? n / 16 : 0;
     const int threads = 256;
     const int64_t work = std::max<int64_t>(n16, aligned ? (n % 16) : n);

@@ -73,8 +73,9 @@ torch::Tensor gemv(torch::Tensor hidden_states, torch::Tensor weight, torch::Ten
     const int64_t tokens = h.size(0), hidden = h.size(1), vocab = w.size(0);
     auto out = torch::empty({tokens, vocab}, h.options());
     if (tokens == 0 || vocab == 0) return out;
-    const bool words = (hidden * (int64_t)h.element_size()) % 16 == 0 &&
-                       ((reinterpret_cast<uintptr_t>(h.data_ptr()) | reinterpret_cast<uintptr_t>(w.data_ptr())) % 16) == 0;
+    const bool words =
+        (hidden * (int64_t)h.element_size()) % 16 == 0 &&
+        ((reinterpret_cast<uintptr_t>(h.data_ptr()) | reinterpret_cast<uintptr_t>(w.data_ptr())) % 16) == 0;
     const int threads = 256;  // 8 rows per block
     const int64_t blocks = (vocab * 32 + threads - 1) / threads;
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, h.scalar_type(), "gemv_bias", [&] {

@@ -33,7 +33,8 @@ torch::Tensor copy(torch::Tensor x) {
     const int blocks = (int)std::max<int64_t>(1, std::min<int64_t>((n / 8 + threads - 1) / threads, 132 * 8));
     auto stream = at::cuda::getCurrentCUDAStream();
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, src.scalar_type(), "copy_vec", [&] {
-        copy_vec<scalar_t><<<blocks, threads, 0, stream>>>(src.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), n, aligned);
+        copy_vec<scalar_t><<<blocks, threads, 0, stream>>>(src.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), n,
+                                                           aligned);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;

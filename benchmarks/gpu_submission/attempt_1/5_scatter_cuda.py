@@ -21,7 +21,8 @@ __global__ void slice_copy(const uint8_t* __restrict__ src, uint8_t* __restrict_
 
 // Slice `index` of a stacked (S, ...) tensor as a new contiguous tensor.
 torch::Tensor take_slice(torch::Tensor stacked, int64_t index) {
-    TORCH_CHECK(stacked.is_cuda() && stacked.is_contiguous() && stacked.dim() >= 1, "a contiguous CUDA tensor expected");
+    TORCH_CHECK(stacked.is_cuda() && stacked.is_contiguous() && stacked.dim() >= 1,
+                "a contiguous CUDA tensor expected");
     TORCH_CHECK(index >= 0 && index < stacked.size(0), "slice index out of range");
     auto out = torch::empty(stacked.sizes().slice(1), stacked.options());
     const int64_t n = out.numel() * out.element_size();
@@ -30,8 +31,10 @@ torch::Tensor take_slice(torch::Tensor stacked, int64_t index) {
     const bool aligned = (reinterpret_cast<uintptr_t>(src) % 16) == 0;
     const int64_t n16 = aligned ? n / 16 : 0;
     const int threads = 512;
-    const int blocks = (int)std::max<int64_t>(1, std::min<int64_t>((std::max<int64_t>(n16, 1) + threads - 1) / threads, 132 * 4));
-    slice_copy<<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(src, static_cast<uint8_t*>(out.data_ptr()), n, n16);
+    const int blocks =
+        (int)std::max<int64_t>(1, std::min<int64_t>((std::max<int64_t>(n16, 1) + threads - 1) / threads, 132 * 4));
+    slice_copy<<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(src, static_cast<uint8_t*>(out.data_ptr()),
+                                                                          n, n16);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out;
 }

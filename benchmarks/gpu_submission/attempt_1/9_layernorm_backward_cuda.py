@@ -81,8 +81,8 @@ torch::Tensor column_sums(torch::Tensor xhat, torch::Tensor dy) {
                                                               partial.data_ptr<float>(), rows, cols, rows_per_chunk);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    add_chunks<<<(unsigned)((2 * cols + 255) / 256), 256, 0, stream>>>(partial.data_ptr<float>(), sums.data_ptr<float>(),
-                                                                       chunks, cols);
+    add_chunks<<<(unsigned)((2 * cols + 255) / 256), 256, 0, stream>>>(partial.data_ptr<float>(),
+                                                                       sums.data_ptr<float>(), chunks, cols);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return sums;
 }

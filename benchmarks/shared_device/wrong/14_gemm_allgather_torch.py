@@ -1,4 +1,5 @@
-"""PLANTED WRONG: the gathered (W, M, N_local) blocks are reshaped without moving W next to the columns, so rows and blocks are interleaved.
+"""PLANTED WRONG: the gathered (W, M, N_local) blocks are reshaped without moving W next to the columns, so rows and
+blocks are interleaved.
 
 Problem 14 (local column-block GEMM, then all-gather along columns), torch.distributed: all_gather_into_tensor.
 

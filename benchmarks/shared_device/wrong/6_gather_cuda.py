@@ -1,4 +1,5 @@
-"""PLANTED WRONG: rank 0 writes into slot 1 instead of slot 0 (an off-by-one for the root's own slot), so slot 0 is stale.
+"""PLANTED WRONG: rank 0 writes into slot 1 instead of slot 0 (an off-by-one for the root's own slot), so slot 0 is
+stale.
 
 Problem 6 (gather onto rank 0 as a stacked (W, M, N) tensor), CUDA over symmetric memory: peer writes to the root.
 
@@ -58,7 +59,9 @@ __global__ void push_root_kernel(char* const* peers, const char* src, int64_t nb
 void push_root(torch::Tensor ptrs, torch::Tensor src, int64_t rank, int64_t root) {
     int64_t nbytes = src.numel() * src.element_size();
     dim3 grid((unsigned)std::min<int64_t>((nbytes / 16 + 255) / 256 + 1, 264), (unsigned)1);
-    push_root_kernel<<<grid, 256, 0, at::cuda::getCurrentCUDAStream()>>>(reinterpret_cast<char* const*>(ptrs.data_ptr<int64_t>()), (const char*)src.data_ptr(), nbytes, (int)rank, (int)root);
+    push_root_kernel<<<grid, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        reinterpret_cast<char* const*>(ptrs.data_ptr<int64_t>()), (const char*)src.data_ptr(), nbytes, (int)rank,
+        (int)root);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 """

@@ -59,7 +59,8 @@ __global__ void push_blocks_kernel(char* const* peers, const char* src, int64_t 
 void push_blocks(torch::Tensor ptrs, torch::Tensor src, int64_t rank, int64_t world) {
     int64_t nbytes = src.numel() / world * src.element_size();
     dim3 grid((unsigned)std::min<int64_t>((nbytes / 16 + 255) / 256 + 1, 264), (unsigned)world);
-    push_blocks_kernel<<<grid, 256, 0, at::cuda::getCurrentCUDAStream()>>>(reinterpret_cast<char* const*>(ptrs.data_ptr<int64_t>()), (const char*)src.data_ptr(), nbytes, (int)rank);
+    push_blocks_kernel<<<grid, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        reinterpret_cast<char* const*>(ptrs.data_ptr<int64_t>()), (const char*)src.data_ptr(), nbytes, (int)rank);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 """
