@@ -143,7 +143,7 @@ def test_the_workers_and_the_judge_import_in_the_image(worker_tree):
         "import importlib, json, sys\n"
         "assert not any('editable' in repr(f).lower() for f in sys.meta_path)\n"
         f"mods = {list(ENTRY_MODULES)!r}\n"
-        "import leaderboard.worker\n"
+        "import leaderboard.jobs.worker_boot\n"
         "print(json.dumps({m: importlib.import_module(m).__file__ for m in mods + ['pkb_client.cli']}))\n"
     )
     done = image_python(worker_tree, "-c", script)

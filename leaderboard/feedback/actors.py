@@ -13,7 +13,7 @@ import logging
 
 import dramatiq
 
-from leaderboard import worker as bootstrap  # noqa: F401  (sets Django up when the dramatiq CLI imports this first)
+from leaderboard.jobs import worker_boot as bootstrap  # noqa: F401  (sets Django up when the dramatiq CLI imports this first)
 from leaderboard.jobs.broker import FEEDBACK_ACTOR_NAME as ACTOR_NAME
 
 log = logging.getLogger("leaderboard.feedback")

@@ -11,8 +11,8 @@ import logging
 
 import dramatiq
 
-from leaderboard import worker as bootstrap  # Django, the broker's middleware: one bootstrap for every worker
 from leaderboard.feedback import actors  # noqa: F401  (declares the actor)
+from leaderboard.jobs import worker_boot as bootstrap  # Django, the broker's middleware: one bootstrap for every worker
 
 log = logging.getLogger("leaderboard.feedback")
 

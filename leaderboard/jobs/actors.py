@@ -3,7 +3,7 @@
     dramatiq leaderboard.jobs.actors --queues gpu-h200x8 --processes 1 --threads 1
 
 (prefetch 1 is forced by leaderboard.jobs.broker.OneMessageAtATime; Django, the broker and the middleware come from the
-one worker bootstrap, leaderboard/worker.py). The message carries only the job id; the actor
+one worker bootstrap, leaderboard/jobs/worker_boot.py). The message carries only the job id; the actor
 claims the EvaluationJob row by compare-and-swap, so duplicate or stale messages are harmless. The worker process
 also runs the reaper thread, so expired leases are re-queued even when no web process is up.
 """
@@ -15,7 +15,7 @@ import os
 
 import dramatiq
 
-from leaderboard import worker as bootstrap  # sets Django up when the dramatiq CLI imports this first
+from leaderboard.jobs import worker_boot as bootstrap  # sets Django up when the dramatiq CLI imports this first
 from leaderboard.jobs.broker import ACTOR_NAME
 from leaderboard.jobs.sandbox_gate import SandboxUnavailableOnHost, check_sandbox  # noqa: F401
 
@@ -65,5 +65,6 @@ def declare_profile_queues(broker=None) -> list[str]:
 
 
 if os.environ.get("PKB_ACTORS_NO_SETUP") != "1":
-    # The sandbox gate, the sweep after dead workers and the lease reaper beside each worker (leaderboard/worker.py).
+    # The sandbox gate, the sweep after dead workers and the lease reaper beside each worker
+    # (leaderboard/jobs/worker_boot.py).
     bootstrap.boot("jobs", reaper=jobs_reaper, declare=declare_profile_queues, on_boot=recover_at_boot)

@@ -38,7 +38,6 @@ from django.db import connection
 from dramatiq.middleware import Middleware
 
 from evaluator.schema import COMPILE_ERROR, PrebuildRequest
-from leaderboard import worker as bootstrap  # sets Django up when the dramatiq CLI imports this first
 from leaderboard.jobs import (
     actors,  # noqa: F401  (the jobs' part of a worker: the reaper, recovery at boot)
     build_routing,
@@ -46,6 +45,7 @@ from leaderboard.jobs import (
     workspace,
 )
 from leaderboard.jobs import services as jobs_services
+from leaderboard.jobs import worker_boot as bootstrap  # sets Django up when the dramatiq CLI imports this first
 from leaderboard.jobs.broker import BUILD_ACTOR_NAME
 from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections
 from leaderboard.jobs.models import EvaluationJob

@@ -6,8 +6,12 @@ imports them). Sent synchronously, inside the sender's transaction: a receiver's
   from leaderboard/jobs/services.py (``_after_result``, ``jobs_rerun``); its one receiver is
   leaderboard/scoring/services.py ``on_results_changed``, connected in leaderboard/scoring/apps.py
   (tests/site/test_app_signals.py holds it to exactly one).
+- ``worker_refused(queues, reason)``: a worker's boot gate said no (leaderboard/jobs/worker_boot.py, sent before the
+  refusal is raised): the ops app writes the worker's record (leaderboard/ops/apps.py connects
+  leaderboard/ops/heartbeat.py ``refused``).
 """
 
 from django.dispatch import Signal
 
 results_changed = Signal()
+worker_refused = Signal()

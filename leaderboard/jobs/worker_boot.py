@@ -7,7 +7,9 @@ broker, django_dramatiq's). Each entry point then registers what it runs beside 
 thread, its queues, what to do once at boot; one :class:`WorkerMiddleware` on the broker runs them all, after deciding
 the candidate sandbox once (leaderboard/jobs/sandbox_gate.py, check_sandbox) before the worker takes any message, then
 locking the worker's GPUs (``PKB_GPUS``, leaderboard/jobs/gpus.py) and checking its host against the CUDA profiles it
-serves (leaderboard/jobs/host_gate.py).
+serves (leaderboard/jobs/host_gate.py). A refusal is announced with ``worker_refused`` (leaderboard/jobs/signals.py):
+the ops app (above every app, which none imports) connects it to the worker's record (leaderboard/ops/apps.py,
+leaderboard/ops/heartbeat.py).
 
     dramatiq leaderboard.jobs.actors leaderboard.feedback.worker --queues gpu-h200x8 feedback-gpu-h200x8
     PKB_GPUS=3 dramatiq leaderboard.jobs.actors --queues gpu-h200x1 --processes 1 --threads 1   (docs/site.md: pinned)
@@ -37,6 +39,8 @@ setup_django()
 import dramatiq  # noqa: E402
 from dramatiq.middleware import Middleware, MiddlewareError  # noqa: E402
 
+from leaderboard.jobs.signals import worker_refused  # noqa: E402
+
 
 class WorkerRefused(MiddlewareError):
     """A boot check said no (the sandbox, the GPUs, the host): the worker does not start. It must be a MiddlewareError:
@@ -57,7 +61,6 @@ class WorkerMiddleware(Middleware):
         from leaderboard.jobs import gpus, host_gate
         from leaderboard.jobs.build_routing import is_build_queue
         from leaderboard.jobs.sandbox_gate import check_sandbox
-        from leaderboard.ops.heartbeat import refused
 
         queues = worker.consumer_whitelist or broker.get_declared_queues()
         try:
@@ -70,11 +73,12 @@ class WorkerMiddleware(Middleware):
             host_gate.check_host(queues, threads=getattr(worker, "worker_threads", 1))
         except MiddlewareError as exc:
             self._release_gpus()
-            refused(queues, str(exc))  # the staff's Workers page shows why (leaderboard/ops/heartbeat.py)
+            # the staff's Workers page shows why (leaderboard/ops/heartbeat.py, refused)
+            worker_refused.send(sender=WorkerMiddleware, queues=queues, reason=str(exc))
             raise
         except Exception as exc:  # a check that could not decide (no database, ...) is a no: fail closed
             self._release_gpus()
-            refused(queues, str(exc))
+            worker_refused.send(sender=WorkerMiddleware, queues=queues, reason=str(exc))
             raise WorkerRefused(str(exc)) from exc
 
     def _release_gpus(self):

@@ -2,9 +2,10 @@
 heartbeat thread while it runs, marked stopped when it shuts down; the Workers page and /metrics read it.
 
 :class:`WorkerOps` is a dramatiq middleware in every broker the settings build (DRAMATIQ_BROKER). Its hooks run only in
-a worker process, so the web process never writes a record. The boot gates themselves are leaderboard/worker.py's
-(WorkerMiddleware): they call :func:`refused` when one says no. With ``PKB_WORKER_METRICS_PORT`` set, the worker also
-serves its own Prometheus metrics on that port (leaderboard/ops/worker_metrics.py).
+a worker process, so the web process never writes a record. The boot gates themselves are
+leaderboard/jobs/worker_boot.py's (WorkerMiddleware): they announce a refusal (``worker_refused``, connected in
+leaderboard/ops/apps.py) and :func:`refused` records it. With ``PKB_WORKER_METRICS_PORT`` set, the worker also serves
+its own Prometheus metrics on that port (leaderboard/ops/worker_metrics.py).
 
 Recording never stops a worker: a database that cannot be written is logged; the gates decide whether it runs.
 """
@@ -81,7 +82,7 @@ def refused(queues, reason: str) -> None:
 
 
 def _gates() -> list[dict]:
-    """What the boot gates decided, as the worker process keeps it (leaderboard/worker.py ran them all)."""
+    """What the boot gates decided, as the worker process keeps it (leaderboard/jobs/worker_boot.py ran them all)."""
     from django.conf import settings
 
     from leaderboard.jobs import gpus, host_gate, sandbox_gate

@@ -236,11 +236,12 @@ def test_a_worker_records_its_boot_its_heartbeat_and_a_refusal(monkeypatch, sett
 
 @pytest.mark.django_db(transaction=True)  # the record is written on the worker's own connection
 def test_a_worker_refused_at_boot_leaves_its_reason_on_the_record(monkeypatch, settings, cpu):
-    """Through leaderboard/worker.py's boot gates: the sandbox says no, the worker does not start, its record says why."""
+    """Through leaderboard/jobs/worker_boot.py's boot gates: the sandbox says no, the worker does not start, its record
+    says why."""
     from types import SimpleNamespace
 
-    from leaderboard import worker as bootstrap
     from leaderboard.jobs import judge_commands, sandbox_gate
+    from leaderboard.jobs import worker_boot as bootstrap
     from leaderboard.jobs.judge_process import WORKER_ID
 
     monkeypatch.setattr(

@@ -1,5 +1,5 @@
-"""One worker bootstrap (leaderboard/worker.py) for every dramatiq entry point: Django set up once, one middleware on
-the broker that decides the candidate sandbox once at boot and runs every entry point's reaper."""
+"""One worker bootstrap (leaderboard/jobs/worker_boot.py) for every dramatiq entry point: Django set up once, one
+middleware on the broker that decides the candidate sandbox once at boot and runs every entry point's reaper."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
-from leaderboard import worker as bootstrap
 from leaderboard.jobs import host_gate, sandbox_gate
+from leaderboard.jobs import worker_boot as bootstrap
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY_POINTS = (
@@ -38,7 +38,7 @@ def _imports_and_calls(rel: str) -> tuple[set[str], set[str]]:
 def test_every_entry_point_uses_the_one_bootstrap():
     for rel in ENTRY_POINTS:
         imported, called = _imports_and_calls(rel)
-        assert "leaderboard.worker" in imported, f"{rel} does not use leaderboard/worker.py"
+        assert "leaderboard.jobs.worker_boot" in imported, f"{rel} does not use leaderboard/jobs/worker_boot.py"
         # Nothing of the bootstrap's done again on its own: Django's setup, middleware, a hand-made Worker.
         assert not {"setup", "add_middleware", "Worker"} & called, f"{rel}: {called & {'setup', 'add_middleware'}}"
         assert "django.setup" not in imported and "dramatiq.middleware.Middleware" not in imported, rel

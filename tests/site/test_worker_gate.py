@@ -52,8 +52,8 @@ def test_the_decision_is_taken_once_per_worker(monkeypatch, settings):
 
 
 def test_the_feedback_worker_checks_the_sandbox_at_boot(incomplete, settings):
-    from leaderboard import worker as bootstrap
     from leaderboard.feedback import worker as feedback_worker  # noqa: F401  (its part of the one middleware)
+    from leaderboard.jobs import worker_boot as bootstrap
 
     settings.PKB_SANDBOX_OFF = False
     worker = SimpleNamespace(consumer_whitelist={"feedback-cpu-gloo"})
@@ -65,11 +65,12 @@ def test_the_feedback_worker_checks_the_sandbox_at_boot(incomplete, settings):
 
 def test_a_worker_without_the_sandbox_really_does_not_start(incomplete, settings):
     """Through dramatiq's own Worker.start: its before_worker_boot only logs an exception that is not a
-    MiddlewareError and boots the worker anyway, so the refusal must be one (leaderboard/worker.py, WorkerRefused)."""
+    MiddlewareError and boots the worker anyway, so the refusal must be one (leaderboard/jobs/worker_boot.py,
+    WorkerRefused)."""
     import dramatiq
     from dramatiq.brokers.stub import StubBroker
 
-    from leaderboard import worker as bootstrap
+    from leaderboard.jobs import worker_boot as bootstrap
 
     settings.PKB_SANDBOX_OFF = False
     broker = StubBroker()

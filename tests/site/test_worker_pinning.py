@@ -1,5 +1,5 @@
-"""Workers pinned to their GPUs (leaderboard/jobs/gpus.py, host_gate.py; the boot in leaderboard/worker.py): a worker
-started for a device set (PKB_GPUS / --gpus) locks each GPU, gives its judges that set as CUDA_VISIBLE_DEVICES,
+"""Workers pinned to their GPUs (leaderboard/jobs/gpus.py, host_gate.py; the boot in leaderboard/jobs/worker_boot.py): a
+worker started for a device set (PKB_GPUS / --gpus) locks each GPU, gives its judges that set as CUDA_VISIBLE_DEVICES,
 records its host and refuses a profile the host does not match. The GPUs are simulated: a stand-in nvidia-smi
 (tests/evaluator/fake_smi: 8 H200s on NVLink unless told otherwise) and the judge's own record of the
 CUDA_VISIBLE_DEVICES it was given; workers boot through dramatiq's real Worker and the one WorkerMiddleware."""
@@ -16,9 +16,9 @@ import pytest
 from dramatiq.brokers.stub import StubBroker
 
 from evaluator.schema import JudgeRequest
-from leaderboard import worker as bootstrap
 from leaderboard.catalogue.models import HardwareProfile
 from leaderboard.jobs import gpus, host_gate, judge_process, judge_service, runner, sandbox_gate
+from leaderboard.jobs import worker_boot as bootstrap
 from leaderboard.jobs.models import Result
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,9 +1,9 @@
 """``runserver`` plus an in-process dramatiq worker (one thread) and the reaper: the embedded mode of `make serve`.
 A command of the project, not of an app: it starts the jobs' and the feedback runs' workers together, above both.
 
-The worker is dramatiq's own Worker, started by the one worker bootstrap (leaderboard/worker.py: the sandbox gate and
-the reaper, as the dramatiq CLI's), consuming the configured broker (the in-memory StubBroker by default), so jobs take
-the same path as on a GPU host: message with the job id -> actor -> runner.run_job -> judge subprocess.
+The worker is dramatiq's own Worker, started by the one worker bootstrap (leaderboard/jobs/worker_boot.py: the sandbox
+gate and the reaper, as the dramatiq CLI's), consuming the configured broker (the in-memory StubBroker by default), so
+jobs take the same path as on a GPU host: message with the job id -> actor -> runner.run_job -> judge subprocess.
 """
 
 import dramatiq
@@ -59,8 +59,8 @@ class Command(RunserverCommand):
 def start_worker(queues: list[str]) -> dramatiq.Worker:
     import leaderboard.feedback.actors
     import leaderboard.jobs.actors  # noqa: F401  (declares the actor, the queues and its part of the worker)
-    from leaderboard import worker as bootstrap
     from leaderboard.feedback import services as feedback_services
+    from leaderboard.jobs import worker_boot as bootstrap
 
     worker = bootstrap.start_worker(queues)  # the sandbox gate and the reaper, as a dramatiq CLI worker
     # The in-memory broker starts empty: re-send every job the database says is waiting.
