@@ -226,7 +226,7 @@ MUTATIONS = [
     M(
         "fault attributed before candidate code ran",
         "session",
-        "evaluator/judge/evaluation.py",
+        "evaluator/judge/attempt.py",
         "    if isinstance(exc, CandidateFault) and cand is not None and cand.candidate_ran():",
         "    if isinstance(exc, CandidateFault) and cand is not None:",
         (BOUNDARY + "test_a_fault_on_the_candidates_group_is_its_verdict_once_its_code_ran",),

@@ -7,6 +7,10 @@ write theirs to files), and have each reference rank compare the candidate's fil
 block on freshly built inputs with rotating clones of the timed argument; then one more trial on a new seed to re-check
 the candidate's outputs after the timed loop. The candidate never sees expected outputs: they never leave the
 reference's processes, which are stopped whenever the candidate's ranks run.
+
+Here: ``evaluate`` (the attempts and their retries, more timing pairs, the hidden world size) and the request's
+preparation; one attempt (the two groups, the pair, the clean-up, whose fault a failure is):
+evaluator/judge/attempt.py.
 """
 
 from __future__ import annotations
@@ -15,8 +19,6 @@ import dataclasses
 import hashlib
 import os
 import random
-import shutil
-import tempfile
 import time
 
 import torch
@@ -24,11 +26,12 @@ import torch
 import problems
 from evaluator import schema
 from evaluator.judge import policy, shared_device
+from evaluator.judge.attempt import (
+    _devices,
+    _run_once,
+    attribute,  # noqa: F401 - the attribution rule, cited as evaluation.attribute
+)
 from evaluator.judge.config import BadRequest, Config
-from evaluator.judge.pair import Pair
-from evaluator.process import removal, sandbox, warm
-from evaluator.process.group import RankGroup, close_all
-from evaluator.process.protocol import CandidateFault
 from evaluator.timing import pairs, verdict
 from evaluator.timing.calibration import HOST_BOUND_NOISE_FLOOR
 from problems.base import derive_seed
@@ -168,7 +171,8 @@ def _more_pairs(prob, candidate: str, cfg: Config, base: dict, result: dict, poo
 def _hidden_world(prob, candidate: str, cfg: Config, base: dict, result: dict) -> None:
     """Correctness only, at a world size the candidate was not launched with; a failure there is the verdict."""
     W = cfg.hidden_world_size
-    record = {"world_size": W}
+    assert W is not None  # evaluate() runs this check only for a request that asks for one
+    record: dict = {"world_size": W}
     if W == cfg.world_size or W < 1 or not prob.allows_world_size(W):
         record.update(verdict="skipped", message=f"W={W} is not another world size allowed by {prob.stem}")
     elif cfg.device == "cuda" and not cfg.shared_device and torch.cuda.device_count() < W:
@@ -181,9 +185,10 @@ def _hidden_world(prob, candidate: str, cfg: Config, base: dict, result: dict) -
         for attempt in (1, 2):
             outcome = _run_once(prob, candidate, hidden_cfg, seeds, dict(base, world_size=W))
             result["_inside_s"] = result.get("_inside_s", 0.0) + outcome.get("_inside_s", 0.0)
+            record["attempts"] = attempt
             if outcome["verdict"] != schema.INFRA_ERROR:
                 break
-        record.update(verdict=outcome["verdict"], message=outcome.get("message", ""), attempts=attempt)
+        record.update(verdict=outcome["verdict"], message=outcome.get("message", ""))
         if outcome["verdict"] == schema.INFRA_ERROR:
             result.update(
                 verdict=schema.UNVERIFIED,
@@ -224,8 +229,8 @@ def _resolve(problem, cfg: Config):
         )
     if cfg.trials < 1:
         raise BadRequest("at least one trial is needed")
-    if not 1 <= cfg.pairs <= pairs.MAX_PAIRS:
-        raise BadRequest(f"pairs must be between 1 and {pairs.MAX_PAIRS}, not {cfg.pairs}")
+    if not 1 <= cfg.pairs <= schema.MAX_PAIRS:
+        raise BadRequest(f"pairs must be between 1 and {schema.MAX_PAIRS}, not {cfg.pairs}")
     if cfg.seeds is not None and (
         len(cfg.seeds) < cfg.trials + 1
         or any(not isinstance(s, int) or not PUBLIC_SEED_BIT <= s < 2 * PUBLIC_SEED_BIT for s in cfg.seeds)
@@ -267,11 +272,6 @@ def _skeleton(prob, candidate: str, digest: str, cfg: Config) -> dict:
     }
 
 
-def _devices() -> dict:
-    """The GPUs this judge's ranks were given (a worker pinned to a device set passes it; None: not narrowed)."""
-    return {"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
-
-
 def _static_checks(source: str | None, cfg: Config, filename: str = "") -> dict | None:
     if source is None:
         return None
@@ -296,150 +296,3 @@ def _seeds(cfg: Config) -> list[int]:
         return list(cfg.seeds[: cfg.trials]) + [cfg.seeds[-1]]
     rng = random.Random(cfg.seed) if cfg.seed is not None else random.SystemRandom()
     return [rng.getrandbits(62) for _ in range(cfg.trials + 1)]  # the last one re-checks after timing
-
-
-# --- one attempt ------------------------------------------------------------------------------------------------------
-
-
-def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, pool=None) -> dict:
-    result = dict(base, trials=[], flags=[], logs=[], timing=None)
-    ref = cand = None
-    pair = None
-    # Where the wall time goes (start: launch, or taking a warm spare, to every rank ready with the job loaded; judge:
-    # trials and timing; close: teardown), so the overhead benchmark can say what to shorten.
-    phases: dict = {}
-    began = time.monotonic()
-    spare = workdir = None
-    try:
-        spare = pool.take(cfg) if pool is not None else None
-        workdir = spare.workdir if spare else warm.make_workdir()
-        if spare:
-            ref, cand = spare.ref, spare.cand
-        else:
-            common = dict(
-                world_size=cfg.world_size,
-                device=cfg.device,
-                problem=str(prob.id),
-                M=cfg.M,
-                N=cfg.N,
-                dtype=cfg.dtype,
-                reduced=cfg.reduced,
-            )
-            ref = RankGroup("ref", candidate="reference", workdir=os.path.join(workdir, "ref"), trusted=True, **common)
-            cand = RankGroup(
-                "cand",
-                candidate=candidate,
-                workdir=os.path.join(workdir, "cand"),
-                trusted=candidate == "reference" or candidate.startswith("null:"),
-                isolate=cfg.sandbox,
-                required=cfg.sandbox_required,
-                **common,
-            )
-        pair = Pair(prob, ref, cand, cfg, bystanders=pool)
-        outcome = pair.start()
-        if outcome is None and spare:
-            outcome = pair.load(candidate, shape=dict(M=cfg.M, N=cfg.N, dtype=cfg.dtype, reduced=cfg.reduced))
-        phases["start"] = time.monotonic() - began
-        if outcome is None:
-            outcome = pair.judge(seeds)
-            if cfg.profile_dir and outcome.get("verdict") in (schema.CORRECT, schema.INCORRECT):
-                from evaluator.rank import profiling
-
-                outcome["profile"] = profiling.record(pair, seeds[0], cfg.profile_dir)
-        result.update(outcome)
-        result["environment"] = dict(pair.environment, warm_start=spare is not None, **_devices())
-        result["_inside_s"] = pair.inside_s
-        phases["judge"] = time.monotonic() - began - phases["start"]
-    except sandbox.SandboxUnavailable as exc:  # before any candidate code ran; retrying would not help
-        result.update(verdict=schema.INFRA_ERROR, message=f"sandbox unavailable: {exc}", _final=True)
-    except Exception as exc:  # noqa: BLE001 - whose fault it is: attribute
-        result.update(attribute(exc, cand))
-    finally:
-        closing = time.monotonic()
-        try:
-            close_all([cand, ref])
-        except Exception as exc:  # noqa: BLE001 - a group that could not be closed: whose fault, as above
-            blame = attribute(exc, cand, "while closing: ")
-            if result.get("verdict") in schema.CANDIDATE_FAULTS:  # already the candidate's: the verdict stands
-                result["message"] = f"{result.get('message', '')}\n({blame['message']})"
-            else:
-                result.update(blame, timing=None, flags=[])
-        phases["close"] = time.monotonic() - closing
-        if cand is not None and cand.build_dir:
-            # Compiling is the candidate's start-up and first trial, never a timed call; reported on its own.
-            result["build"] = cand.build_report()
-            phases["build"] = result["build"]["compile_s"]
-        result["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
-        if pair is not None and pair.spent:
-            parts = dict(pair.spent)
-            if "judge" in phases:  # the rest: the judge's own bookkeeping, pausing and resuming the groups
-                parts["other"] = phases["judge"] - sum(parts.values())
-            # To 0.1 ms, not to the phases' 1 ms: a small problem's reading and comparing are well under 1 ms over all
-            # its checks (CPU, 64 x 32 at W = 2: 0.5-1.5 ms), and a part rounded to 0 reads as one never measured.
-            result["phases_s"]["judge_parts"] = {k: round(v, 4) for k, v in sorted(parts.items())}
-        if cand is not None:
-            result["logs"] = cand.logs()
-            if cand.sandbox is not None:
-                notes = cand.sandbox_notes()
-                notes["cleanup"] = cand.sandbox_report
-                result.setdefault("environment", {})
-                result["environment"] = dict(result["environment"] or {}, sandbox=notes)
-        if ref is not None and result.get("verdict") == schema.INFRA_ERROR:
-            result["logs"] += ref.logs()
-        if workdir:  # the candidate's tree, whatever its shape (an unsandboxed run has no scratch mount)
-            removal.remove_tree(workdir)
-    failed_command = result.pop("_reference_failed", None)
-    if failed_command is not None and result.get("verdict") == schema.INFRA_ERROR:
-        _blame(prob, cfg, failed_command, result)
-    return result
-
-
-def attribute(exc: BaseException, cand: RankGroup | None, when: str = "") -> dict:
-    """The one rule for an exception that escaped judging (docs/threat-model.md, attribution): what went wrong while
-    the judge read, waited on, froze, killed or cleaned up after the candidate's group, once the candidate's code may
-    have run, is the candidate's verdict (a CandidateFault, raised by RankGroup.acting and the box); anything else is
-    the platform's infra_error (its own processes, the reference group, the host, a bug in the judge)."""
-    if isinstance(exc, CandidateFault) and cand is not None and cand.candidate_ran():
-        verdict = exc.verdict if exc.verdict in schema.CANDIDATE_FAULTS else schema.RUNTIME_ERROR
-        return {"verdict": verdict, "message": when + exc.message, "timing": None, "flags": []}
-    return {"verdict": schema.INFRA_ERROR, "message": f"{when}judge failure: {type(exc).__name__}: {exc}"}
-
-
-def _blame(prob, cfg: Config, command: dict, result: dict) -> None:
-    """The reference failed while the candidate ran beside it. Run the same command on a fresh reference group with
-    no candidate: if it passes there, the candidate broke it (killed it, took the GPU's memory, ...), which is the
-    candidate's fault, not the platform's (an infra_error would be retried and never count against it)."""
-    workdir = tempfile.mkdtemp(prefix="pkb-blame-")
-    group = None
-    try:
-        group = RankGroup(
-            "ref",
-            cfg.world_size,
-            cfg.device,
-            str(prob.id),
-            "reference",
-            os.path.join(workdir, "ref"),
-            cfg.M,
-            cfg.N,
-            cfg.dtype,
-            cfg.reduced,
-            True,
-        )
-        group.collect(cfg.startup_timeout_s)
-        if command.get("cmd") != "noop":  # "noop": it failed while starting up
-            group.command(command, (cfg.timeout_s or prob.timeout_s) * 2)
-    except Exception as exc:  # noqa: BLE001 - it fails alone too: the platform's problem after all
-        result["blame"] = f"the reference fails without the candidate too ({type(exc).__name__}): infra_error"
-        return
-    finally:
-        if group is not None:
-            group.close()
-        shutil.rmtree(workdir, ignore_errors=True)
-    result["blame"] = "the reference passes the same command when run without the candidate"
-    result.update(
-        verdict=schema.RUNTIME_ERROR,
-        timing=None,
-        flags=[],
-        message="the candidate interfered with the reference ranks, which failed only while it ran "
-        f"(and pass alone): {result.get('message', '')}",
-    )

@@ -282,7 +282,7 @@ class Pair:
                 }
             # Died, hung or garbled (kind exited, timeout, protocol): not a property of the shape, so the check was
             # not judged, which is never a pass (re-run, then unverified; a fresh reference passing it alone makes it
-            # the candidate's interference, evaluation._blame).
+            # the candidate's interference, attempt._blame).
             raise _Stop(
                 schema.INFRA_ERROR,
                 f"reference rank {exc.rank} failed ({exc.kind}) at the hidden shape "
