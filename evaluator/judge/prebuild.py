@@ -29,6 +29,7 @@ import os
 import platform
 import socket
 import time
+from typing import TypedDict
 
 import problems
 from evaluator import schema
@@ -36,7 +37,14 @@ from evaluator.process import builds, removal, sandbox, warm
 from evaluator.process.group import RankGroup, close_all
 from evaluator.process.protocol import GroupFailure
 
-SHAPE = dict(M=64, N=32, dtype="bfloat16")  # the smallest that every problem's reduced inputs accept
+
+class _Shape(TypedDict):
+    M: int
+    N: int
+    dtype: str
+
+
+SHAPE = _Shape(M=64, N=32, dtype="bfloat16")  # the smallest that every problem's reduced inputs accept
 SEED = 1
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import os
 import tempfile
 import time
+from typing import TypedDict
 
 import problems
 from evaluator import schema
@@ -100,11 +101,29 @@ def run(
     }
 
 
+class _Shared(TypedDict):
+    """The keyword arguments of :class:`RankGroup` that the session's two groups share."""
+
+    world_size: int
+    device: str
+    problem: str
+    M: int
+    N: int
+    dtype: str
+    reduced: bool
+    trusted: bool
+
+
 class _Session:
     def __init__(self, prob, cfg: Config):
         self.cfg = cfg
+        self._start(prob)
+
+    def _start(self, prob) -> None:
+        """Fresh groups for ``prob``, both holding the reference, in a new working directory."""
+        cfg = self.cfg
         self.workdir = tempfile.mkdtemp(prefix="pkb-selfcheck-")
-        common = dict(
+        common = _Shared(
             world_size=cfg.world_size,
             device=cfg.device,
             problem=str(prob.id),
@@ -183,7 +202,7 @@ class _Session:
                 if null["verdict"] not in (schema.CORRECT, schema.INCORRECT):
                     # A crashed null leaves the groups in an unknown state; rebuild them for what follows.
                     self.close()
-                    self.__init__(prob, self.cfg)
+                    self._start(prob)
         return row
 
     def _judged(self, pair, seeds: list[int]) -> dict:

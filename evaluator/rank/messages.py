@@ -17,6 +17,7 @@ import re
 import subprocess
 import traceback
 from collections.abc import Iterator
+from typing import cast
 
 COMPILE_ERROR = "compile_error"
 RUNTIME_ERROR = "runtime_error"
@@ -37,11 +38,12 @@ class BuildError(RuntimeError):
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     """The exception, then what it was raised from (or while handling), bounded and cycle-safe."""
-    seen = set()
-    while exc is not None and id(exc) not in seen and len(seen) < 16:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen and len(seen) < 16:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
 
 
 def _is_compiler_call(exc: subprocess.CalledProcessError) -> bool:
@@ -104,7 +106,8 @@ def candidate_frame(exc: BaseException, candidate: str | None) -> traceback.Fram
 
 
 def _frame_line(frame: traceback.FrameSummary, candidate: str | None) -> str:
-    name = os.path.relpath(os.path.abspath(frame.filename), os.path.dirname(os.path.abspath(candidate)))
+    # Only candidate_frame() finds a frame, and only when candidate is set (_is_candidate_file).
+    name = os.path.relpath(os.path.abspath(frame.filename), os.path.dirname(os.path.abspath(cast(str, candidate))))
     where = f"  at {name}, line {frame.lineno}, in {frame.name}"
     return where + (f": {frame.line.strip()}" if frame.line else "")
 
@@ -154,7 +157,7 @@ def tail(log: str, lines: int = LOG_TAIL_LINES, chars: int = LOG_TAIL_CHARS) -> 
 
 def describe(exc: BaseException, candidate: str | None = None) -> str:
     """The message a user sees for ``exc`` raised by the candidate at ``candidate`` (its path on this host)."""
-    if isinstance(exc, SyntaxError) and _is_candidate_file(exc.filename or "", candidate):
+    if isinstance(exc, SyntaxError) and exc.filename and _is_candidate_file(exc.filename, candidate):
         name = os.path.basename(exc.filename)
         text = f": {exc.text.strip()}" if exc.text else ""
         return f"SyntaxError: {exc.msg}\n  at {name}, line {exc.lineno}{text}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections.abc import Callable
+from typing import Any, cast
 
 from evaluator.rank import outputs
 from evaluator.rank.clocks import (
@@ -55,7 +56,8 @@ class InputSets:
     def __init__(self, build: Callable[[int], list], calls: int, pool_bytes: int):
         first = build(0)
         self.slots = max(1, min(calls, pool_bytes // max(1, outputs.nbytes(first))))
-        self.pool = [first] + [build(k) for k in range(1, min(self.slots, calls))]
+        # Input sets (argument lists); done() leaves a slot None for a moment, between dropping a set and its rebuild.
+        self.pool: list[Any] = [first] + [build(k) for k in range(1, min(self.slots, calls))]
         del first  # the pool holds it: with one slot it must go when its call is done
         self.build, self.calls = build, calls
 
@@ -104,6 +106,9 @@ def time_block(
     ``host_us``: the host times of warm-up calls so far (this rank's, across blocks), appended to."""
     cuda = device_kind == "cuda"
     timer = EventTimer() if cuda else WallTimer()
+    # The same timer, read only where cuda, which made it an EventTimer.
+    events = cast(EventTimer, timer)
+    inputs: list | None
     spin_us, spin_cycles, wanted_us = 0.0, 0, 0.0
     for i in range(warmup):
         # The host time to enqueue a call, as a timed call meets it: with the device idle (without this sync a
@@ -153,13 +158,13 @@ def time_block(
             # them), or the host returned only after the spin was over (it waited on the GPU: a sync inside the
             # call). Either way the events also measure this process's host speed.
             waited_us = (_perf_counter() - began) * 1e6
-            if _query(timer.end) or (spin_us and waited_us > spin_us):
+            if _query(events.end) or (spin_us and waited_us > spin_us):
                 host_paced += 1
             # A diagnostic, not a verdict: the spin ran out before the host had queued the whole call, so the GPU
             # may have waited inside the window (a call with a long first kernel is still timed right). It tells a
             # spin shorter in time than asked from slower GPU work, where tiny calls' block medians move with no
             # host-paced call (docs/calibration.md, spin_short).
-            elif spin_us and _query(timer.begin):
+            elif spin_us and _query(events.begin):
                 spin_short += 1
         synchronize(device_kind)
         samples.append(timer.elapsed_ms())
