@@ -2,7 +2,7 @@
 
 Each rank is its own process, in its own process session so that the whole group (and anything it spawned) can be
 killed at once on a timeout, a deadlock or the end of the job. Replies come back on a private pipe; stdout and stderr
-go to files whose tails end up in the result.
+go to files whose tails end up in the result. How one rank's process is started: evaluator/process/spawn.py.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
 import time
+from typing import IO, cast
 
 from evaluator import schema
-from evaluator.process import builds, environment, forkserver, processes, protocol, sandbox
+from evaluator.process import builds, processes, protocol, sandbox, spawn
 from evaluator.process.protocol import CandidateFault, Rank
 
 LOG_TAIL_BYTES = 8192
@@ -86,6 +86,7 @@ class RankGroup:
         self.out_dir = out_dir
         self.src_dir = os.path.join(workdir, "src")
         if self.sandbox is not None:
+            assert self.build_dir is not None  # an untrusted group's, as its box is
             self.sandbox.prepare(workdir)
             self.sandbox.own(out_dir)
             os.makedirs(self.build_dir, exist_ok=True)
@@ -95,7 +96,11 @@ class RankGroup:
             candidate = self._private_copy(candidate)
         try:
             for rank in range(world_size):
-                self._spawn(rank, role, world_size, device, problem, candidate, M, N, dtype, reduced, port, log_dir)
+                self.ranks.append(
+                    spawn.start_rank(
+                        self, rank, role, world_size, device, problem, candidate, M, N, dtype, reduced, port, log_dir
+                    )
+                )
         except BaseException:
             self.kill()
             raise
@@ -110,106 +115,10 @@ class RankGroup:
         copy = os.path.join(self.src_dir, os.path.basename(candidate))
         shutil.copyfile(candidate, copy)
         os.chmod(copy, 0o644)
-        if self.build_dir and not self.build_restored:
+        if self.sandbox is not None and self.build_dir and not self.build_restored:
             self.build_key = builds.key(copy, self.build_device)
             self.build_restored = builds.restore(self.build_key, self.build_dir, self.sandbox.uid)
         return copy
-
-    def _spawn(self, rank, role, world_size, device, problem, candidate, M, N, dtype, reduced, port, log_dir):
-        read_fd, write_fd = os.pipe()
-        rank_dir = os.path.join(self.workdir, f"rank{rank}")
-        os.makedirs(rank_dir, exist_ok=True)
-        stdout_path = os.path.join(log_dir, f"rank{rank}.stdout.log")
-        stderr_path = os.path.join(log_dir, f"rank{rank}.stderr.log")
-
-        def worker_args(reply_fd: int) -> list:
-            return [
-                "--role",
-                role,
-                "--rank",
-                str(rank),
-                "--world-size",
-                str(world_size),
-                "--device",
-                device,
-                "--problem",
-                str(problem),
-                "--candidate",
-                candidate,
-                "--M",
-                str(M),
-                "--N",
-                str(N),
-                "--dtype",
-                dtype,
-                "--out",
-                self.out_dir,
-                "--reply-fd",
-                str(reply_fd),
-            ] + (["--reduced"] if reduced else [])
-
-        argv = [sys.executable, "-m", "evaluator.rank.worker"] + worker_args(write_fd)
-        box = self.sandbox
-        fds = (write_fd,)
-        try:
-            if box is None:
-                group_tmp = os.path.join(self.workdir, "tmp")
-                os.makedirs(group_tmp, exist_ok=True)
-                env = environment.rank_environment(rank, world_size, port, rank_dir, trusted=True, group_tmp=group_tmp)
-                proc = self._forked(worker_args(forkserver.REPLY_FD), env, rank_dir, stdout_path, stderr_path, write_fd)
-                preexec = environment.die_with_judge
-            else:
-                env = environment.rank_environment(
-                    rank,
-                    world_size,
-                    port,
-                    rank_dir,
-                    trusted=False,
-                    loopback_only=box.loopback_only,
-                    user=box.user_name,
-                    build_dir=self.build_dir,
-                    group_tmp="/tmp" if box.filesystem else self._box_tmp(box),
-                )
-                box.own(rank_dir)
-                proc, preexec = None, box.preexec()
-                argv = box.command(argv, rank_dir, writable=[self.out_dir, self.build_dir], readable=[self.src_dir])
-                fds += box.pass_fds()
-            if proc is None:
-                with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-                    proc = subprocess.Popen(
-                        argv,
-                        stdin=subprocess.PIPE,
-                        stdout=out,
-                        stderr=err,
-                        env=env,
-                        cwd=rank_dir,
-                        pass_fds=fds,
-                        start_new_session=True,
-                        preexec_fn=preexec,
-                    )
-        finally:
-            os.close(write_fd)
-        os.set_blocking(read_fd, False)
-        self.ranks.append(Rank(rank, proc, read_fd, stdout_path=stdout_path, stderr_path=stderr_path))
-
-    def _box_tmp(self, box) -> str:
-        """Without a filesystem view (the box's /tmp is the group's own there), a TMPDIR the group's ranks share."""
-        path = os.path.join(self.workdir, "tmp")
-        os.makedirs(path, exist_ok=True)
-        box.own(path)
-        return path
-
-    def _forked(self, args, env, rank_dir, stdout_path, stderr_path, reply_fd):
-        """A trusted rank forked from this judge's fork server (evaluator/process/forkserver.py), or None: the caller
-        starts a fresh process (the server is off for this device, or failed: never the candidate's fault)."""
-        server = forkserver.server() if forkserver.enabled(self.device) else None
-        if server is None:
-            return None
-        try:
-            return server.spawn(args, env, rank_dir, stdout_path, stderr_path, reply_fd)
-        except forkserver.ForkServerError as exc:
-            forkserver.broken(str(exc))
-            return None
 
     def load_command(self, problem: str, candidate: str, shape: dict | None = None) -> dict:
         """The ``load`` that switches the ranks to ``problem`` and ``candidate`` (a self-check's next problem, or a
@@ -281,8 +190,8 @@ class RankGroup:
         payload = (json.dumps(dict(cmd, seq=self.seq)) + "\n").encode()
         for r in self.ranks:
             try:
-                r.proc.stdin.write(payload)
-                r.proc.stdin.flush()
+                _stdin(r).write(payload)
+                _stdin(r).flush()
             except (BrokenPipeError, OSError):
                 pass  # noticed by collect() as an early exit
         return self.seq
@@ -320,7 +229,7 @@ class RankGroup:
         self.send({"cmd": "exit"})
         for r in self.ranks:
             try:
-                r.proc.stdin.close()
+                _stdin(r).close()
             except OSError:
                 pass
 
@@ -351,7 +260,7 @@ class RankGroup:
                     self.sandbox_report = self.sandbox.cleanup()
                     # Only now, with nothing of the candidate left running to change it under the copy (never from a
                     # box whose clean-up failed), and before close() unmounts the group's scratch.
-                    if not self.sandbox.failures:
+                    if not self.sandbox.failures and self.build_dir is not None:
                         self._builds = self._read_build_report()  # the build log too, while it is there
                         builds.harvest(self.build_key, self.build_dir)
                 finally:
@@ -418,6 +327,11 @@ def close_all(groups: list, timeout: float = 10.0) -> None:
             failure = failure or exc
     if failure is not None:
         raise failure
+
+
+def _stdin(r: Rank) -> IO[bytes]:
+    """A rank's command pipe: every rank starts with one (evaluator/process/spawn.py)."""
+    return cast("IO[bytes]", r.proc.stdin)
 
 
 def _tail(path: str, limit: int = LOG_TAIL_BYTES) -> str:
