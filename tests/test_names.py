@@ -1,10 +1,11 @@
-"""No stale names: every ``leaderboard/...``, ``evaluator/...``, ``tests/...`` or ``benchmarks/...`` path and every
-dotted ``leaderboard.<module>`` / ``evaluator.<module>`` name cited in the code, the docs (*.md), the Dockerfile,
-deploy/, the scripts and the Makefile exists: a path as a file or directory (``{a,b}`` alternatives, ``<placeholder>``
-and ``*`` as globs), a dotted name as a module or package, or as a module's top-level name where it reads
-``module.attr`` (``evaluator.schema.CORRECT``, ``evaluator/judge/evaluation.evaluate``). A template name
-(``leaderboard/code.html``) is looked up under templates/; a URL route (``leaderboard/<slug:profile>/``) is no file. A
-failure names file:line and the name.
+"""No stale names: every ``leaderboard/...``, ``evaluator/...``, ``tests/...`` or ``benchmarks/...`` path, every
+dotted ``leaderboard.<module>`` / ``evaluator.<module>`` name, and every name cited after a module's path
+(``evaluator/judge/pair.py `Pair.judge```) in the code, the docs (*.md), the Dockerfile, deploy/, the scripts and the
+Makefile exists: a path as a file or directory (``{a,b}`` alternatives, ``<placeholder>`` and ``*`` as globs), a
+dotted name as a module or package, or as a module's top-level name where it reads ``module.attr``
+(``evaluator.schema.CORRECT``, ``evaluator/judge/evaluation.evaluate``), a name after a path as that module's
+top-level name (its first part). A template name (``leaderboard/code.html``) is looked up under templates/; a URL
+route (``leaderboard/<slug:profile>/``) is no file. A failure names file:line and the name.
 
 In tests only comments and docstrings are read: their string literals are fixtures (made-up modules for the layer rules,
 a candidate patching a name it hopes exists), and their imports fail on their own. Migrations are history."""
@@ -40,6 +41,11 @@ PACKAGES = ("leaderboard", "evaluator", "tests", "benchmarks")
 PATH = re.compile(r"(?<![\w./-])(?:leaderboard|evaluator|tests|benchmarks)/[\w./{},<>*-]*")
 # A dotted name: a package, then .name parts; not part of a path, a longer dotted name or a file name.
 DOTTED = re.compile(r"(?<![\w./-])(?:leaderboard|evaluator)(?:\.[A-Za-z_]\w*)+(?![\w/-])")
+# A module's path, then one space and a name in backticks: that module's name (``evaluator/judge/pair.py `Pair.judge```,
+# ``problems/tolerance.py `compare```), the form the docs cite a function in; its first part must be a top-level name.
+PATH_NAME = re.compile(
+    r"(?<![\w./-])((?:leaderboard|evaluator|problems|pkb_client|tests|benchmarks)/[\w/]*\.py)`? `([A-Za-z_]\w*)[\w.]*`"
+)
 
 
 def cited_files() -> list[Path]:
@@ -177,21 +183,29 @@ def _gone(cited: str) -> bool:
     return any(cited.rstrip("/") == gone or cited.startswith(gone + "/") for gone in GONE)
 
 
+def stale_in(text: str) -> list[str]:
+    """The stale names one line cites, in the order of the three forms: paths, dotted names, a path's name."""
+    stale = []
+    for match in PATH.finditer(text):
+        if text[match.end() : match.end() + 1] == ":" and "<" in match.group():
+            continue  # a URL route's converter, <slug:name>
+        cited = _clean(match.group())
+        if cited.rstrip("/") not in PACKAGES and not _gone(cited) and not path_exists(cited):
+            stale.append(cited)
+    stale += [match.group() for match in DOTTED.finditer(text) if not dotted_exists(match.group())]
+    for match in PATH_NAME.finditer(text):
+        module, name = ROOT / match.group(1), match.group(2)
+        if module.is_file() and name not in _top_level_names(module):
+            stale.append(f"{match.group(1)} `{name}`")
+    return stale
+
+
 def stale_names(files=None) -> list[str]:
     stale = []
     for path in files if files is not None else cited_files():
         rel = path.relative_to(ROOT).as_posix()
         for line, text in texts(path):
-            for match in PATH.finditer(text):
-                if text[match.end() : match.end() + 1] == ":" and "<" in match.group():
-                    continue  # a URL route's converter, <slug:name>
-                cited = _clean(match.group())
-                if cited.rstrip("/") not in PACKAGES and not _gone(cited) and not path_exists(cited):
-                    stale.append(f"{rel}:{line}: {cited}")
-            for match in DOTTED.finditer(text):
-                cited = match.group()
-                if not dotted_exists(cited):
-                    stale.append(f"{rel}:{line}: {cited}")
+            stale += [f"{rel}:{line}: {cited}" for cited in stale_in(text)]
     return stale
 
 
@@ -203,6 +217,7 @@ def test_the_scan_tells_live_names_from_stale_ones(tmp_path):
         "evaluator/judge/evaluation.evaluate, evaluator.schema.CORRECT, tests/world.py, benchmarks/calibration/.\n"
         "stale: leaderboard/costs.py, leaderboard.broker, evaluator/judge/{pair,nothere}.py, evaluator.schema.NOPE\n"
         "tests/site/issue35/, benchmarks/nothere.py\n"
+        "evaluator/judge/pair.py `Pair.judge`, problems/tolerance.py `compare`; evaluator/judge/pair.py `nothere`\n"
     )
     found = [entry.split(": ", 1)[1] for entry in stale_names_in(cited)]
     assert found == [
@@ -212,18 +227,14 @@ def test_the_scan_tells_live_names_from_stale_ones(tmp_path):
         "evaluator.schema.NOPE",
         "tests/site/issue35/",
         "benchmarks/nothere.py",
+        "evaluator/judge/pair.py `nothere`",
     ]
 
 
 def stale_names_in(path: Path) -> list[str]:
     """stale_names for a file outside the checkout (the scan's own test)."""
-    stale = []
-    for line, text in enumerate(path.read_text().splitlines(), 1):
-        stale += [
-            f"{path.name}:{line}: {c}" for c in (_clean(m.group()) for m in PATH.finditer(text)) if not path_exists(c)
-        ]
-        stale += [f"{path.name}:{line}: {m.group()}" for m in DOTTED.finditer(text) if not dotted_exists(m.group())]
-    return stale
+    lines = enumerate(path.read_text().splitlines(), 1)
+    return [f"{path.name}:{line}: {cited}" for line, text in lines for cited in stale_in(text)]
 
 
 # Stale citations in files another change owns while it is under way, as (file, name): listed so that the rest is
