@@ -41,6 +41,9 @@ PACKAGES = ("leaderboard", "evaluator", "tests", "benchmarks")
 PATH = re.compile(r"(?<![\w./-])(?:leaderboard|evaluator|tests|benchmarks)/[\w./{},<>*-]*")
 # A dotted name: a package, then .name parts; not part of a path, a longer dotted name or a file name.
 DOTTED = re.compile(r"(?<![\w./-])(?:leaderboard|evaluator)(?:\.[A-Za-z_]\w*)+(?![\w/-])")
+# Dotted strings that are labels, not modules: a logger's name (kept when its module moves, so the logs read the same)
+# and a signal receiver's dispatch_uid.
+LABELS = ('getLogger("', "getLogger('", 'dispatch_uid="', "dispatch_uid='")
 # A module's path, then one space and a name in backticks: that module's name (``evaluator/judge/pair.py `Pair.judge```,
 # ``problems/tolerance.py `compare```), the form the docs cite a function in; its first part must be a top-level name.
 PATH_NAME = re.compile(
@@ -192,7 +195,11 @@ def stale_in(text: str) -> list[str]:
         cited = _clean(match.group())
         if cited.rstrip("/") not in PACKAGES and not _gone(cited) and not path_exists(cited):
             stale.append(cited)
-    stale += [match.group() for match in DOTTED.finditer(text) if not dotted_exists(match.group())]
+    stale += [
+        match.group()
+        for match in DOTTED.finditer(text)
+        if not text[: match.start()].endswith(LABELS) and not dotted_exists(match.group())
+    ]
     for match in PATH_NAME.finditer(text):
         module, name = ROOT / match.group(1), match.group(2)
         if module.is_file() and name not in _top_level_names(module):
@@ -218,6 +225,7 @@ def test_the_scan_tells_live_names_from_stale_ones(tmp_path):
         "stale: leaderboard/costs.py, leaderboard.broker, evaluator/judge/{pair,nothere}.py, evaluator.schema.NOPE\n"
         "tests/site/issue35/, benchmarks/nothere.py\n"
         "evaluator/judge/pair.py `Pair.judge`, problems/tolerance.py `compare`; evaluator/judge/pair.py `nothere`\n"
+        'labels: getLogger("leaderboard.gone"), dispatch_uid="leaderboard.ops.gone"\n'
     )
     found = [entry.split(": ", 1)[1] for entry in stale_names_in(cited)]
     assert found == [
