@@ -13,7 +13,8 @@
     pkb prebuild PROBLEM CANDIDATE --target-device cuda [--arch 9.0] [--max-jobs N] [--nice N] [--json OUT]
                                    the build stage: the file's extensions built on CPU cores before its GPU job
 
-``eval`` exits 0 whenever the evaluation ran, whatever the verdict; 2 for bad arguments.
+``eval`` exits 0 whenever the evaluation ran, whatever the verdict; 2 for bad arguments. The host's commands
+(sandbox-check, sweep, host) are evaluator/host_commands.py; the lines ``eval`` prints, evaluator/result_text.py.
 
 Trials: ``eval`` runs ``--trials`` correctness trials (default 5), then one re-check trial after timing, so a result
 lists 6. A site judges with its hardware profile's own count (cpu-gloo: 3, so 4 listed; GET /api/v1/profiles/ says
@@ -41,7 +42,8 @@ import json
 import os
 import sys
 
-from evaluator import contract, schema  # the judge itself (torch) only for the commands that judge
+from evaluator import contract, host_commands, schema  # the judge itself (torch) only for the commands that judge
+from evaluator.result_text import summary
 from pkb_client import cli as client_cli
 
 
@@ -215,54 +217,6 @@ def _write_json(path: str, document) -> None:
         json.dump(document, f, indent=2)
 
 
-def summary(result: dict) -> str:
-    lines = [
-        f"{result['problem']}  W={result['world_size']} {result['device']}  candidate={result['candidate']}",
-        f"verdict: {result['verdict'].upper()}  {result.get('message', '')}",
-    ]
-    for trial in result.get("trials", []):
-        worst = max(
-            (r.get("max_abs_error") or 0 for r in trial["ranks"] if isinstance(r.get("max_abs_error"), (int, float))),
-            default=0,
-        )
-        where = "".join(
-            [
-                f" at hidden shape M={trial['hidden_shape']['M']} N={trial['hidden_shape']['N']}"
-                if trial.get("hidden_shape")
-                else "",
-                f" at W={trial['world_size']}" if trial.get("world_size") else "",
-            ]
-        )
-        lines.append(
-            f"  trial {trial['trial']} seed {trial['seed']}{where}: {trial['verdict']} (max abs err {worst:.3g})"
-        )
-    hidden_world = result.get("hidden_world_size")
-    if hidden_world:
-        lines.append(
-            f"hidden world size W={hidden_world['world_size']}: {hidden_world['verdict']}"
-            + (f" ({hidden_world['message']})" if hidden_world.get("message") else "")
-        )
-    timing = result.get("timing")
-    if timing:
-        lo, hi = timing["speedup_ci"]
-        lines.append(
-            f"timing ({timing['method']}, {timing['samples']} samples, "
-            f"{'ranked' if timing['ranked'] else 'unranked'}): reference {timing['reference_ms']:.4f} ms, "
-            f"candidate {timing['candidate_ms']:.4f} ms, speedup {timing['speedup']:.3f}x "
-            f"[{lo:.3f}, {hi:.3f}] -> {'FASTER' if timing['faster'] else 'not faster'}"
-        )
-    if result.get("flags"):
-        lines.append(f"flags: {', '.join(result['flags'])} (never ranked)")
-    if result["verdict"] not in (schema.CORRECT, schema.INCORRECT):
-        for log in result.get("logs", []):
-            if log.get("stderr"):
-                tail = "\n    ".join(log["stderr"].strip().splitlines()[-8:])
-                lines.append(f"  {log['role']} rank {log['rank']} stderr:\n    {tail}")
-    if "wall_s" in result:
-        lines.append(f"wall {result['wall_s']:.2f} s, judge overhead {result.get('judge_overhead_s', 0):.2f} s")
-    return "\n".join(lines)
-
-
 def _parse_ids(text: str | None) -> list[int]:
     import problems
 
@@ -318,54 +272,6 @@ def _selfcheck(args) -> int:
     return 0 if report["ok"] else 1
 
 
-def _sandbox_check(args) -> int:
-    """The host's sandbox support (evaluator/process/sandbox.py, host_support); the site's worker reads it through this
-    command, as it reads a judgement through ``eval``, so the site imports nothing of the judge but its schema."""
-    from evaluator.process import sandbox
-
-    support = sandbox.host_support()
-    print(json.dumps(support) if args.json else support["summary"])
-    return 0
-
-
-def _sweep(args) -> int:
-    """Kill what a judge killed before its own clean-up left under DIR (evaluator/process/processes.py,
-    sweep_orphans), and clear the boxes that dead judges left (evaluator/process/boxes.py, sweep_free); unmount the
-    dead judges' scratch under DIR, and with --remove remove DIR whatever its shape (evaluator/process/removal.py)."""
-    from evaluator.process import boxes, processes, removal
-
-    report = processes.sweep_orphans(args.directory)
-    if os.geteuid() == 0:
-        report["boxes_cleared"] = boxes.sweep_free()
-        report["boxes_quarantined"] = sorted(boxes.quarantined())
-        report["unmounted"] = removal.unmount_below(args.directory)
-    if args.remove:
-        report["left"] = removal.remove_tree(args.directory)["left"]
-    print(
-        json.dumps(report)
-        if args.json
-        else f"killed {report['killed_outliving']} processes, removed {report['removed_files']} files"
-    )
-    return 0
-
-
-def _host(args) -> int:
-    """A GPU worker's host record for its device set, and whether it can serve a profile (evaluator/judge/hosts.py):
-    exit 1 with the reason when it cannot."""
-    from evaluator.judge import hosts
-
-    try:
-        devices = contract.device_set(args.gpus) if args.gpus else None
-    except contract.BadDeviceSet as exc:
-        print(f"pkb host: {exc}", file=sys.stderr)
-        return 2
-    host = hosts.record(devices)
-    why = hosts.mismatch(host, args.ranks, args.gpu_model, args.nvlink, args.shared_device) if args.ranks else None
-    host["refused"] = why
-    print(json.dumps(host) if args.json else (why or f"serves: {len(host['gpus'])} GPUs ({host['visible']})"))
-    return 1 if why else 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pkb", description="pkb-arena judge")
     parser.add_argument("--version", action="version", version=client_cli.version())
@@ -389,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pbox = sub.add_parser("sandbox-check", help="what a candidate sandbox on this host would be (one line, or JSON)")
     pbox.add_argument("--json", action="store_true", help="print host_support() as JSON")
-    pbox.set_defaults(func=_sandbox_check)
+    pbox.set_defaults(func=host_commands.sandbox_check)
 
     phost = sub.add_parser("host", help="this host's record for a worker's GPUs, and whether it serves a profile")
     phost.add_argument("--gpus", help="the worker's devices, e.g. 0-3 (default: all)")
@@ -403,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the profile runs every rank on one GPU (pkb eval --shared-device): one GPU serves it",
     )
     phost.add_argument("--json", action="store_true", help="print the record as JSON")
-    phost.set_defaults(func=_host)
+    phost.set_defaults(func=host_commands.host_record)
 
     # prebuild's options are its request's (evaluator/contract.py, PrebuildRequest), as eval's are JudgeRequest's.
     ppb = sub.add_parser("prebuild", help="the build stage: a file's extensions built on CPU cores before its GPU job")
@@ -414,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     psw.add_argument("directory", help="the killed judge's temporary directory (a worker's job or workspace dir)")
     psw.add_argument("--json", action="store_true", help="print the counts as JSON")
     psw.add_argument("--remove", action="store_true", help="then remove DIR (any depth, modes, mounts)")
-    psw.set_defaults(func=_sweep)
+    psw.set_defaults(func=host_commands.sweep)
 
     # The site client's commands (pkb_client/cli.py): their own parsers read the rest of the line.
     for name, text in client_cli.COMMANDS.items():
