@@ -15,21 +15,18 @@ check (its outputs are compared by the reference's ranks, its timings cross-chec
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import importlib.util
 import json
 import os
 import sys
 import traceback
+from typing import cast
 
 import torch
 import torch.distributed as dist
 
 import problems
-from evaluator import nulls
 from evaluator.process.protocol import DEFERRED
-from evaluator.rank import messages, outputs, shared_device, timed
+from evaluator.rank import messages, outputs, shared_device, timed, world
 from evaluator.rank.clocks import (
     _all_reduce,
     _barrier,
@@ -40,25 +37,9 @@ from evaluator.rank.clocks import (
     synchronize,
 )
 from evaluator.rank.host import environment, pin_to_cores
+from evaluator.rank.job import DTYPES, parse_args, resolve_solution, shape_of
 from evaluator.timing.calibration import RELEASE_CACHE_BYTES, RELEASE_CACHE_SHARE
 from problems.base import InputContext
-
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
-
-
-def _shape_of(cmd: dict) -> dict:
-    """The shape fields a ``load`` may carry, checked: they come from the judge, but nothing here trusts a type."""
-    shape = {}
-    for key in ("M", "N"):
-        if key in cmd:
-            shape[key] = int(cmd[key])
-    if "dtype" in cmd:
-        if cmd["dtype"] not in DTYPES:
-            raise ValueError(f"unknown dtype {cmd['dtype']!r}")
-        shape["dtype"] = cmd["dtype"]
-    if "reduced" in cmd:
-        shape["reduced"] = bool(cmd["reduced"])
-    return shape
 
 
 # Above RELEASE_CACHE_BYTES of cached device memory (or a share of the device, whichever is larger) a rank hands its
@@ -116,25 +97,6 @@ def _failure(exc: BaseException, candidate: str | None, role: str, loading: bool
     return {"kind": messages.kind_of(exc, loading=loading), "error": messages.describe(exc, path)}
 
 
-def load_candidate(path: str):
-    spec = importlib.util.spec_from_file_location("candidate_solution", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["candidate_solution"] = module
-    spec.loader.exec_module(module)
-    fn = getattr(module, "solution", None)
-    if not callable(fn):
-        raise ImportError(f"{os.path.basename(path)} defines no callable solution(*inputs)")
-    return fn
-
-
-def resolve_solution(problem, candidate: str):
-    if candidate == "reference":
-        return problem.solution
-    if candidate.startswith("null:"):
-        return nulls.make(candidate[5:], problem)
-    return load_candidate(candidate)
-
-
 class Worker:
     def __init__(self, args):
         self.args = args
@@ -160,69 +122,32 @@ class Worker:
             # output saves in ~0.29 s instead of ~0.38 s (this 2-core VM), and problem 77 saves twelve of them a job.
             torch.serialization.set_crc32_options(False)
         pin_to_cores(self.rank, self.world_size)
-        backend = "nccl" if self.device_kind == "cuda" else "gloo"
-        shared = None
         try:
-            if self.device_kind == "cuda":
-                count = torch.cuda.device_count()
-                if count == 0:
-                    raise RuntimeError("no CUDA device is visible to this rank")
-                local = self.rank % count
-                torch.cuda.set_device(local)
-                self.device = torch.device("cuda", local)
-                total = torch.cuda.get_device_properties(self.device).total_memory  # before any candidate code
-                self.release_bytes = release_threshold(total)
-                if shared_device.is_shared(count, self.world_size):  # every rank on this GPU: gloo, staged
-                    shared = self._share_device(total)
-                    backend = "gloo"
-                    dist.init_process_group(
-                        backend,
-                        rank=self.rank,
-                        world_size=self.world_size,
-                        timeout=datetime.timedelta(seconds=self.args.dist_timeout),
-                    )
-                    from evaluator.rank import gloo_compat
-
-                    gloo_compat.install(stage=True)
-                else:
-                    dist.init_process_group(
-                        backend,
-                        rank=self.rank,
-                        world_size=self.world_size,
-                        timeout=datetime.timedelta(seconds=self.args.dist_timeout),
-                        device_id=self.device,
-                    )
-            else:
-                self.device = torch.device("cpu")
-                dist.init_process_group(
-                    backend,
-                    rank=self.rank,
-                    world_size=self.world_size,
-                    timeout=datetime.timedelta(seconds=self.args.dist_timeout),
-                )
-                from evaluator.rank import gloo_compat  # NCCL's collective forms that gloo lacks (the CPU profile)
-
-                gloo_compat.install()
+            self.device, backend, total, shared = world.join(
+                self.rank, self.world_size, self.device_kind, self.args.dist_timeout
+            )
         except Exception as exc:  # noqa: BLE001 - the harness failed to start, not the candidate
             self.reply(ok=False, kind="infra_error", error=f"process group init failed: {exc}")
             return False
+        if total is not None:
+            self.release_bytes = release_threshold(total)
+        if shared is not None:
+            self._share_device(shared, total)
         self.env = environment(backend) if self.rank == 0 else None
         if self.env is not None and shared:
             self.env.update(shared)
-        self.reply(ok=True, event="initialized")  # before any candidate code runs (see group.RankGroup._accept)
+        self.reply(ok=True, event="initialized")  # before any candidate code runs (see protocol._accept)
         if self.args.problem == DEFERRED:  # a warm spare (evaluator/process/warm.py): the job comes with the first load
             self.reply(ok=True, event="ready", env=self.env)
             return True
         return self.load(self.args.problem, self.args.candidate, first=True)
 
-    def _share_device(self, total: int) -> dict:
-        """Set this rank up for a shared-device world (evaluator/rank/shared_device.py): overlap allowed, memory
-        bounded to its share; the release threshold follows the share."""
+    def _share_device(self, shared: dict, total: int | None) -> None:
+        """A rank of a shared-device world (evaluator/rank/shared_device.py, set up by world.join): the release
+        threshold follows its memory share, and its failures name the shared world's limits (SHARED_WORLD)."""
         global SHARED_WORLD
-        shared = shared_device.set_up(self.device, total, self.world_size)
         self.release_bytes = min(self.release_bytes, max(1, shared["memory_bound_bytes"] // 4))
         SHARED_WORLD = dict(shared, world_size=self.world_size, total_bytes=total)
-        return shared
 
     def load(self, problem_key, candidate: str, first: bool = False, shape: dict | None = None) -> bool:
         """Switch to a problem and candidate; ``shape`` (M, N, dtype, reduced) is the job's, for a warm spare."""
@@ -356,7 +281,8 @@ class Worker:
         extra = {}
         self._kept = block.kept  # written by the next command, ``kept``: outside the judge's clock around this block
         if keep:
-            extra = {"kept_call": block.kept_call, "kept_seed": timed.timing_set_seed(seed, block.kept_call)}
+            call = cast(int, block.kept_call)  # set when keeping: the first timed call is kept unless a later one is
+            extra = {"kept_call": call, "kept_seed": timed.timing_set_seed(seed, call)}
         # Every call had an input set of its own (``sets``); ``slots`` of them were alive at once.
         self.reply(
             ok=True,
@@ -415,7 +341,7 @@ class Worker:
                 elif op == "check" and self.args.role == "ref":
                     self.check(cmd)
                 elif op == "load":
-                    self.load(cmd["problem"], cmd["candidate"], shape=_shape_of(cmd))
+                    self.load(cmd["problem"], cmd["candidate"], shape=shape_of(cmd))
                 elif op == "profile":  # profile mode (evaluator/rank/profiling.py): a torch profiler trace
                     from evaluator.rank import profiling
 
@@ -430,26 +356,8 @@ class Worker:
         os._exit(0)
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--role", choices=["ref", "cand"], required=True)
-    parser.add_argument("--rank", type=int, required=True)
-    parser.add_argument("--world-size", type=int, required=True)
-    parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
-    parser.add_argument("--problem", required=True)
-    parser.add_argument("--candidate", required=True)
-    parser.add_argument("--M", type=int, default=1024)
-    parser.add_argument("--N", type=int, default=1024)
-    parser.add_argument("--dtype", default="bfloat16", choices=sorted(DTYPES))
-    parser.add_argument("--reduced", action="store_true")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--reply-fd", type=int, required=True)
-    parser.add_argument("--dist-timeout", type=float, default=600)
-    return parser.parse_args(argv)
-
-
 def main(argv=None) -> int:
-    return Worker(parse_args(argv)).run()
+    return Worker(parse_args(argv, description=__doc__)).run()
 
 
 if __name__ == "__main__":
