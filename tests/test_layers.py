@@ -9,7 +9,8 @@ with ``ast`` (lazy imports inside functions included). A failure names file:line
   the site loads it without torch;
 - pkb_client/ (the ``pkb`` command's site client) is standard library (rich, lazily) and the contract's modules (the
   feedback text: evaluator/feedback_text.py), and talks HTTP only: it installs without torch (client/pyproject.toml);
-- selectors (reads) never import services (writes): services may read through selectors, not the other way;
+- selectors (reads: selectors.py, and a family's problem_selectors.py ...) never import services (writes): services
+  may read through selectors, not the other way;
 - services take plain values: no ``request`` parameter, no request attributes (FILES, POST, GET, META, COOKIES,
   a QueryDict's getlist);
 - neither the site nor the judge has an import cycle, between modules or between packages (a sub-package such as
@@ -142,7 +143,11 @@ def violations_of(rel: str, source: str) -> list[str]:
                 f"pkb_client/ imports {target} (the client is standard library and the judge's contract, and "
                 "talks HTTP only)",
             )
-        if rel.startswith("leaderboard/") and path.name == "selectors.py" and target.split(".")[-1] == "services":
+        if (
+            rel.startswith("leaderboard/")
+            and path.name.endswith("selectors.py")
+            and target.split(".")[-1] == "services"
+        ):
             bad(line, f"a selector imports {target} (reads never import writes)")
     if rel.startswith("leaderboard/") and path.name == "services.py":
         for node in ast.walk(tree):
@@ -182,6 +187,11 @@ def test_every_import_follows_the_layers():
         ("leaderboard/x.py", "import evaluator\n", "leaderboard/x.py:1"),
         ("leaderboard/selectors.py", "from leaderboard.services import quota_usage\n", "leaderboard/selectors.py:1"),
         ("leaderboard/feedback/selectors.py", "from . import services\n", "leaderboard/feedback/selectors.py:1"),
+        (
+            "leaderboard/scoring/problem_selectors.py",
+            "from leaderboard.scoring import services\n",
+            "leaderboard/scoring/problem_selectors.py:1",
+        ),
         ("leaderboard/services.py", "def upload(request):\n    pass\n", "leaderboard/services.py:1"),
         ("leaderboard/services.py", "def upload(files):\n    return files.FILES\n", "leaderboard/services.py:2"),
         ("pkb_client/x.py", "import leaderboard.feedback.report\n", "pkb_client/x.py:1"),

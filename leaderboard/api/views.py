@@ -15,7 +15,9 @@ from leaderboard.accounts import services as accounts_services
 from leaderboard.api import serializers as s
 from leaderboard.api.auth import scoped
 from leaderboard.catalogue import selectors as catalogue_selectors
+from leaderboard.scoring import problem_selectors as scoring_problems
 from leaderboard.scoring import selectors as scoring_selectors
+from leaderboard.scoring import submission_selectors as scoring_submissions
 from leaderboard.submissions import selectors as submissions_selectors
 from leaderboard.submissions import services as submissions_services
 from leaderboard.submissions import upload_handlers
@@ -54,7 +56,7 @@ class ProblemList(APIView):
     def get(self, request):
         profile = catalogue_selectors.profile_get(request.query_params.get("profile"))
         protocol = scoring_selectors.Filters.from_query(request.query_params).protocol
-        return Response(s.ProblemSerializer(scoring_selectors.problems_index(profile, protocol), many=True).data)
+        return Response(s.ProblemSerializer(scoring_problems.problems_index(profile, protocol), many=True).data)
 
 
 class ProblemDetail(APIView):
@@ -67,7 +69,7 @@ class ProblemDetail(APIView):
         problem = catalogue_selectors.problem_get(key)
         profile = catalogue_selectors.profile_get(request.query_params.get("profile"))
         filters = scoring_selectors.Filters.from_query(request.query_params)
-        data = scoring_selectors.problem_scores(problem, profile, filters.protocol, filters.page)
+        data = scoring_problems.problem_scores(problem, profile, filters.protocol, filters.page)
         return Response(
             {
                 "problem": s.ProblemDetailSerializer(problem).data,
@@ -163,7 +165,7 @@ class SubmissionDetail(APIView):
         data = s.SubmissionSerializer(submission).data
         # Whether the caller may publish, withdraw or delete it (its owner, or staff): pkb publish asks this first.
         data["editable"] = bool(submission.is_owner(request.user) or request.user.is_staff)
-        data["status"] = scoring_selectors.submission_status(submission)
+        data["status"] = scoring_submissions.submission_status(submission)
         data["scores"] = s.ScoreSerializer(
             submission.scores.exclude(status="missing").order_by("problem_id"), many=True
         ).data
@@ -189,7 +191,7 @@ class SubmissionStatus(APIView):
 
     @extend_schema(responses={200: s.SubmissionStatusSerializer, 404: s.ErrorSerializer})
     def get(self, request, pk):
-        return Response(scoring_selectors.submission_status(submissions_selectors.submission_get(pk, request.user)))
+        return Response(scoring_submissions.submission_status(submissions_selectors.submission_get(pk, request.user)))
 
 
 class _VisibilityChange(APIView):

@@ -12,13 +12,14 @@ from django.utils.http import content_disposition_header
 from leaderboard.catalogue import selectors as catalogue_selectors
 from leaderboard.pages import tables
 from leaderboard.scoring import export, plots
+from leaderboard.scoring import problem_selectors as scoring_problems
 from leaderboard.scoring import selectors as scoring_selectors
 
 
 def problems_index(request):
     profile = catalogue_selectors.profile_get(request.GET.get("profile"))
     protocol = scoring_selectors.Filters.from_query(request.GET).protocol
-    problems = scoring_selectors.problems_index(profile, protocol)
+    problems = scoring_problems.problems_index(profile, protocol)
     fmt = export.wanted(request)
     if fmt:
         columns, rows = export.problems_table(problems)
@@ -50,7 +51,7 @@ def problem_detail(request, key):
         )
     profile = catalogue_selectors.profile_get(request.GET.get("profile"))
     filters = scoring_selectors.Filters.from_query(request.GET)
-    data = scoring_selectors.problem_scores(problem, profile, filters.protocol, filters.page)
+    data = scoring_problems.problem_scores(problem, profile, filters.protocol, filters.page)
     fmt = export.wanted(request)
     if fmt:
         columns, rows = export.problem_scores_table(data["points"])

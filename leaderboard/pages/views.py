@@ -21,6 +21,7 @@ from leaderboard.jobs import logs
 from leaderboard.pages.forms import SignupForm, SubmitForm, TokenForm
 from leaderboard.scoring import export
 from leaderboard.scoring import selectors as scoring_selectors
+from leaderboard.scoring import submission_selectors as scoring_submissions
 from leaderboard.submissions import selectors as submissions_selectors
 from leaderboard.submissions import services as submissions_services
 from leaderboard.submissions import upload_handlers, uploads
@@ -67,12 +68,12 @@ def leaderboard(request, slug):
 
 def submission_detail(request, pk):
     submission = submissions_selectors.submission_get(pk, request.user)
-    grid = scoring_selectors.submission_grid(submission)
+    grid = scoring_submissions.submission_grid(submission)
     fmt = export.wanted(request)
     if fmt:
         columns, rows = export.submission_table(grid)
         return export.table_response(fmt, f"submission-{submission.pk}", columns, rows)
-    status = scoring_selectors.submission_status(submission)
+    status = scoring_submissions.submission_status(submission)
     transcripts = submissions_selectors.transcripts_of(submission, request.user)
     by_problem: dict = {}
     for t in transcripts:
@@ -102,7 +103,7 @@ def submission_detail(request, pk):
 
 def submission_status(request, pk):
     submission = submissions_selectors.submission_get(pk, request.user)
-    return JsonResponse(scoring_selectors.submission_status(submission))
+    return JsonResponse(scoring_submissions.submission_status(submission))
 
 
 def _confirmed(request, submission, what: str) -> bool:

@@ -1,4 +1,6 @@
-"""Reads for the leaderboards, problem pages and heatmap, shared by the HTML views and the API.
+"""Reads for the leaderboards, shared by the HTML views and the API: the query's filters and sorts, each protocol's
+table (paged, rank numbers included), its export and the API's rows, the filters' choices, the heatmap's top entries,
+the audits. The problem pages' reads are problem_selectors.py's, a submission page's submission_selectors.py's.
 
 Every selector that feeds a public page issues a fixed number of queries whatever the amount of data (the tests
 pin the counts), and works on the materialised tables (LeaderboardEntry, ProblemScore) rather than on raw results.
@@ -9,18 +11,13 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from django.db.models import Count, F
+from django.db.models import F
 from django.http import Http404
 
-from evaluator import schema
-from evaluator.schema import INFRA_ERROR
-from leaderboard.catalogue.models import HardwareProfile, Problem
-from leaderboard.feedback import report
-from leaderboard.jobs.models import EvaluationJob, Result
-from leaderboard.jobs.public import public_text
+from leaderboard.catalogue.models import HardwareProfile
 from leaderboard.scoring.forms import QueryForm
-from leaderboard.scoring.models import Audit, LeaderboardEntry, ProblemScore, ProblemStat
-from leaderboard.submissions.models import Candidate, Submission, Transcript
+from leaderboard.scoring.models import Audit, LeaderboardEntry, ProblemScore
+from leaderboard.submissions.models import Submission, Transcript
 from leaderboard.submissions.uploads.metadata import PROTOCOLS
 from leaderboard.validators import BadQuery
 
@@ -255,7 +252,7 @@ def leaderboard_slice(profile: HardwareProfile, filters: Filters, offset: int, l
     """A window of one protocol's table, rank numbers included (ranks count the ranked rows before the window)."""
     window, before = _window(profile, filters, offset, limit)
     entries = list(window)
-    for entry, rank in zip(entries, _rank_numbers([e.ranked for e in entries], before)):
+    for entry, rank in zip(entries, _rank_numbers([e.ranked for e in entries], before), strict=True):
         entry.rank = rank
     return entries
 
@@ -264,7 +261,7 @@ def leaderboard_rows(profile: HardwareProfile, filters: Filters, offset: int, li
     """leaderboard_slice as plain rows (ROW_FIELDS and ``rank``), for the API's windows of up to 500 rows."""
     window, before = _window(profile, filters, offset, limit)
     rows = list(window.values(*ROW_FIELDS))
-    for row, rank in zip(rows, _rank_numbers([r["ranked"] for r in rows], before)):
+    for row, rank in zip(rows, _rank_numbers([r["ranked"] for r in rows], before), strict=True):
         row["rank"] = rank
     return rows
 
@@ -277,37 +274,6 @@ def filter_choices(profile: HardwareProfile) -> dict:
         "protocols": [(p, PROTOCOL_LABELS[p]) for p in PROTOCOL_ORDER],
         "sorts": list(SORTS),
     }
-
-
-def problems_index(profile: HardwareProfile, protocol: str = "") -> list[Problem]:
-    """The 87 problems with solve rates over listed submissions on the profile (two queries, materialised stats)."""
-    stats = ProblemStat.objects.filter(profile=profile)
-    if protocol:
-        stats = stats.filter(protocol=protocol)
-    totals: dict[int, dict] = defaultdict(lambda: {"tried": 0, "solved": 0, "faster": 0, "best": None, "peak": None})
-    for pid, tried, solved, faster, best, peak in stats.values_list(
-        "problem_id", "tried", "solved", "faster", "best_speedup", "best_peak_fraction"
-    ):
-        row = totals[pid]
-        row["tried"] += tried
-        row["solved"] += solved
-        row["faster"] += faster
-        if best is not None and (row["best"] is None or best > row["best"]):
-            row["best"] = best
-        if peak is not None and (row["peak"] is None or peak > row["peak"]):
-            row["peak"] = peak
-    problems = list(Problem.objects.defer("docstring", "reference_source", "reference_html"))
-    for problem in problems:
-        row = totals.get(problem.id) or {"tried": 0, "solved": 0, "faster": 0, "best": None, "peak": None}
-        problem.tried, problem.solved, problem.faster_count, problem.best = (
-            row["tried"],
-            row["solved"],
-            row["faster"],
-            row["best"],
-        )
-        problem.best_peak = row["peak"]
-        problem.solve_rate = problem.solved / problem.tried if problem.tried else None
-    return problems
 
 
 def heatmap(profile: HardwareProfile, protocol: str = "", limit: int = 40, per_protocol: int = 15) -> dict:
@@ -330,230 +296,3 @@ def heatmap(profile: HardwareProfile, protocol: str = "", limit: int = 40, per_p
     ):
         grid[sid][pid] = (status, correct, faster, speedup)
     return {"rows": top, "grid": grid}
-
-
-def problem_scores(problem: Problem, profile: HardwareProfile, protocol: str = "", page: int = 1) -> dict:
-    """Every listed submission's outcome on one problem: a page of rows and all points for the plots.
-
-    Rows are sorted by speedup within each protocol, fastest first (correct and unflagged before the rest, then
-    the ones without a number), so the table reads as the ranking of the problem."""
-    scores = ProblemScore.objects.filter(problem=problem, profile=profile, listed=True).exclude(
-        status=ProblemScore.NO_CANDIDATE
-    )
-    if protocol:
-        scores = scores.filter(protocol=protocol)
-    offset = (page - 1) * PAGE_ROWS
-    rows = list(
-        scores.order_by(
-            "protocol",
-            *order_for(profile, ["-correct", F("speedup").desc(nulls_last=True), "-faster", "submission_id"]),
-        ).values(
-            "submission_id",
-            "submission__model_name",
-            "submission__submitter__user__username",
-            "submission__submitter__display_name",
-            "protocol",
-            "attempt",
-            "attempts_total",
-            "status",
-            "flagged",
-            "faster",
-            "correct",
-            "speedup",
-            "speedup_lo",
-            "speedup_hi",
-            "problem_id",
-            "attempts_correct",
-            "peak_fraction",
-            "peak_fraction_lo",
-            "peak_fraction_hi",
-            "peak_note",
-            "audit",
-        )[offset : offset + PAGE_ROWS + 1]
-    )
-    points = list(scores.values_list(*POINT_FIELDS))
-    return {"rows": rows[:PAGE_ROWS], "more": len(rows) > PAGE_ROWS, "points": points, "page": page}
-
-
-# The plots' and the problem export's columns, in this order (scoring/plots.py, export.problem_scores_table).
-POINT_FIELDS = (
-    "submission_id",
-    "submission__model_name",
-    "protocol",
-    "status",
-    "speedup",
-    "speedup_lo",
-    "speedup_hi",
-    "correct",
-    "flagged",
-    "peak_fraction",
-    "peak_fraction_lo",
-    "peak_fraction_hi",
-    "audit",
-)
-
-
-# --- a submission's page: its scores with every attempt, its live status (the submissions app's reads below) -----
-
-
-def submission_grid(submission: Submission) -> list[dict]:
-    """Per problem (all 87): the score and every attempt with its job and current result (five queries).
-
-    Rows are plain dicts and tuples (no model instances for the 87 x k attempts): the page must stay fast.
-    """
-    problems = list(Problem.objects.order_by("id").values_list("id", "stem"))
-    scores = {
-        s.problem_id: s
-        for s in ProblemScore.objects.filter(submission=submission).only(
-            "problem_id",
-            "status",
-            "attempt",
-            "correct",
-            "faster",
-            "flagged",
-            "speedup",
-            "speedup_lo",
-            "speedup_hi",
-            "peak_fraction",
-            "peak_fraction_lo",
-            "peak_fraction_hi",
-            "peak_note",
-            "audit",
-        )
-    }
-    jobs = {
-        row[1]: row
-        for row in EvaluationJob.objects.filter(submission=submission).values_list(
-            "id", "candidate_id", "status", "run", "last_error"
-        )
-    }
-    results: dict = {}
-    for row in (
-        Result.objects.filter(job__submission=submission)
-        .order_by("id")
-        .values_list(
-            "id",
-            "job_id",
-            "run",
-            "verdict",
-            "message",
-            "flags",
-            "document__timing__pairs__set_aside",
-            "document__timing__crosscheck",
-            "document__timing__pairs__probe",
-            "document__timing__reference_blocks_spun_short",
-            "document__timing__reference_spun_short_pairs",
-        )
-    ):
-        results.setdefault((row[1], row[2]), []).append(row)
-    attempts = defaultdict(list)
-    for cid, pid, attempt in (
-        Candidate.objects.filter(submission=submission).order_by("attempt").values_list("id", "problem_id", "attempt")
-    ):
-        attempts[pid].append(_attempt_cell(cid, attempt, jobs.get(cid), results))
-    return [
-        {"problem": {"id": pid, "stem": stem}, "score": scores.get(pid), "attempts": attempts.get(pid, [])}
-        for pid, stem in problems
-    ]
-
-
-def _attempt_cell(candidate_id: int, attempt: int, job, results) -> dict:
-    """One attempt: its job's status and the current run's final result (infra errors are retries, not verdicts)."""
-    history = results.get((job[0], job[3]), []) if job else []
-    final = next((r for r in reversed(history) if r[3] != schema.INFRA_ERROR), None)
-    return {
-        "candidate_id": candidate_id,
-        "attempt": attempt,
-        "judged": job is not None,
-        "status": final[3] if final else (job[2] if job else "not_judged"),
-        "result_id": final[0] if final else None,
-        "message": public_text(final[4]) if final else "",
-        "flags": final[5] if final else [],
-        "retries": sum(1 for r in history if r[3] == schema.INFRA_ERROR),
-        # Timing pairs whose cross-check was suspect, left out of the speedup (evaluator/timing/pairs.py, triage).
-        "set_aside": len(final[6]) if final and isinstance(final[6], list) else 0,
-        "timing_note": _timing_note(final),
-        "failed": bool(job and job[2] == "failed"),
-        "error": public_text(job[4]) if job else "",
-    }
-
-
-def _timing_note(final) -> str:
-    """Why a final result's timing was flagged by the cross-check (its numbers), or why an interval above 1.0 was
-    not called faster; or nothing."""
-    if not final:
-        return ""
-    if schema.FLAG_TIMING_CROSSCHECK in (final[5] or []) and isinstance(final[7], dict):
-        return report.crosscheck_line(final[7], final[8] if isinstance(final[8], dict) else None)
-    return report.withheld_line(
-        {
-            "reference_blocks_spun_short": final[9] if isinstance(final[9], list) else None,
-            "reference_spun_short_pairs": final[10] if isinstance(final[10], list) else None,
-        }
-    )
-
-
-def submission_status(submission: Submission) -> dict:
-    """Live status: job counts (``building``: those of the queued and running ones in the build stage) and each
-    problem's current status (three queries)."""
-    counts = dict(EvaluationJob.objects.filter(submission=submission).values_list("status").annotate(n=Count("id")))
-    scores = dict(
-        ProblemScore.objects.filter(submission=submission)
-        .exclude(status=ProblemScore.NO_CANDIDATE)
-        .values_list("problem_id", "status")
-    )
-    entry = (
-        LeaderboardEntry.objects.filter(submission=submission)
-        .values("correct", "faster", "judged", "pending", "geomean_speedup", "geomean_peak_fraction", "peak_problems")
-        .first()
-        or {}
-    )
-    jobs = {s: counts.get(s, 0) for s in ("queued", "running", "done", "failed")}
-    # Of the queued and running jobs, those still in the build stage (compiling on CPU cores, no GPU held yet): a job
-    # that builds is claimed ("running") by a build worker, and an operator must not read it as holding a GPU.
-    jobs["building"] = EvaluationJob.objects.filter(
-        submission=submission,
-        status__in=(EvaluationJob.QUEUED, EvaluationJob.RUNNING),
-        build_status__in=(EvaluationJob.BUILD_QUEUED, EvaluationJob.BUILDING),
-    ).count()
-    return {
-        "submission": submission.pk,
-        "jobs": jobs,
-        "finished": jobs["queued"] + jobs["running"] == 0,
-        "problems": {str(k): v for k, v in scores.items()},
-        "entry": entry,
-        "files": _job_files(submission),
-    }
-
-
-def _job_files(submission: Submission) -> list[dict]:
-    """Each uploaded file's job and, once its current run has a final result, the verdict (two queries): what
-    ``pkb submit --wait`` prints as each one lands."""
-    jobs = list(
-        EvaluationJob.objects.filter(submission=submission)
-        .values("id", "status", "run", "candidate__filename", "candidate__problem_id", "candidate__attempt")
-        .order_by("candidate__problem_id", "candidate__attempt", "id")
-    )
-    finals = {
-        (r["job_id"], r["run"]): r
-        for r in Result.objects.filter(job__submission=submission)
-        .exclude(verdict=INFRA_ERROR)
-        .values("job_id", "run", "verdict", "speedup", "faster", "message")
-    }
-    out = []
-    for job in jobs:
-        final = finals.get((job["id"], job["run"])) or {}
-        out.append(
-            {
-                "job": job["id"],
-                "file": job["candidate__filename"],
-                "problem": job["candidate__problem_id"],
-                "attempt": job["candidate__attempt"],
-                "status": job["status"],
-                "verdict": final.get("verdict"),
-                "speedup": final.get("speedup"),
-                "faster": bool(final.get("faster")),
-                "message": public_text(final.get("message") or "")[:300],
-            }
-        )
-    return out
