@@ -11,7 +11,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard.api import serializers as s
+from leaderboard.api import response_shapes as shapes
 
 # A route's converters as the placeholders the listing shows.
 PLACEHOLDERS = {"id": "{id}", "problem": "{id_or_stem}", "slug": "{profile}"}
@@ -45,7 +45,8 @@ class ApiRoot(APIView):
 
     permission_classes = [AllowAny]
 
-    @extend_schema(responses=s.ApiRootSerializer)  # its named fields; the feedback loop's endpoints come beside them
+    # its named fields; the feedback loop's endpoints come beside them
+    @extend_schema(responses=shapes.ApiRootSerializer)
     def get(self, request):
         base = request.build_absolute_uri("/").rstrip("/")
         return Response({name: base + route for name, route in endpoints().items()})

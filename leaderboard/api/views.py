@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from leaderboard.accounts import selectors as accounts_selectors
 from leaderboard.accounts import services as accounts_services
+from leaderboard.api import response_shapes as shapes
 from leaderboard.api import serializers as s
 from leaderboard.api.auth import scoped
 from leaderboard.catalogue import selectors as catalogue_selectors
@@ -63,7 +64,7 @@ class ProblemDetail(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(
-        parameters=[PROFILE, PROTOCOL, OpenApiParameter("page", int)], responses=s.ProblemDetailResponseSerializer
+        parameters=[PROFILE, PROTOCOL, OpenApiParameter("page", int)], responses=shapes.ProblemDetailResponseSerializer
     )
     def get(self, request, key):
         problem = catalogue_selectors.problem_get(key)
@@ -91,7 +92,7 @@ class Leaderboard(APIView):
             OpenApiParameter("sort", str, enum=list(scoring_selectors.SORTS)),
             s.LeaderboardQuery,
         ],
-        responses={200: s.LeaderboardResponseSerializer, 404: s.ErrorSerializer},
+        responses={200: shapes.LeaderboardResponseSerializer, 404: shapes.ErrorSerializer},
     )
     def get(self, request, slug):
         profile = catalogue_selectors.profile_get(slug)
@@ -129,7 +130,7 @@ class SubmissionList(APIView):
 
     @extend_schema(
         request={"multipart/form-data": s.UploadSerializer},
-        responses={201: s.SubmissionCreatedSerializer, 400: s.RefusedSerializer, 429: s.ErrorSerializer},
+        responses={201: shapes.SubmissionCreatedSerializer, 400: shapes.RefusedSerializer, 429: shapes.ErrorSerializer},
     )
     def post(self, request):
         upload = s.UploadSerializer(data=request.data)
@@ -153,13 +154,13 @@ class SubmissionDetail(APIView):
     def get_permissions(self):
         return [scoped("submit")()] if self.request.method == "DELETE" else [AllowAny()]
 
-    @extend_schema(request=None, responses={204: None, 403: s.ErrorSerializer, 404: s.ErrorSerializer})
+    @extend_schema(request=None, responses={204: None, 403: shapes.ErrorSerializer, 404: shapes.ErrorSerializer})
     def delete(self, request, pk):
         """Delete an unpublished submission of yours (none of its evaluations queued or running)."""
         submissions_services.submission_delete(submissions_selectors.submission_get(pk, request.user), request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(responses={200: s.SubmissionDetailResponseSerializer, 404: s.ErrorSerializer})
+    @extend_schema(responses={200: shapes.SubmissionDetailResponseSerializer, 404: shapes.ErrorSerializer})
     def get(self, request, pk):
         submission = submissions_selectors.submission_get(pk, request.user)
         data = s.SubmissionSerializer(submission).data
@@ -189,7 +190,7 @@ class SubmissionDetail(APIView):
 class SubmissionStatus(APIView):
     permission_classes = [AllowAny]
 
-    @extend_schema(responses={200: s.SubmissionStatusSerializer, 404: s.ErrorSerializer})
+    @extend_schema(responses={200: shapes.SubmissionStatusSerializer, 404: shapes.ErrorSerializer})
     def get(self, request, pk):
         return Response(scoring_submissions.submission_status(submissions_selectors.submission_get(pk, request.user)))
 
@@ -223,7 +224,7 @@ class SubmissionWithdraw(_VisibilityChange):
 class SubmissionRerun(APIView):
     permission_classes = [scoped("submit")]
 
-    @extend_schema(request=None, parameters=[s.RerunQuery], responses=s.RerunResponseSerializer)
+    @extend_schema(request=None, parameters=[s.RerunQuery], responses=shapes.RerunResponseSerializer)
     def post(self, request, pk):
         submission = submissions_selectors.submission_get(pk, request.user)
         only = s.RerunQuery(data=request.query_params)
@@ -237,7 +238,7 @@ class SubmissionRerun(APIView):
 class Me(APIView):
     permission_classes = [scoped("read")]
 
-    @extend_schema(responses=s.MeSerializer)
+    @extend_schema(responses=shapes.MeSerializer)
     def get(self, request):
         submitter = accounts_services.submitter_for(request.user)
         quota = accounts_selectors.quota_status(submitter)
