@@ -5,7 +5,7 @@ from django.urls import include, path, register_converter
 from leaderboard.api import feedback as feedback_api
 from leaderboard.catalogue import converters
 from leaderboard.ops import views as ops_views
-from leaderboard.pages import accounts_views, metadata_views, problem_views, records_views, views
+from leaderboard.pages import accounts_views, metadata_views, problem_views, records_views, result_views, views
 from leaderboard.pages import feedback as feedback_views
 
 # Registered before the routes below and the API's (included) use them.
@@ -59,11 +59,11 @@ urlpatterns = [
     path("submissions/<id:pk>/withdraw", views.submission_withdraw, name="submission-withdraw"),
     path("submissions/<id:pk>/delete", views.submission_delete, name="submission-delete"),
     path("submissions/<id:pk>/metadata", metadata_views.submission_metadata, name="submission-metadata"),
-    path("candidates/<id:pk>/", views.candidate_page, name="candidate"),
-    path("candidates/<id:pk>/code", views.candidate_code, name="candidate-code"),
-    path("results/<id:pk>.json", views.result_detail, name="result"),
-    path("results/<id:pk>/", views.result_logs_page, name="result-logs-page"),
-    path("results/<id:pk>/logs", views.result_logs, name="result-logs"),
+    path("candidates/<id:pk>/", result_views.candidate_page, name="candidate"),
+    path("candidates/<id:pk>/code", result_views.candidate_code, name="candidate-code"),
+    path("results/<id:pk>.json", result_views.result_detail, name="result"),
+    path("results/<id:pk>/", result_views.result_logs_page, name="result-logs-page"),
+    path("results/<id:pk>/logs", result_views.result_logs, name="result-logs"),
     path("submit/", views.submit, name="submit"),
     path("account/", views.account, name="account"),
     path("account/tokens/<id:pk>/revoke", accounts_views.token_revoke, name="token-revoke"),

@@ -1,4 +1,7 @@
-"""Server-rendered pages: short functions over selectors (reads) and services (writes)."""
+"""Server-rendered pages: short functions over selectors (reads) and services (writes). Here: the leaderboard, a
+submission's page and its owner's actions, submit, the account, the error handlers, health and the guides. The other
+families: problem_views.py (problems), result_views.py (code, results, logs), records_views.py (transcripts, audits),
+accounts_views.py, metadata_views.py, feedback.py (the feedback loop)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from evaluator.schema import ONE_PAIR_FLOOR
@@ -17,7 +19,6 @@ from leaderboard.accounts import selectors as accounts_selectors
 from leaderboard.accounts import services as accounts_services
 from leaderboard.accounts import throttle
 from leaderboard.catalogue import selectors as catalogue_selectors
-from leaderboard.jobs import logs
 from leaderboard.pages.forms import SignupForm, SubmitForm, TokenForm
 from leaderboard.scoring import export
 from leaderboard.scoring import selectors as scoring_selectors
@@ -32,7 +33,7 @@ def site_context(request) -> dict:
     return {"site_name": "pkb-arena", "open_signup": settings.PKB_OPEN_SIGNUP}
 
 
-# --- leaderboard -------------------------------------------------------------------------------------------------------
+# --- leaderboard ------------------------------------------------------------------------------------------------------
 
 
 def home(request):
@@ -60,8 +61,6 @@ def leaderboard(request, slug):
         },
     )
 
-
-# --- problems ----------------------------------------------------------------------------------------------------------
 
 # --- submissions ------------------------------------------------------------------------------------------------------
 
@@ -135,7 +134,7 @@ def _change_visibility(request, pk, what: str):
     try:
         change(submission, request.user)
     except accounts_services.NotAllowed as exc:
-        raise PermissionDenied(str(exc))
+        raise PermissionDenied(str(exc)) from exc
     messages.success(request, done)
     return redirect(submission)
 
@@ -176,88 +175,12 @@ def submission_rerun(request, pk):
             submission, request.user, only_failed=request.POST.get("only") == "failed"
         )
     except accounts_services.NotAllowed as exc:
-        raise PermissionDenied(str(exc))
+        raise PermissionDenied(str(exc)) from exc
     except accounts_services.QuotaExceeded as exc:
         messages.error(request, f"Quota: {exc.message}")
         return redirect(submission)
     messages.success(request, f"{count} evaluation(s) queued again.")
     return redirect(submission)
-
-
-def candidate_code(request, pk):
-    candidate = submissions_selectors.candidate_for_viewer(pk, request.user)
-    response = HttpResponse(candidate.code, content_type="text/plain; charset=utf-8")
-    # Django quotes or percent-encodes the name (a stored name may predate the file-name checks).
-    response["Content-Disposition"] = content_disposition_header(False, candidate.filename.split("/")[-1])
-    return response
-
-
-def result_detail(request, pk):
-    """The judge's document; logs only for whoever may see the code (the owner until published)."""
-    from leaderboard.jobs.public import public_document
-
-    result = submissions_selectors.result_for_viewer(pk, request.user)
-    # Staff read the document whole; anyone else its public reading (no server paths, no sandbox internals).
-    document = (
-        dict(result.document)
-        if request.user.is_staff
-        else public_document(result.document, result.job.candidate.filename)
-    )
-    if not result.job.submission.code_visible_to(request.user):
-        document["logs"] = "visible to the owner until the submission is published"
-    else:
-        document["logs"] = logs.clean_logs(document.get("logs"))  # no server paths, no c10d start-up noise
-    return JsonResponse(document, json_dumps_params={"indent": 1})
-
-
-def candidate_page(request, pk):
-    """The code of one candidate inside the site's page (navigation, the submission it belongs to, a raw link)."""
-    candidate = submissions_selectors.candidate_for_viewer(pk, request.user)
-    return render(request, "leaderboard/code.html", {"candidate": candidate, "submission": candidate.submission})
-
-
-def _log_sections(result) -> list[tuple[str, str]]:
-    sections = []
-    for log in result.logs:
-        where = f"{log.get('role', '?')} rank {log.get('rank')}"
-        for stream in ("stdout", "stderr"):
-            text = logs.clean(log.get(stream) or "").rstrip()  # no server paths, no c10d start-up noise
-            if text:
-                sections.append((f"{where} {stream}", text))
-    return sections
-
-
-def _logs_result(request, pk):
-    result = submissions_selectors.result_for_viewer(pk, request.user)
-    if not result.job.submission.code_visible_to(request.user):
-        raise Http404("logs are visible to the owner until the submission is published")
-    return result
-
-
-def result_logs_page(request, pk):
-    """A result's verdict and its ranks' log tails inside the site's page: the owner's until published."""
-    result = _logs_result(request, pk)
-    return render(
-        request,
-        "leaderboard/logs.html",
-        {
-            "result": result,
-            "submission": result.job.submission,
-            "candidate": result.job.candidate,
-            "message": logs.clean(result.message),
-            "sections": _log_sections(result),
-        },
-    )
-
-
-def result_logs(request, pk):
-    """The bounded stdout/stderr tails of every rank, as text: the owner's until the submission is published."""
-    result = _logs_result(request, pk)
-    parts = [f"result {result.pk}: {result.verdict} - {logs.clean(result.message)}"]
-    parts += [f"--- {where} ---\n{text}" for where, text in _log_sections(result)]
-    response = HttpResponse("\n\n".join(parts) + "\n", content_type="text/plain; charset=utf-8")
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
 
 
 @login_required
@@ -295,7 +218,7 @@ def submit(request):
     )
 
 
-# --- account -----------------------------------------------------------------------------------------------------------
+# --- account ----------------------------------------------------------------------------------------------------------
 
 
 @login_required
@@ -342,7 +265,7 @@ def signup(request):
     return render(request, "registration/signup.html", {"form": form})
 
 
-# --- errors ------------------------------------------------------------------------------------------------------------
+# --- errors -----------------------------------------------------------------------------------------------------------
 
 
 def bad_request(request, exception=None):
@@ -379,7 +302,7 @@ def server_error(request):
         return JsonResponse({"detail": "Server error: the operator's log has the details."}, status=500)
     try:
         body = loader.get_template("500.html").render()
-    except Exception:  # the error page itself must not fail
+    except Exception:  # noqa: BLE001 - the error page itself must not fail, whatever failed before it
         body = "Server error: the operator's log has the details."
     return HttpResponse(body, status=500)
 
@@ -391,7 +314,7 @@ def favicon(request):
     return redirect(static("favicon.svg"))
 
 
-# --- health -----------------------------------------------------------------------------------------------
+# --- health -----------------------------------------------------------------------------------------------------------
 
 
 def healthz(request):
@@ -402,7 +325,7 @@ def healthz(request):
     return HttpResponse("ok", content_type="text/plain")
 
 
-# --- the guides (transcripts and audits: records_views.py) -------------------------------------------------------------------------------
+# --- the guides -------------------------------------------------------------------------------------------------------
 
 
 def exploits_page(request):
