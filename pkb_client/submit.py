@@ -4,7 +4,8 @@ evaluations. Standard library, plus rich for the progress bar (imported only whe
     pkb submit DIR --model NAME --protocol one_shot|best_of_k|agentic_feedback --attempts K --profile SLUG
                [--agent NAME --agent-version V --backend B --selection RULE --tokens N --dollars X --label TEXT]
                [--publish] [--wait] [--json] [--url URL] [--token TOKEN]
-    (pkb publish ID and pkb withdraw ID: visibility.py; pkb status ID, pkb wait ID, pkb list and pkb delete ID: manage.py)
+    (pkb publish ID and pkb withdraw ID: visibility.py; pkb status ID, pkb wait ID, pkb list and pkb delete ID:
+    manage.py)
 
 URL defaults to $PKB_URL or http://127.0.0.1:8000; the token to $PKB_TOKEN (create one on the site's account page).
 A submission is private (only its owner sees it) until published. ``--wait`` prints each file's verdict as it lands
@@ -26,6 +27,10 @@ import urllib.request
 import uuid
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported at run time only when a terminal shows the bar (Progress)
+    import rich.progress
 
 SKIP_PARTS = ("__pycache__", ".git", ".ipynb_checkpoints")
 
@@ -331,7 +336,8 @@ class Progress:
     """A rich progress bar on a terminal; elsewhere (pipes, files, --json) nothing but the printed lines."""
 
     def __init__(self, enabled: bool):
-        self._bar = self._task = None
+        self._bar: rich.progress.Progress | None = None
+        self._task: rich.progress.TaskID | None = None
         if enabled:
             try:
                 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn

@@ -15,6 +15,7 @@ import platform
 import re
 import subprocess
 from importlib import metadata
+from typing import Any
 
 
 def _smi(*args: str) -> str:
@@ -69,7 +70,7 @@ def _links(topology: str, devices: list[int]) -> dict:
 
 def record(devices: list[int] | None = None) -> dict:
     """The host as a worker for ``devices`` (all GPUs when None) sees it."""
-    gpus = []
+    gpus: list[dict[str, Any]] = []
     for line in _smi("--query-gpu=index,name,uuid,driver_version,memory.total", "--format=csv,noheader").splitlines():
         cells = [c.strip() for c in line.split(",")]
         if len(cells) >= 5 and cells[0].isdigit():

@@ -7,6 +7,7 @@ import collections
 import math
 import random
 import time
+from typing import cast
 
 from evaluator import schema
 from evaluator.judge.config import Config
@@ -33,7 +34,7 @@ class Pair:
         # Where the judging phase's wall time goes, in seconds (``phases_s["judge_parts"]``): the two groups'
         # commands by kind, reading their output files, comparing. What the overhead benchmark needs to say which
         # part of a slow problem to shorten.
-        self.spent: collections.Counter = collections.Counter()
+        self.spent: collections.defaultdict[str, float] = collections.defaultdict(float)
 
     # Failures on the reference side are the platform's; on the candidate side they are the candidate's. While one
     # side runs, the other's processes are stopped (the candidate can neither watch the reference's files nor compete
@@ -51,7 +52,7 @@ class Pair:
                 schema.INFRA_ERROR,
                 f"reference rank {exc.rank} failed ({exc.kind}): {exc.message}",
                 reference_command=None if exc.kind == schema.INFRA_ERROR else again,
-            )
+            ) from exc
         finally:
             self.cand.resume()
 
@@ -61,7 +62,7 @@ class Pair:
         try:
             return self._timed_command(self.cand, cmd, timeout)
         except GroupFailure as exc:
-            raise _Stop(_candidate_verdict(exc.kind), f"rank {exc.rank}: {exc.message}")
+            raise _Stop(_candidate_verdict(exc.kind), f"rank {exc.rank}: {exc.message}") from exc
         finally:
             self.ref.resume()
 
@@ -92,7 +93,7 @@ class Pair:
                     schema.INFRA_ERROR,
                     f"reference ranks failed to start ({exc.kind}): {exc.message}",
                     reference_command=None if exc.kind == schema.INFRA_ERROR else {"cmd": "noop"},
-                )
+                ) from exc
             self.environment = ready[0].get("env") or {}
             try:
                 self.cand.collect(self.cfg.startup_timeout_s)
@@ -102,8 +103,8 @@ class Pair:
                         schema.INFRA_ERROR,
                         f"candidate ranks could not start inside the sandbox (before any "
                         f"candidate code ran): rank {exc.rank}: {exc.message}",
-                    )
-                raise _Stop(_candidate_verdict(exc.kind, loading=True), f"rank {exc.rank}: {exc.message}")
+                    ) from exc
+                raise _Stop(_candidate_verdict(exc.kind, loading=True), f"rank {exc.rank}: {exc.message}") from exc
         except _Stop as stop:
             return stop.as_result()
         return None
@@ -238,7 +239,9 @@ class Pair:
         ref_replies = self._hold_reference(cmd)
         cand_replies = self._cand_command(cmd, self.timeout)
         cand_wall_ms = self.last_wall_ms  # the judge's clock: what the candidate's reported call time cannot exceed
-        ranks = self._check(tag, self.cand.out_dir, [f"{tag}_r{r}.pt" for r in range(self.cfg.world_size)])
+        # Every rank is given a file, so every reference rank's reply holds a comparison record (none is None).
+        checked = self._check(tag, self.cand.out_dir, [f"{tag}_r{r}.pt" for r in range(self.cfg.world_size)])
+        ranks = cast("list[dict]", checked)
         ok = all(entry["ok"] for entry in ranks)
         ref_ms, cand_ms = _call_ms(ref_replies, "ref"), min(_call_ms(cand_replies, "cand"), cand_wall_ms)
         self.build_ms = max(self.build_ms, max(float(x.get("build_ms", 0.0)) for x in ref_replies))
@@ -288,7 +291,7 @@ class Pair:
                 f"reference rank {exc.rank} failed ({exc.kind}) at the hidden shape "
                 f"M={shape['M']}, N={shape['N']}: {exc.message}",
                 reference_command=dict(probe, hold=False),
-            )
+            ) from exc
         finally:
             self.cand.resume()
         record, _ = self._trial(0, hidden_seed, tag="hidden", shape=shape)

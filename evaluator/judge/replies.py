@@ -4,6 +4,7 @@ its own figures, and a malformed reply is its fault, ``_Stop``)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from evaluator import schema
 from evaluator.timing.calibration import SPIN_MAX_US
@@ -17,7 +18,7 @@ class _Stop(Exception):
         self.unjudged: str | None = None  # the hidden check this infra_error kept from being judged, if any
 
     def as_result(self) -> dict:
-        out = {"verdict": self.verdict, "message": self.message}
+        out: dict[str, Any] = {"verdict": self.verdict, "message": self.message}
         if self.reference_command is not None:
             out["_reference_failed"] = self.reference_command
         if self.unjudged is not None:
@@ -61,8 +62,8 @@ def _spin_wanted(replies: list[dict]) -> float:
     """The longest spin a side's ranks asked for (their host time to queue a call), within the ranks' own cap;
     anything that is not a finite number counts as no wish."""
     wishes = [x.get("spin_wanted_us") for x in replies]
-    wishes = [float(w) for w in wishes if isinstance(w, (int, float)) and math.isfinite(w) and w > 0]
-    return min(SPIN_MAX_US, max(wishes, default=0.0))
+    valid = [float(w) for w in wishes if isinstance(w, (int, float)) and math.isfinite(w) and w > 0]
+    return min(SPIN_MAX_US, max(valid, default=0.0))
 
 
 def _samples(replies: list[dict], iters: int, side: str) -> list[float]:

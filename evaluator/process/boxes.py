@@ -214,7 +214,7 @@ def acquire(count: int | None = None) -> Box:
 def quarantined(base: str | None = None) -> dict[int, str]:
     """The quarantined box ids and why."""
     folder = os.path.join(base or root(), "quarantine")
-    found = {}
+    found: dict[int, str] = {}
     try:
         names = os.listdir(folder)
     except OSError:

@@ -81,6 +81,7 @@ def harvest(entry_key: str | None, build_dir: str) -> bool:
     if os.path.isdir(entry):
         return False
     os.makedirs(root, mode=0o700, exist_ok=True)
+    staging: str | None  # None once renamed into the cache: nothing left to remove
     staging = tempfile.mkdtemp(prefix=".incoming-", dir=root)
     try:
         if not _copy_plain(

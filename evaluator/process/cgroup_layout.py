@@ -127,14 +127,14 @@ def _find_layout() -> Layout:
         return Layout(2, {"unified": parent}, cpuset="cpuset" in wanted)
     v1 = {}
     for controller in V1_CONTROLLERS:
-        point = next((m[0] for m in mounts if m[1] == "cgroup" and controller in m[2]), None)
-        if point is None:
+        mounted = next((m[0] for m in mounts if m[1] == "cgroup" and controller in m[2]), None)
+        if mounted is None:
             raise CgroupUnavailable(
                 f"no cgroup v2 hierarchy with {', '.join(V2_CONTROLLERS)} and no cgroup v1 "
                 f"{controller} hierarchy is mounted"
             )
         base = configured or os.path.join(_own_path(controller).strip("/"), PARENT_NAME)
-        parent = os.path.join(point, base)
+        parent = os.path.join(mounted, base)
         try:
             os.makedirs(parent, mode=0o755, exist_ok=True)
         except OSError as exc:
@@ -142,10 +142,10 @@ def _find_layout() -> Layout:
         v1[controller] = parent
     _limit_parent_pids(v1["pids"])
     for controller in V1_OPTIONAL:
-        point = next((m[0] for m in mounts if m[1] == "cgroup" and controller in m[2]), None)
-        if point is None:
+        mounted = next((m[0] for m in mounts if m[1] == "cgroup" and controller in m[2]), None)
+        if mounted is None:
             continue
-        parent = os.path.join(point, configured or os.path.join(_own_path(controller).strip("/"), PARENT_NAME))
+        parent = os.path.join(mounted, configured or os.path.join(_own_path(controller).strip("/"), PARENT_NAME))
         try:
             _v1_cpuset_parent(parent)
         except OSError:

@@ -27,7 +27,7 @@ def driver_gpus(root: str = DRIVER_GPUS) -> list[dict]:
     except OSError:
         return []
     for bus in buses:
-        record = {"bus": bus.lower(), "minor": None, "uuid": None}
+        record: dict[str, str | int | None] = {"bus": bus.lower(), "minor": None, "uuid": None}
         try:
             with open(os.path.join(root, bus, "information")) as f:
                 for line in f:

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import cast
 
 UID_RANGE = (3_000_000, 4_000_000)  # candidate uids: numeric only, one per box id (evaluator/process/boxes.py)
 SWEPT_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # world-writable places whose candidate-owned entries are removed
@@ -161,7 +162,8 @@ def stop_all(pgids, uid: int | None, scratch_root: str | None) -> set:
     if uid is None and not scratch_root:
         return stopped
     for _ in range(3):
-        found = processes_of(uid) if uid is not None else processes_with_scratch(scratch_root)
+        # Without a uid there is a scratch_root (returned above otherwise).
+        found = processes_of(uid) if uid is not None else processes_with_scratch(cast(str, scratch_root))
         fresh = [pid for pid in found if pid not in stopped and pid != os.getpid()]
         if not fresh:
             break

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import torch
 
@@ -37,7 +38,7 @@ def environment(backend: str) -> dict:
     import platform
     import socket
 
-    env = {
+    env: dict[str, Any] = {
         "host": socket.gethostname(),
         "python": platform.python_version(),
         "torch": torch.__version__,
