@@ -14,7 +14,6 @@ from collections.abc import Iterable
 
 from evaluator.process import bwrap, cgroups, seccomp
 from evaluator.process.environment import _LIBC, PR_SET_PDEATHSIG
-from evaluator.process.limits import FILE_SIZE_LIMIT
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
@@ -39,6 +38,7 @@ class BoxEntry:
     devices: list[str]
     device_env: str | None
     pids_max: int
+    file_size_bytes: int
     cpus: list[int]
     _seccomp_fd: int | None
 
@@ -85,7 +85,7 @@ class BoxEntry:
 
     def preexec(self):
         """The function that runs in each candidate rank between fork and exec (as root, before dropping it)."""
-        uid, enabled, pids_max, cpus = self.uid, self.enabled, self.pids_max, self.cpus
+        uid, enabled, pids_max, cpus, file_size = self.uid, self.enabled, self.pids_max, self.cpus, self.file_size_bytes
         netns_fd, ipcns_fd = self.netns_fd, self.ipcns_fd
         # The pid namespace is joined by bwrap (pass_fds); without the view the rank would stay outside it and only
         # its children would enter, so it is not joined there.
@@ -100,7 +100,7 @@ class BoxEntry:
             if ipcns_fd is not None and _LIBC.setns(ipcns_fd, CLONE_NEWIPC) != 0:
                 raise OSError(ctypes.get_errno(), "setns(CLONE_NEWIPC) failed")
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
             if enabled:
                 resource.setrlimit(resource.RLIMIT_NPROC, (pids_max, pids_max))
                 if cpus:  # the cpuset bounds it for good; where there is none, a start on the right cores

@@ -121,6 +121,7 @@ class Sandbox(BoxEntry, BoxControl):
         self.pause_s: list[float] = []  # how long each pause took (docs/threat-model.md, the box's cost)
         self._stopped: set[int] = set()
         self.failures: list[str] = []  # what clean-up could not do (close() quarantines the box and says so)
+        self.file_size_bytes = FILE_SIZE_LIMIT  # one file a rank writes: its RLIMIT_FSIZE (box_entry.py) and notes
         self.memory_bytes = memory_bytes or memory_limit(world_size)
         self.tmpfs_bytes = limits.tmpfs_bytes(self.memory_bytes)
         self.scratch_bytes, self.scratch_files = limits.scratch_bytes(self.memory_bytes), limits.scratch_files()
@@ -133,7 +134,7 @@ class Sandbox(BoxEntry, BoxControl):
             "box": None,
             "devices": device_note,
             "limits": {
-                "file_size_bytes": FILE_SIZE_LIMIT,
+                "file_size_bytes": self.file_size_bytes,
                 "core": 0,
                 "processes": self.pids_max,
                 "oom_score_adj": 1000,
