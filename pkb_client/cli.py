@@ -1,6 +1,6 @@
 """``pkb`` for the site client alone: ``pkb submit|status|wait|list|publish|withdraw|delete|feedback`` (installed as
-``pkb-client`` beside the judge, and as ``pkb`` by the client's own install, client/pyproject.toml). Standard library: nothing of the judge
-(torch, numpy) or the site (Django) is imported to run them (tests/test_client_alone.py).
+``pkb-client`` beside the judge, and as ``pkb`` by the client's own install, client/pyproject.toml). Standard library:
+nothing of the judge (torch, numpy) or the site (Django) is imported to run them (tests/test_client_alone.py).
 
 Any other command is the judge's (``pkb eval``, ``pkb selfcheck``, ...): the judge's own ``pkb`` (evaluator/cli.py,
 installed with the judge, which dispatches these commands here) runs them; this one refuses them with a line that

@@ -180,11 +180,11 @@ class Schedule:
                         os.path.join(pair.ref.out_dir, f"kept_{name}"),
                         max_bytes=outputs.size_limit(pair.output_bytes),
                     )
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:  # whatever makes the candidate's output unreadable is its error
                     raise _Stop(
                         schema.INCORRECT,
                         f"rank {r}: the output of timed call {call} of block {block} is unreadable: {exc}",
-                    )
+                    ) from exc
                 out.append(
                     {
                         "rank": r,

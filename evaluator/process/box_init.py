@@ -31,7 +31,7 @@ def main() -> None:
     empty, shm_bytes = sys.argv[1], int(sys.argv[2])
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID) != 0:
-        print("unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID) failed: errno %d" % ctypes.get_errno(), flush=True)
+        print(f"unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID) failed: errno {ctypes.get_errno()}", flush=True)
         sys.exit(1)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     flags = struct.unpack("16sH22x", fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0)))[1]
@@ -48,7 +48,7 @@ def main() -> None:
     pid = os.fork()
     if pid == 0:
         init(libc, empty)
-    print("ok %d" % pid, flush=True)
+    print(f"ok {pid}", flush=True)
     try:
         sys.stdin.read()
     finally:

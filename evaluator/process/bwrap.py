@@ -201,7 +201,7 @@ def works(uid: int, scratch: str, etc_dir: str, timeout: float = 60.0) -> str | 
         os.chown(path, uid, uid)
     probe = (
         "import os, sys; import torch, evaluator.rank.worker, problems; "
-        "assert os.getuid() == %d and not os.access('/root', os.W_OK); print('ok')" % uid
+        f"assert os.getuid() == {uid} and not os.access('/root', os.W_OK); print('ok')"
     )
     env = {
         "PATH": "/usr/bin:/bin",

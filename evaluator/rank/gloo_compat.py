@@ -15,7 +15,8 @@ Each of these is rewritten into a form gloo runs with NCCL's result: the same by
 tensor collectives, one ``all_to_all_single`` with split sizes for the uneven list forms, a clone on non-destination
 ranks for ``reduce``; every list ``all_to_all`` goes through ``all_to_all_single``, even shapes too, since one
 torch version has no other form on gloo. Everything else (even shapes, the flat forms, every call on another
-backend) goes to torch unchanged, so torch's own errors still name real mistakes (a wrong element count stays an error here as on NCCL).
+backend) goes to torch unchanged, so torch's own errors still name real mistakes (a wrong element count stays an error
+here as on NCCL).
 
 Only the CPU profile's rank processes install this (evaluator/rank/worker.py, after the gloo process group exists);
 NCCL ranks never do. A candidate may undo the patch in its own process; it then gets gloo's refusals, nothing more.

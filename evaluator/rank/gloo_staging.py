@@ -114,7 +114,7 @@ def _pairs(original, host) -> list:
     if isinstance(original, torch.Tensor):
         return [(original, host)]
     if isinstance(original, (list, tuple)):
-        return [(o, h) for o, h in zip(original, host) if isinstance(o, torch.Tensor)]
+        return [(o, h) for o, h in zip(original, host, strict=False) if isinstance(o, torch.Tensor)]
     return []
 
 
