@@ -102,7 +102,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: turns a lockout into leaderboard.accounts.throttle's 429
+    # Last, as django-axes asks: turns a lockout into leaderboard.accounts.throttle's 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "leaderboard.urls"
@@ -180,7 +181,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = PKB_MAX_UPLOAD_BYTES + 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FILES = 87 * PKB_MAX_ATTEMPTS + 16
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
 FILE_UPLOAD_HANDLERS = [
-    "leaderboard.submissions.upload_handlers.BoundedUploadHandler",  # refuses bodies over the upload limit, counted as read
+    # Refuses bodies over the upload limit, counted as read.
+    "leaderboard.submissions.upload_handlers.BoundedUploadHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
@@ -230,9 +232,9 @@ PKB_REAPER_INTERVAL_SECONDS = env_int("PKB_REAPER_INTERVAL_SECONDS", 30, minimum
 # at a shape it draws (--hidden-shape) and a correctness-only run at another world size the worker picks at random
 # (--hidden-world-size). PKB_HIDDEN_CHECKS=0 switches both off (an extra trial and an extra launch per job).
 PKB_HIDDEN_CHECKS = env_bool("PKB_HIDDEN_CHECKS", True)
-# Warm spares (evaluator/process/warm.py): with N > 0 each worker thread keeps one long-lived judge (evaluator.serve) whose
-# pool holds N pairs of rank groups started ahead of the jobs; every job still gets processes of its own. 0: a fresh
-# judge per job. Worth it on GPU hosts, where start-up is most of a job (docs/calibration.md, Throughput).
+# Warm spares (evaluator/process/warm.py): with N > 0 each worker thread keeps one long-lived judge (evaluator.serve)
+# whose pool holds N pairs of rank groups started ahead of the jobs; every job still gets processes of its own. 0: a
+# fresh judge per job. Worth it on GPU hosts, where start-up is most of a job (docs/calibration.md, Throughput).
 PKB_WARM_SPARES = env_int("PKB_WARM_SPARES", 0, minimum=0)
 # The build stage (leaderboard/jobs/build_stage.py; docs/site.md, "GPU hosts: the build stage"): a file that compiles
 # an extension is built on CPU cores before its job takes the GPUs. PKB_BUILD_STAGE: cuda (GPU profiles), all (CPU
@@ -274,7 +276,8 @@ DRAMATIQ_BROKER = {
         "dramatiq.middleware.ShutdownNotifications",
         "django_dramatiq.middleware.DbConnectionsMiddleware",
         "leaderboard.jobs.broker.OneMessageAtATime",
-        "leaderboard.ops.heartbeat.WorkerOps",  # the worker's record, heartbeat and own metrics (its hooks: workers only)
+        # The worker's record, heartbeat and own metrics (its hooks: workers only).
+        "leaderboard.ops.heartbeat.WorkerOps",
     ],
 }
 

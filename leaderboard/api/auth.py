@@ -37,8 +37,8 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
                 wait=wait,
                 detail=f"Too many refused tokens from your address. Try again after {until:%Y-%m-%d %H:%M:%S} UTC.",
             )
-        # The shape accounts_services.token_create makes; anything else (a NUL byte, which PostgreSQL refuses in a query,
-        # a megabyte of text) is refused before the lookup.
+        # The shape accounts_services.token_create makes; anything else (a NUL byte, which PostgreSQL refuses in a
+        # query, a megabyte of text) is refused before the lookup.
         token = accounts_services.token_authenticate(parts[1]) if TOKEN_SHAPE.fullmatch(parts[1]) else None
         if token is None:
             throttle.record(limit, ip)

@@ -68,8 +68,9 @@ DEFAULT_PROFILES = [
 
 
 def profiles_ensure_defaults() -> list[HardwareProfile]:
-    """Create the default profiles (CPU gloo, H200x8, H200x1, one GPU shared by 8 ranks) that are missing; never overwrite staff's edits.
-    ``load_problems`` calls it, so a deployed database gains a new default profile at its next load."""
+    """Create the default profiles (CPU gloo, H200x8, H200x1, one GPU shared by 8 ranks) that are missing; never
+    overwrite staff's edits. ``load_problems`` calls it, so a deployed database gains a new default profile at its next
+    load."""
     out = []
     for spec in DEFAULT_PROFILES:
         profile, _ = HardwareProfile.objects.get_or_create(slug=spec["slug"], defaults=spec)
@@ -131,5 +132,5 @@ def _problem_values(facts: dict, problem, highlight) -> dict:
 def _light(problem) -> dict:
     try:
         return {str(w): problem.light(W=w) for w in (2, 8) if problem.allows_world_size(w)}
-    except Exception as exc:  # a formula that fails must not stop the catalogue from loading
+    except Exception as exc:  # noqa: BLE001 - a formula that fails in any way must not stop the catalogue from loading
         return {"error": str(exc)}

@@ -13,9 +13,9 @@
                         "bytes_per_rank", "flops_per_rank", "ceilings"},
      "shape", "world_size", "device", "seeds", "environment", "metering": {"wall_s", "gpu_seconds"}}
 
-Speed of light: the judge's own floor (evaluator/timing/physics.py: the bytes each rank must move over NVLink at 450 GB/s
-and the FLOPs at 790 TFLOP/s bf16, on H200-class GPUs) over the measured candidate time; ``hbm_ms`` is the same bytes
-at the HBM rate (4.3 TB/s), for reference. "n/a" on CPU profiles (no peak rates) and wherever the catalogue's
+Speed of light: the judge's own floor (evaluator/timing/physics.py: the bytes each rank must move over NVLink at
+450 GB/s and the FLOPs at 790 TFLOP/s bf16, on H200-class GPUs) over the measured candidate time; ``hbm_ms`` is the
+same bytes at the HBM rate (4.3 TB/s), for reference. "n/a" on CPU profiles (no peak rates) and wherever the catalogue's
 estimate does not hold (a shape other than the catalogue defaults M = N = 1024, bf16, W = 8 for problems without a
 formula). Reference logs are never included.
 """

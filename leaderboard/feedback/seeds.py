@@ -8,7 +8,8 @@ job, and never with bit 62 set. The judge refuses explicit seeds without the bit
 passes explicit seeds, so the two sets are disjoint by construction, not by luck.
 
 The seeds above are those of the correctness trials (what a mismatch report names). Seeds the judge draws beyond them
-(timed blocks, hidden checks) are its own business (evaluator/judge/evaluation.py); none of them is ever a published one.
+(timed blocks, hidden checks) are its own business (evaluator/judge/evaluation.py); none of them is ever a published
+one.
 """
 
 from __future__ import annotations

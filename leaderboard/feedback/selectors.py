@@ -146,8 +146,8 @@ def profile_runs_of(submission: Submission) -> list[FeedbackRun]:
 
 def session_totals(session_ids) -> dict[int, dict]:
     """Metering per session: runs that returned feedback, their wall and GPU milliseconds, and W x wall (rank_ms:
-    the GPU milliseconds on a GPU profile, rank milliseconds on a CPU one; leaderboard/scoring/costs.py) as exact integer
-    sums."""
+    the GPU milliseconds on a GPU profile, rank milliseconds on a CPU one; leaderboard/scoring/costs.py) as exact
+    integer sums."""
     rows = (
         FeedbackRun.objects.filter(session_id__in=list(session_ids), kind=FeedbackRun.FEEDBACK, status=DONE)
         .values("session_id")

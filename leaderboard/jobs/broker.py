@@ -43,6 +43,6 @@ def queue_depth(queue_name: str) -> int | None:
         if isinstance(queues, dict):
             queue = queues.get(queue_name)
             return queue.qsize() if queue is not None else 0
-    except Exception:
+    except Exception:  # noqa: BLE001 - each broker's client fails in its own way, and None is "cannot tell"
         return None
     return None

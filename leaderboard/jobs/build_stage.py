@@ -160,7 +160,7 @@ def declare_build_queues(broker=None) -> list[str]:
         broker.add_middleware(BuildPrefetch())
     try:
         names = [build_routing.build_queue(p) for p in HardwareProfile.objects.all()]
-    except Exception:  # no database yet (before migrate), or none reachable
+    except Exception:  # noqa: BLE001 - no database yet (before migrate), none reachable, or none allowed (a test's guard)
         log.warning("could not read hardware profiles; no build queue declared")
         names = []
     for name in names:

@@ -2,8 +2,8 @@
 nothing of the judge but ``evaluator.schema`` (tests/test_layers.py), so what the worker needs from the judge's
 process plumbing it asks the judge's command line for, as JSON.
 
-    host_support()      ``python -m evaluator.cli sandbox-check --json``  (evaluator/process/sandbox.py, host_support)
-    sweep_orphans(DIR)  ``python -m evaluator.cli sweep DIR --json``      (evaluator/process/processes.py, sweep_orphans)
+    host_support()      ``python -m evaluator.cli sandbox-check --json`` (evaluator/process/sandbox.py, host_support)
+    sweep_orphans(DIR)  ``python -m evaluator.cli sweep DIR --json`` (evaluator/process/processes.py, sweep_orphans)
     host_record(...)    ``python -m evaluator.cli host --gpus 0-3 ... --json`` (evaluator/judge/hosts.py)
 
 Each runs with the worker's GPUs only (leaderboard/jobs/gpus.py), as its judges do.

@@ -1,11 +1,11 @@
 """One long-lived judge per worker thread, for warm spares (settings.PKB_WARM_SPARES > 0).
 
 A fresh ``python -m evaluator.cli eval`` per job starts its rank groups from nothing: on a GPU host that is most of
-the job's wall time. ``evaluator.serve`` keeps a pool of groups started ahead of the jobs (evaluator/process/warm.py) and runs
-the same judge requests (evaluator/contract.py, JudgeRequest); this module owns one such process per worker thread and gives each job the same
-guarantees as judge_process.supervise: the job's log in its own directory, the lease renewed while it runs, and on the
-deadline or a lost lease the judge is killed (with every job of its pool) and started again for the next job. A judge
-that died or answered nothing readable is an infra_error, as with a per-job judge.
+the job's wall time. ``evaluator.serve`` keeps a pool of groups started ahead of the jobs (evaluator/process/warm.py)
+and runs the same judge requests (evaluator/contract.py, JudgeRequest); this module owns one such process per worker
+thread and gives each job the same guarantees as judge_process.supervise: the job's log in its own directory, the lease
+renewed while it runs, and on the deadline or a lost lease the judge is killed (with every job of its pool) and started
+again for the next job. A judge that died or answered nothing readable is an infra_error, as with a per-job judge.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """What a worker does with one job id: claim, run the judge in a subprocess, heartbeat, store the document.
 
 The candidate's code never enters this process: it is written to a private directory and handed to
-``python -m evaluator.cli eval`` (the trusted judge; the job's JudgeRequest, evaluator/contract.py), which runs it in its own rank processes. A judge that exits
-non-zero, writes unreadable JSON, hangs past the job's timeout, or dies with this worker is an ``infra_error``:
-retried, never scored against the candidate, refunded when retries run out. With ``PKB_WARM_SPARES`` the same request
-goes to this thread's long-lived judge instead (leaderboard/jobs/judge_service.py), under the same rules.
+``python -m evaluator.cli eval`` (the trusted judge; the job's JudgeRequest, evaluator/contract.py), which runs it in
+its own rank processes. A judge that exits non-zero, writes unreadable JSON, hangs past the job's timeout, or dies with
+this worker is an ``infra_error``: retried, never scored against the candidate, refunded when retries run out. With
+``PKB_WARM_SPARES`` the same request goes to this thread's long-lived judge instead (leaderboard/jobs/judge_service.py),
+under the same rules.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def submission_profile(request, pk):
     try:
         run = services.profile_run_create(candidate, request.user)
     except accounts_services.NotAllowed as exc:
-        raise PermissionDenied(str(exc))
+        raise PermissionDenied(str(exc)) from exc
     except (services.Refused, accounts_services.QuotaExceeded) as exc:
         messages.error(request, f"Profile run refused: {exc.message}")
         return redirect(submission.get_absolute_url() + "#profile-runs")
@@ -94,7 +94,7 @@ def submission_link(request, pk):
     try:
         services.session_link(session, submission, request.user)
     except accounts_services.NotAllowed as exc:
-        raise PermissionDenied(str(exc))
+        raise PermissionDenied(str(exc)) from exc
     except services.Refused as exc:
         messages.error(request, exc.message)
         return redirect(submission)

@@ -20,7 +20,7 @@ def wanted(request) -> str | None:
 def table_response(fmt: str, name: str, columns: list[str], rows: list[list]) -> HttpResponse:
     if fmt == "json":
         response = JsonResponse(
-            {"table": name, "columns": columns, "rows": [dict(zip(columns, row)) for row in rows]},
+            {"table": name, "columns": columns, "rows": [dict(zip(columns, row, strict=False)) for row in rows]},
             json_dumps_params={"default": str},
         )
     else:

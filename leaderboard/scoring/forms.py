@@ -1,4 +1,5 @@
-"""The query string of the public pages and of the API's reads, checked by a form (scoring/selectors.py, query_clean)."""
+"""The query string of the public pages and of the API's reads, checked by a form (scoring/selectors.py,
+query_clean)."""
 
 from __future__ import annotations
 

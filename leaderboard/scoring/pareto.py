@@ -12,8 +12,8 @@ from leaderboard.submissions.uploads.metadata import AGENTIC
 
 def pareto(profile, filters=None) -> dict:
     """Points of the Pareto plot: every listed submission. x: the measured cost of the feedback its linked sessions
-    gave, in leaderboard/scoring/costs.py's unit of the profile (GPU-hours on a GPU profile, rank-hours = W x wall on a CPU
-    one); one-shot and best-of-k runs got no feedback and sit at x = 0. y: Faster. Agentic submissions without a
+    gave, in leaderboard/scoring/costs.py's unit of the profile (GPU-hours on a GPU profile, rank-hours = W x wall on a
+    CPU one); one-shot and best-of-k runs got no feedback and sit at x = 0. y: Faster. Agentic submissions without a
     linked session have no measured cost and are counted, not plotted. The leaderboard's filters apply."""
     query = LeaderboardEntry.objects.filter(profile=profile, listed=True)
     if filters is not None and filters.protocol:

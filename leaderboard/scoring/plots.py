@@ -25,7 +25,7 @@ def heatmap_figure(data: dict, problems: list, ranked: bool = True) -> dict:
     noise: the problem page shows it with its interval)."""
     x = [p.id for p in problems]
     y, z, text = [], [], []
-    for sid, model, agent, protocol, k in data["rows"]:
+    for sid, model, _agent, _protocol, _k in data["rows"]:
         cells = data["grid"].get(sid, {})
         y.append(f"#{sid} {model[:28]}")
         zrow, trow = [], []
@@ -184,7 +184,7 @@ def strip_figure(points: list) -> dict | None:
     submission is correct (the page says so instead of drawing empty axes)."""
     by_protocol: dict[str, list] = {}
     values = [1.0]  # the reference line is always in view
-    for sid, model, protocol, status, speedup, lo, hi, correct, flagged, *_ in points:
+    for sid, model, protocol, status, speedup, lo, hi, _correct, flagged, *_ in points:
         if speedup is None or speedup <= 0 or status != "correct":
             continue
         by_protocol.setdefault(protocol, []).append((sid, model, speedup, lo, hi, flagged))
@@ -207,7 +207,7 @@ def peak_figure(points: list) -> dict | None:
     strip per protocol, its interval as error bars; None when no result has one (the page says why)."""
     by_protocol: dict[str, list] = {}
     values = []
-    for sid, model, protocol, status, _s, _lo, _hi, correct, flagged, peak, peak_lo, peak_hi, *_ in points:
+    for sid, model, protocol, _status, _s, _lo, _hi, correct, flagged, peak, peak_lo, peak_hi, *_ in points:
         if peak is None or peak <= 0 or not correct or flagged:
             continue
         by_protocol.setdefault(protocol, []).append((sid, model, peak, peak_lo, peak_hi, False))

@@ -138,8 +138,8 @@ def _duplicate_check(submitter: Submitter, profile: HardwareProfile, digest: str
                 uploads.UploadError(
                     "(upload)",
                     "duplicate",
-                    f"these files are identical to your submission #{earlier} on {profile.slug}: re-run that one instead "
-                    f"of uploading them again.",
+                    f"these files are identical to your submission #{earlier} on {profile.slug}: "
+                    "re-run that one instead of uploading them again.",
                     url=f"/submissions/{earlier}/",
                 )
             ]

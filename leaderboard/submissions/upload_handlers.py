@@ -51,8 +51,8 @@ def upload_size_check(uploaded) -> None:
 def request_files(files, form) -> list[tuple[str, bytes]]:
     """(path, bytes) from a submission request: an archive (``files["archive"]``), or a directory's files
     (``files.getlist("files")``) with their relative paths (``form["paths"]``, a JSON list filled by the page's JS;
-    the file names when it is missing or does not match). ``files``/``form``: the request's FILES and form data. The views convert here, so services.submission_create
-    takes plain (path, bytes) values."""
+    the file names when it is missing or does not match). ``files``/``form``: the request's FILES and form data. The
+    views convert here, so services.submission_create takes plain (path, bytes) values."""
     uploaded = []
     archive = files.get("archive")
     chosen = files.getlist("files")
@@ -65,5 +65,5 @@ def request_files(files, form) -> list[tuple[str, bytes]]:
         paths = []
     if not isinstance(paths, list) or len(paths) != len(chosen):
         paths = [f.name for f in chosen]
-    uploaded.extend((str(path), f.read()) for path, f in zip(paths, chosen))
+    uploaded.extend((str(path), f.read()) for path, f in zip(paths, chosen, strict=False))
     return uploaded

@@ -16,7 +16,7 @@ def _registry(stderr) -> dict:
 
     try:
         return dict(problems.registry())
-    except Exception as exc:  # one broken module must not hide the others
+    except Exception as exc:  # noqa: BLE001 - one broken module, however broken, must not hide the others
         stderr.write(f"registry failed ({exc}); loading problem modules one by one")
     found = {}
     for info in pkgutil.iter_modules(problems.__path__):
@@ -25,7 +25,7 @@ def _registry(stderr) -> dict:
         try:
             module = importlib.import_module(f"problems.{info.name}")
             found[module.PROBLEM.id] = module.PROBLEM
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a module that fails to import, whatever the error, is skipped
             stderr.write(f"  skipped problems/{info.name}.py: {exc}")
     return found
 

@@ -56,7 +56,7 @@ def clean_metadata(raw: dict, parsed: ParsedUpload, max_attempts: int, profiles:
             )
         return value
 
-    model = need("model", "the model")
+    need("model", "the model")  # checked here; read with the other text fields below
     protocol = need("protocol", "the protocol (one_shot, best_of_k or agentic_feedback)")
     protocol = PROTOCOL_ALIASES.get(str(protocol).strip().lower(), str(protocol).strip().lower()) if protocol else None
     if protocol == ONE_SHOT and merged.get("attempts") in (None, ""):
