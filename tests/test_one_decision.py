@@ -1,7 +1,8 @@
-"""One place decides "faster", "faster at p" and "ranked": evaluator/timing/verdict.py. Its rule branch by branch, the judge's
-evidence-only records (no verdict before the evaluation ends), and an ``ast`` scan that fails naming file:line where
-any other module of the judge (or the benchmarks that re-judge its runs) sets one of the keys; and a scan of the site
-(leaderboard/) that fails naming file:line where it compares a speedup bound with a constant (fast_p is the judge's)."""
+"""One place decides "faster", "faster at p" and "ranked": evaluator/timing/verdict.py. Its rule branch by branch, the
+judge's evidence-only records (no verdict before the evaluation ends), and an ``ast`` scan that fails naming file:line
+where any other module of the judge (or the benchmarks that re-judge its runs) sets one of the keys; and a scan of the
+site (leaderboard/) that fails naming file:line where it compares a speedup bound with a constant (fast_p is the
+judge's)."""
 
 from __future__ import annotations
 
@@ -163,7 +164,7 @@ def setters(tree: ast.AST) -> list[tuple[int, str]]:
                 ) or (isinstance(t, ast.Attribute) and t.attr in DECIDED):
                     found.append((node.lineno, ast.unparse(t) + " = ..."))
         if isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values):
+            for key, value in zip(node.keys, node.values, strict=True):
                 if isinstance(key, ast.Constant) and key.value in DECIDED and not _reads_same_key(value, key.value):
                     found.append((node.lineno, f"{{{key.value!r}: {ast.unparse(value)}}}"))
         if isinstance(node, ast.Call):

@@ -1,6 +1,6 @@
 """Compile once (evaluator/process/builds.py): the ranks of a job share one build, and a later job of the same file
-compiles nothing. Real judge, real C++ extension (the CPU path of compile_cuda_extension; pybind11 alone, a few seconds a
-build: the inline path with torch/extension.h has its own tests in compat/), W = 2 on gloo."""
+compiles nothing. Real judge, real C++ extension (the CPU path of compile_cuda_extension; pybind11 alone, a few seconds
+a build: the inline path with torch/extension.h has its own tests in compat/), W = 2 on gloo."""
 
 import pathlib
 import shutil

@@ -80,9 +80,9 @@ def test_one_pair_is_not_a_combination():
 
 
 def test_the_rule_keeps_false_faster_rare_and_finds_five_percent_if_offsets_are_as_run_4_measured():
-    """Simulated: each pair's log speedup = true effect + a normal offset of the measured spread (0.025, docs/calibration.md) + a little
-    within-pair noise. With K = 8: A/A "faster" below 1%, a real 5% found in at least 95% of runs (K = 6 finds it in
-    ~96%, K = 4 in ~71%)."""
+    """Simulated: each pair's log speedup = true effect + a normal offset of the measured spread (0.025,
+    docs/calibration.md) + a little within-pair noise. With K = 8: A/A "faster" below 1%, a real 5% found in at least
+    95% of runs (K = 6 finds it in ~96%, K = 4 in ~71%)."""
     rng = random.Random(7)
 
     def judged(effect: float) -> dict:
@@ -180,7 +180,8 @@ def test_stored_runs_are_rejudged_with_the_rules_the_judge_uses():
     assert one["low"] == pytest.approx(1.04 / (1 + floor)) and one["high"] == pytest.approx(1.06 * (1 + floor))
     summary = aa_rules.summarise([{"speedup": 1.12, "bootstrap_ci": [1.11, 1.13], "host_bound": False}])
     assert summary["false_faster"] == 1 and summary["missing_1"] == 1  # a 12% A/A offset clears the floor
-    # Measured on an H200 (docs/calibration.md): a reference block that timed its host withholds "faster"; the interval still misses 1.0.
+    # Measured on an H200 (docs/calibration.md): a reference block that timed its host withholds "faster"; the interval
+    # still misses 1.0.
     short = {
         "speedup": 5.32,
         "bootstrap_ci": [2.21, 6.97],
@@ -285,8 +286,8 @@ def test_the_a_a_spread_reads_gpu_paced_and_host_bound_runs_apart():
 
 
 def test_a_cross_check_flag_in_one_pair_of_four_sets_that_pair_aside(monkeypatch):
-    # Measured on an H200: honest candidates exceeded the allowance in ~4% of pairs; with 8 pairs, one such pair flagged a
-    # quarter of the results. The first pair's flag no longer stops the other pairs either.
+    # Measured on an H200: honest candidates exceeded the allowance in ~4% of pairs; with 8 pairs, one such pair flagged
+    # a quarter of the results. The first pair's flag no longer stops the other pairs either.
     _crosscheck_suspect_in(monkeypatch, {1})
     result = judge.evaluate(1, "reference", 1, "cpu", pairs=4, **SMALL)
     assert result["verdict"] == schema.CORRECT and result["flags"] == []
@@ -303,8 +304,8 @@ def test_cross_check_flags_in_most_pairs_flag_the_result(monkeypatch):
 
 
 def test_a_suspect_single_pair_is_timed_again_and_flagged_only_if_that_is_suspect_too(monkeypatch):
-    # Measured on an H200: 4 of 54 honest one-pair A/A runs exceeded the cross-check's allowance, and a flag keeps a result off
-    # the rankings. The retimed pair's timing stands; the suspect one is shown as set aside.
+    # Measured on an H200: 4 of 54 honest one-pair A/A runs exceeded the cross-check's allowance, and a flag keeps a
+    # result off the rankings. The retimed pair's timing stands; the suspect one is shown as set aside.
     _crosscheck_suspect_in(monkeypatch, {1})
     result = judge.evaluate(1, "reference", 1, "cpu", **SMALL)
     assert result["verdict"] == schema.CORRECT and result["flags"] == []
@@ -432,8 +433,8 @@ def test_a_rank_hands_its_cache_back_above_an_eighth_of_the_device_and_only_betw
 
 def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_most_double_it(monkeypatch):
     # Each process once lengthened its spin from its own noisy host times, so the two sides' spins differed and the
-    # difference read as unexplained time in the cross-check (measured on an H200). From block 1 on, the judge sets one spin:
-    # the reference's wish, or the candidate's up to twice that (a candidate can use the spin's idle GPU).
+    # difference read as unexplained time in the cross-check (measured on an H200). From block 1 on, the judge sets one
+    # spin: the reference's wish, or the candidate's up to twice that (a candidate can use the spin's idle GPU).
     real, sent = judge.Pair._timed_command, []
     wishes = {("ref", 0): 300.0, ("cand", 0): 5000.0, ("ref", 2): 800.0, ("cand", 2): 5000.0, ("ref", 3): float("nan")}
 
@@ -450,7 +451,7 @@ def test_after_the_first_block_both_sides_spin_alike_and_the_candidate_can_at_mo
     result = judge.evaluate(1, "reference", 1, "cpu", **SMALL)
     assert result["verdict"] == schema.CORRECT, result["message"]
     by_block = {}
-    for side, cmd in sent:
+    for _side, cmd in sent:
         by_block.setdefault(cmd["seed"], []).append(cmd)
     blocks = list(by_block.values())
     assert len(blocks) >= 4 and all(len(b) == 2 for b in blocks)

@@ -1,4 +1,5 @@
-"""Rules of the timing document and of pausing the idle side (both found by A/A runs on an H200, docs/calibration.md)."""
+"""Rules of the timing document and of pausing the idle side (both found by A/A runs on an H200,
+docs/calibration.md)."""
 
 import os
 import random
@@ -48,7 +49,8 @@ def test_host_paced_timings_get_the_wide_floor_on_either_side():
 
 
 def test_reference_blocks_that_timed_its_host_withhold_faster():
-    # Measured on an H200, problem 67 (docs/calibration.md): identical code read 5.3x "faster" because the reference's blocks timed its launches.
+    # Measured on an H200, problem 67 (docs/calibration.md): identical code read 5.3x "faster" because the reference's
+    # blocks timed its launches.
     clean = _document(5.0, 1.0, {"ref": 0.0, "cand": 0.0}, reference_spin_short=[0.1, 0.2, 0.0, 0.1, 0.05, 0.1])
     assert clean["faster"] is True and clean["reference_blocks_spun_short"] == []
     for shares in ([0.79, 0.74, 0.95, 0.98, 0.93, 0.64], [0.1, 0.1, 0.5, 0.1, 0.1, 0.1]):

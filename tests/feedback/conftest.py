@@ -31,7 +31,7 @@ def source(name: str) -> str:
 
 
 @pytest.fixture
-def quick(cpu):
+def quick(cpu):  # noqa: F811 - the fixture imported above, requested by name
     """The CPU profile with two trials (feedback runs use the profile's trial count)."""
     cpu.trials = 2
     cpu.save()
@@ -39,14 +39,14 @@ def quick(cpu):
 
 
 @pytest.fixture
-def session(owner, cpu):
+def session(owner, cpu):  # noqa: F811 - the fixtures imported above, requested by name
     from leaderboard.feedback import services
 
     return services.session_open(owner.submitter, "cpu-gloo", "test session")
 
 
 @pytest.fixture
-def token(owner, cpu):
+def token(owner, cpu):  # noqa: F811 - the fixtures imported above, requested by name
     from leaderboard.accounts import services as accounts_services
 
     return accounts_services.token_create(owner.submitter, "agent", ["read", "submit"])[1]

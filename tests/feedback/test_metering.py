@@ -18,7 +18,7 @@ def test_gpu_profile_metering_is_exact(owner, gpu, complete, submit):
     session = services.session_open(owner.submitter, "gpu-h200x8")
     walls = [2.5, 1.25, 0.001, 3600.0004]
     runs = [services.run_create(owner.submitter, session.pk, "1", CODE) for _ in walls]
-    for run, wall in zip(runs, walls):
+    for run, wall in zip(runs, walls, strict=True):
         done = complete(run, fake_document(wall_s=wall))
         assert done.wall_ms == round(wall * 1000) and done.gpu_ms == 8 * done.wall_ms
         assert done.feedback["metering"] == {"wall_s": done.wall_ms / 1000, "gpu_seconds": done.gpu_ms / 1000}
@@ -54,7 +54,8 @@ def test_gpu_profile_metering_is_exact(owner, gpu, complete, submit):
     html = client.get("/leaderboard/gpu-h200x8/").content.decode()
     row = html[html.index(f'data-submission="{submission.pk}"') :]
     row = row[: row.index("</tr>")]
-    # One count of feedback runs (leaderboard/scoring/costs.py) and the session's cost in the profile's unit (GPU·s here).
+    # One count of feedback runs (leaderboard/scoring/costs.py) and the session's cost in the profile's unit
+    # (GPU·s here).
     assert ", 4 feedback runs" in row and f"{totals['gpu_ms'] / 1000:.1f} GPU·s" in row
     assert "self-reported</span> 123 k tokens" in row or "self-reported" in row
     page = client.get(submission.get_absolute_url()).content.decode()

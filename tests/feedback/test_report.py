@@ -94,7 +94,8 @@ def test_a_pooled_probe_flag_gives_the_mean_over_the_pairs():
 
 
 def test_faster_withheld_when_the_references_blocks_timed_its_host():
-    # Measured on an H200, problem 67: the reference's blocks timed its launches; the interval is above 1.0, the claim is not.
+    # Measured on an H200, problem 67: the reference's blocks timed its launches; the interval is above 1.0, the claim
+    # is not.
     document = gpu_document({"applies": False, "reason": "off shape"})
     document["timing"].update(faster=False, reference_blocks_spun_short=[0, 2, 3])
     feedback = report.build(document, 1, 8, [])

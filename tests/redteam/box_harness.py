@@ -20,7 +20,8 @@ PYTHON = sys.executable
 @contextlib.contextmanager
 def live_box(memory_bytes: int | None = None, keep_workdir: bool = False):
     """A required sandbox with its scratch prepared; yields (box, start) where ``start(code)`` runs ``python -S -c
-    code`` (``python_args`` instead of ``-S``) as the box's rank would and returns its Popen. Everything is closed and removed on the way out."""
+    code`` (``python_args`` instead of ``-S``) as the box's rank would and returns its Popen. Everything is closed and
+    removed on the way out."""
     workdir = tempfile.mkdtemp(prefix="pkb-boxtest-")
     os.makedirs(os.path.join(workdir, "logs"))
     box = sandbox.Sandbox(enabled=True, required=True, world_size=1, memory_bytes=memory_bytes)

@@ -90,7 +90,7 @@ def test_eight_judges_started_together_each_get_a_whole_box(tmp_path):
     finally:
         shutil.rmtree(secret_dir, ignore_errors=True)
     box_ids = set()
-    for (name, _, _), result in zip(jobs, results):
+    for (name, _, _), result in zip(jobs, results, strict=True):
         assert result["verdict"] == schema.CORRECT, (name, result["message"])
         assert schema.FLAG_UNSANDBOXED not in result["flags"], (name, notes(result).get("summary"))
         assert notes(result)["complete"] is True, notes(result)

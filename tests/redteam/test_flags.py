@@ -66,9 +66,10 @@ def test_never_rank_guard_applies_to_any_flag():
 
 
 def test_the_judges_spin_does_not_widen_the_allowance():
-    # Measured on an H200 with 1 ms of side-stream work per call (docs/calibration.md): the candidate's wall held 0.67 ms more per call than
-    # the reference's, both holding the judge's spin (sized from the slowest trial call, so ~1 ms here). A quarter of
-    # the spin-inflated wall (0.77 ms) let it pass; a quarter of the wall less the spin (0.52 ms) does not.
+    # Measured on an H200 with 1 ms of side-stream work per call (docs/calibration.md): the candidate's wall held
+    # 0.67 ms more per call than the reference's, both holding the judge's spin (sized from the slowest trial call, so
+    # ~1 ms here). A quarter of the spin-inflated wall (0.77 ms) let it pass; a quarter of the wall less the spin
+    # (0.52 ms) does not.
     config = judge.Config(world_size=1, device="cuda")
     ref = [[0.005] * 20 for _ in range(6)]
     cand = [[0.009] * 20 for _ in range(6)]
@@ -83,8 +84,9 @@ def test_the_judges_spin_does_not_widen_the_allowance():
 
 
 def test_the_references_own_block_spread_widens_the_cross_check_and_the_candidates_does_not():
-    # Measured on an H200, problem 35 (A/A, untrusted; docs/calibration.md): the candidate's wall held 0.15 ms a call over the reference's in two
-    # pairs, against a 0.13 ms allowance, while the reference's own blocks spanned 0.17 ms a call.
+    # Measured on an H200, problem 35 (A/A, untrusted; docs/calibration.md): the candidate's wall held 0.15 ms a call
+    # over the reference's in two pairs, against a 0.13 ms allowance, while the reference's own blocks spanned 0.17 ms a
+    # call.
     config = judge.Config(world_size=1, device="cuda")
     ref = [[0.0013] * 100 for _ in range(6)]
     steady = {"ref": [0.69, 0.41, 0.41, 0.41, 0.41, 0.41], "cand": [0.63, 0.56, 0.56, 0.56, 0.56, 0.56]}
@@ -110,8 +112,8 @@ def test_the_references_own_block_spread_widens_the_cross_check_and_the_candidat
 
 
 def test_the_crosscheck_keeps_each_blocks_wall_and_reported_median():
-    # Honest pairs are sometimes suspect on an H200 (4 of 104 in one measurement, docs/calibration.md) for a reason not yet known; the per-block
-    # numbers say whether the excess sits in one block or in all of them.
+    # Honest pairs are sometimes suspect on an H200 (4 of 104 in one measurement, docs/calibration.md) for a reason not
+    # yet known; the per-block numbers say whether the excess sits in one block or in all of them.
     config = judge.Config(world_size=1, device="cuda")
     ref = [[0.1, 0.2, 0.3]] * 3
     cand = [[0.4, 0.5, 0.6]] * 3
@@ -178,9 +180,9 @@ def test_one_pair_allows_the_measured_noise_of_its_probe_wall():
 
 
 def test_the_references_spread_widens_the_allowance_and_the_candidates_does_not():
-    # Problem 31, measured on an H200 (docs/calibration.md): the reference's probe blocks spanned 5.2-7.8 ms a call, and the honest candidate's
-    # excess read 2.3 ms. The reference's spread is the judge's noise estimate; the candidate's own blocks (one of
-    # them at 9.9 ms here) could be made to vary at will, and change nothing.
+    # Problem 31, measured on an H200 (docs/calibration.md): the reference's probe blocks spanned 5.2-7.8 ms a call, and
+    # the honest candidate's excess read 2.3 ms. The reference's spread is the judge's noise estimate; the candidate's
+    # own blocks (one of them at 9.9 ms here) could be made to vary at will, and change nothing.
     spread = _probe_doc(0.108, 0.55 + 2.3, 0.11, ref_spread=2.7)["crosscheck"]["probe"]
     assert spread["allowance_ms"] == pytest.approx(calibration.PROBE_RANGE_FACTOR * 2.7) and spread["suspect"] is False
     assert _probe_doc(0.108, 0.55 + 2.3, 0.11)["crosscheck"]["probe"]["suspect"] is True
@@ -223,7 +225,8 @@ def test_pairs_pool_their_probe_excess():
 
     hidden = pairs.probe_pooled([pair(0.3)] * 8)
     assert hidden["suspect"] is True and hidden["allowance_ms"] == calibration.PROBE_POOLED_FLOOR_MS["cuda"]
-    # The honest H200 runs (docs/calibration.md) with the largest mean excess either way (5% slower and 10% faster, call 2).
+    # The honest H200 runs (docs/calibration.md) with the largest mean excess either way (5% slower and 10% faster,
+    # call 2).
     for excesses in ((0.02, 0.39, 0.21, -0.02, 0.15, 0.14, -0.09, 0.25), (-0.22, -0.03, -0.16, -0.23, 0.15, -0.17)):
         assert pairs.probe_pooled([pair(x) for x in excesses])["suspect"] is False
     assert pairs.probe_pooled([{"crosscheck": {}}]) is None

@@ -73,14 +73,14 @@ class HoleOpen(Exception):
 
 # Problem 1 at 24576 x 32768 bf16 (1.5 GiB; the reference's clone takes ~0.76 ms on an H200): a call the GPU, not the
 # host, paces, and large enough that the work hidden beside the spin exceeds one pair's allowance in the probe blocks'
-# wall (evaluator/timing/rules.py, _probe_check: 0.51 ms a call). Measured (docs/calibration.md): at 16384 x 16384 (0.26 ms) the excess read
-# 0.07 ms; at 32768 x 32768 a trial's 2 GiB output file passes the sandbox's per-file limit (RLIMIT_FSIZE). Each at the
-# site's timing budget (None: 2 s) and at the short one of these tests: the fewer the calls, the more a block's fixed
-# cost weighs in its wall per call. How many calls fit depends on the trials' input-building time too: measured
-# runs had 18-68 calls a probe block at the site's budget, 18-22 at the short one. Earlier rules missed the exploit
-# at the short budget (0.43-0.78 ms excess against 0.51-1.14 ms) while each rank handed ~10 GB back and re-allocated it
-# inside every block. Since then the cache is kept between blocks (evaluator/rank/worker.py): flagged in 5 of 5 runs
-# (0.60-1.06 ms against 0.51-0.53), the honest control unflagged at both budgets.
+# wall (evaluator/timing/rules.py, _probe_check: 0.51 ms a call). Measured (docs/calibration.md): at 16384 x 16384
+# (0.26 ms) the excess read 0.07 ms; at 32768 x 32768 a trial's 2 GiB output file passes the sandbox's per-file limit
+# (RLIMIT_FSIZE). Each at the site's timing budget (None: 2 s) and at the short one of these tests: the fewer the calls,
+# the more a block's fixed cost weighs in its wall per call. How many calls fit depends on the trials' input-building
+# time too: measured runs had 18-68 calls a probe block at the site's budget, 18-22 at the short one. Earlier rules
+# missed the exploit at the short budget (0.43-0.78 ms excess against 0.51-1.14 ms) while each rank handed ~10 GB back
+# and re-allocated it inside every block. Since then the cache is kept between blocks (evaluator/rank/worker.py):
+# flagged in 5 of 5 runs (0.60-1.06 ms against 0.51-0.53), the honest control unflagged at both budgets.
 GPU_DEVICE_BOUND = dict(GPU_TIMED, M=24576, N=32768)
 BUDGETS = pytest.mark.parametrize("budget_ms", [None, 600], ids=["site_budget", "short_budget"])
 

@@ -1,5 +1,5 @@
-"""leaderboard/scoring/costs.py: one definition of each measured cost, and the submission page, its leaderboard row, the API
-and the CSV/JSON export all show the same numbers (the agentic case of issue 26: a CPU profile's rank-seconds never
+"""leaderboard/scoring/costs.py: one definition of each measured cost, and the submission page, its leaderboard row, the
+API and the CSV/JSON export all show the same numbers (the agentic case of issue 26: a CPU profile's rank-seconds never
 called GPU-seconds, and the feedback-run count the same everywhere)."""
 
 import csv

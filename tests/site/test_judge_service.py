@@ -1,5 +1,6 @@
-"""leaderboard/jobs/judge_service.py + evaluator/serve.py: one long-lived judge with warm spares per worker thread (CPU gloo,
-W = 2, problem 1). Jobs run back to back in it; a bad job, an overrun or a lost lease never spoils the next one."""
+"""leaderboard/jobs/judge_service.py + evaluator/serve.py: one long-lived judge with warm spares per worker thread (CPU
+gloo, W = 2, problem 1). Jobs run back to back in it; a bad job, an overrun or a lost lease never spoils the next
+one."""
 
 import json
 import pathlib

@@ -96,7 +96,8 @@ def test_every_judge_command_requires_the_sandbox_unless_off(owner, gpu, cpu, su
 
 
 def test_the_worker_reads_the_sandbox_and_sweeps_through_the_judges_command_line(tmp_path):
-    """No monkeypatch: leaderboard/jobs/judge_commands.py runs ``python -m evaluator.cli sandbox-check|sweep --json``."""
+    """No monkeypatch: leaderboard/jobs/judge_commands.py runs
+    ``python -m evaluator.cli sandbox-check|sweep --json``."""
     support = judge_commands.host_support()
     assert isinstance(support["complete"], bool) and support["summary"] and isinstance(support["missing"], list)
     assert support["complete"] == (not support["missing"])

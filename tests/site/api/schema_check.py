@@ -1,7 +1,8 @@
 """Every API response the suite produces is checked against the served schema (GET /api/v1/schema/), so the schema
 and the API cannot drift apart: Django's test client (and DRF's APIClient, built on it) is wrapped for the whole
-session (tests/site/conftest.py and tests/feedback/conftest.py use :func:`api_responses_match_the_schema`), and each response to a path under /api/v1/
-that the schema names is validated by Schemathesis (status code declared, media type, body against its schema).
+session (tests/site/conftest.py and tests/feedback/conftest.py use :func:`api_responses_match_the_schema`), and each
+response to a path under /api/v1/ that the schema names is validated by Schemathesis (status code declared, media type,
+body against its schema).
 
 A test that means to send what the schema does not describe (a hostile body, an unknown path) is still checked: the
 schema declares the refusals too (leaderboard/api/schema_hooks.py). ``PKB_SCHEMA_CHECK=0`` turns the check off for a
@@ -60,7 +61,7 @@ def check(schema, method: str, path: str, query: str, response) -> None:
     )
     try:
         schema.validate_response(operation, wrapped)
-    except Exception as exc:  # schemathesis raises a group of its check failures
+    except Exception as exc:  # noqa: BLE001 - any schemathesis error (a check's Failure, InvalidSchema) is a mismatch
         raise SchemaMismatch(
             f"{method} {path}?{query} -> {response.status_code}: not as the schema declares:\n"
             f"{exc}\n{response.content[:500]!r}"

@@ -114,7 +114,10 @@ def embedded_site(tmp: Path, database: Path, setup: str = ""):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, migrated_database):
-    setup = "from leaderboard.catalogue.models import HardwareProfile as H; H.objects.filter(slug='cpu-gloo').update(trials=1)"
+    setup = (
+        "from leaderboard.catalogue.models import HardwareProfile as H; "
+        "H.objects.filter(slug='cpu-gloo').update(trials=1)"
+    )
     with embedded_site(tmp_path_factory.mktemp("embedded"), migrated_database, setup) as (url, _env):
         yield url
 

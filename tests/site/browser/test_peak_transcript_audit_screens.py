@@ -55,9 +55,10 @@ steps = [
                   "arguments": json.dumps({"problem": 1, "file": "1_allreduce_cuda.py"})}}]},
  {"role": "tool", "tool_call_id": "call_1",
   "content": f"feedback run {run.pk}: incorrect\\ntrial 0, rank 3: 1,024 elements outside tolerance (max error 0.5)"},
- {"role": "assistant", "content": [{"type": "text", "text": "Rank 3 reads its neighbour's buffer too early; add a barrier."},
-                                   {"type": "tool_use", "id": "tu_2", "name": "edit_file",
-                                    "input": {"path": "1_allreduce_cuda.py", "line": 42, "insert": "barrier()"}}]},
+ {"role": "assistant", "content": [
+     {"type": "text", "text": "Rank 3 reads its neighbour's buffer too early; add a barrier."},
+     {"type": "tool_use", "id": "tu_2", "name": "edit_file",
+      "input": {"path": "1_allreduce_cuda.py", "line": 42, "insert": "barrier()"}}]},
  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_2", "content": "ok"}]},
 ]
 text = "\\n".join(json.dumps(s) for s in steps) + "\\n"

@@ -42,9 +42,9 @@ code = "import torch\\n\\ndef solution(x):\\n    return x  # " + "a very long co
 candidate = Candidate.objects.create(submission=made[0], problem_id=1, attempt=1, filename="1_allreduce_torch.py",
                                      backend="torch", code=code, sha256="0" * 64, size=len(code))
 session = FeedbackSession.objects.create(submitter=sub, profile=cpu)
-run = FeedbackRun.objects.create(session=session, submitter=sub, profile=cpu, problem_id=1, filename="1_allreduce_torch.py",
-                                 code=code, sha256="0" * 64, world_size=2, device="cpu", trials=1, status="done",
-                                 verdict="incorrect", wall_ms=1200,
+run = FeedbackRun.objects.create(session=session, submitter=sub, profile=cpu, problem_id=1,
+                                 filename="1_allreduce_torch.py", code=code, sha256="0" * 64, world_size=2,
+                                 device="cpu", trials=1, status="done", verdict="incorrect", wall_ms=1200,
                                  feedback={{"verdict": "incorrect", "message": "trial 0, rank 1: " + "x" * 400}})
 print(json.dumps({{"submission": made[0].pk, "candidate": candidate.pk, "run": run.pk}}))
 """

@@ -15,7 +15,8 @@ DRAWN = """(id) => {
   const points = Array.from(gd.querySelectorAll('.scatterlayer .points path.point'));
   const outside = points.filter(p => {
     const b = p.getBoundingClientRect();
-    return b.left < area.left - 0.5 || b.right > area.right + 0.5 || b.top < area.top - 0.5 || b.bottom > area.bottom + 0.5;
+    return b.left < area.left - 0.5 || b.right > area.right + 0.5
+      || b.top < area.top - 0.5 || b.bottom > area.bottom + 0.5;
   }).length;
   return {points: points.length, outside: outside, x: fl.xaxis.range, y: fl.yaxis.range,
           xtitle: fl.xaxis.title.text, xtype: fl.xaxis.type};
@@ -156,7 +157,8 @@ def test_static_files_compressed_and_cached(site, page):
       const nav = performance.getEntriesByType('navigation')[0];
       const res = performance.getEntriesByType('resource');
       return {load_ms: nav.loadEventEnd, bytes: [nav, ...res].reduce((s, r) => s + r.transferSize, 0),
-              plotly: res.filter(r => r.name.includes('plotly')).map(r => [r.name, r.encodedBodySize, r.decodedBodySize])};
+              plotly: res.filter(r => r.name.includes('plotly'))
+                         .map(r => [r.name, r.encodedBodySize, r.decodedBodySize])};
     }""")
     print(
         f"\nhome page: load event at {timing['load_ms']:.0f} ms, {timing['bytes']:,} bytes received, "

@@ -128,7 +128,8 @@ def test_submission_page_says_how_precise_its_timings_are(client, owner, submit,
 
 
 def test_submission_page_shows_timing_pairs_set_aside(client, owner, submit, finish):
-    # A pair whose cross-check was suspect is left out of the speedup (evaluator/timing/pairs.py, triage): say so, unflagged.
+    # A pair whose cross-check was suspect is left out of the speedup (evaluator/timing/pairs.py, triage): say so,
+    # unflagged.
     submission = submit(owner)
     document = judge_document()
     document["timing"]["pairs"] = {"count": 7, "set_aside": [{"pair": 3, "unexplained_ms": 0.5, "allowance_ms": 0.4}]}
@@ -180,7 +181,7 @@ def test_publish_and_rerun_buttons(client, owner, outsider, submit, finish):
     submission.refresh_from_db()
     assert submission.visibility == "public"
     assert client.post(f"/submissions/{submission.pk}/rerun").status_code == 302
-    submission.jobs.get().status == "queued"
+    assert submission.jobs.get().status == "queued"
     client.force_login(outsider)
     assert client.post(f"/submissions/{submission.pk}/rerun").status_code == 403
 
@@ -226,7 +227,7 @@ def test_healthz_and_plotly_is_a_static_file(client, db):
     ]
 
 
-# --- query counts ------------------------------------------------------------------------------------------------------
+# --- query counts -----------------------------------------------------------------------------------------------------
 
 
 def count_queries(client, url) -> int:

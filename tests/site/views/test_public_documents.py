@@ -13,7 +13,7 @@ from tests.site.conftest import judge_document
 SCRATCH = "/var/lib/pkb-arena/work/worker-gpu0-4711/job-12/run-1/submission/1_allreduce_torch.py"
 CGROUP = "cgroup v1 (memory /sys/fs/cgroup/memory/pkb-arena/box-981)"
 ROOTS = ("work", "run", "sys", "srv", "home", "tmp", "var", "proc", "opt", "root", "usr", "mnt", "data", "scratch")
-SERVER_PATH = re.compile(r"(?<![\w.~:/-])/(?:%s)/[^\s\"'<>]*" % "|".join(ROOTS))
+SERVER_PATH = re.compile(rf"(?<![\w.~:/-])/(?:{'|'.join(ROOTS)})/[^\s\"'<>]*")
 INTERNALS = re.compile(r"\buid \d{4,}|\b3000981\b|box-981|worker-gpu0-4711")
 
 
