@@ -1,17 +1,13 @@
 """The feedback as text, shared by the site's run page (leaderboard/feedback/report.py) and ``pkb feedback``
-(pkb_client/feedback.py): pure functions over the feedback document the site builds, and the peak rates its speed of
-light is measured against. Part of the judge's torch-free contract (evaluator/schema.py re-exports it): standard
-library only, installed with the client alone (client/pyproject.toml)."""
+(pkb_client/feedback.py): pure functions over the feedback document the site builds; the peak rates its speed of
+light is measured against are evaluator/hardware.py's. Part of the judge's torch-free contract (evaluator/schema.py
+re-exports it): standard library only, installed with the client alone (client/pyproject.toml)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-# Peak rates of the GPUs the ranked profiles run on (NVIDIA H200 SXM): NVLink 4 is 18 links x 25 GB/s = 450 GB/s per
-# direction; dense bf16 tensor cores about 790 TFLOP/s (989 with sparsity, which no problem here uses); HBM3e about
-# 4.8 TB/s on the sheet, 4.3 TB/s the measured copy rate. The one definition: the judge's speed-of-light floor
-# (evaluator/timing/physics.py) takes them from here, so the text never states rates the floor did not use.
-H200_CEILINGS = {"name": "H200", "link_bytes_per_s": 450e9, "flops_per_s": 790e12, "hbm_bytes_per_s": 4.3e12}
+from evaluator.hardware import H200_CEILINGS
 
 
 def ceilings_text(ceilings: dict[str, Any] = H200_CEILINGS) -> str:

@@ -100,9 +100,9 @@ ONE_PAIR_FLOOR = {"cuda": round(math.exp(PAIR_Z * PAIR_OFFSET_SD["cuda"]) - 1.0,
 MAX_PAIRS = 16  # the most timing pairs: Config.pairs and HardwareProfile.timing_pairs
 
 # Which backends the judge can build: the same test for the judge's static checks and the site's uploads.
-# The feedback as text (the site's run page and ``pkb feedback``) and the peak rates behind it:
-# evaluator/feedback_text.py.
-from evaluator import feedback_text  # noqa: E402,F401
+# The feedback as text (the site's run page and ``pkb feedback``): evaluator/feedback_text.py; the peak rates behind
+# it and the judge's speed-of-light floor: evaluator/hardware.py.
+from evaluator import feedback_text, hardware  # noqa: E402,F401
 from evaluator.backends import SUPPORTED_BACKENDS, unsupported_backend  # noqa: E402,F401
 
 # The request a worker sends the judge (``pkb eval``'s command line as a type): evaluator/contract.py.

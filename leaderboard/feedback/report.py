@@ -23,7 +23,7 @@ formula). Reference logs are never included.
 from __future__ import annotations
 
 from evaluator import schema
-from evaluator.schema import feedback_text
+from evaluator.schema import feedback_text, hardware
 
 # The text renderers and the ceilings are the contract's (evaluator/feedback_text.py), so the site's run page and
 # ``pkb feedback`` agree.
@@ -33,7 +33,7 @@ text, withheld_line, crosscheck_line, first_line = (
     feedback_text.crosscheck_line,
     feedback_text.first_line,
 )
-HBM_BYTES_PER_S = feedback_text.H200_CEILINGS["hbm_bytes_per_s"]
+HBM_BYTES_PER_S = hardware.H200_CEILINGS["hbm_bytes_per_s"]
 CEILINGS_TEXT = feedback_text.ceilings_text()
 LOG_FIELDS = ("rank", "exit_code", "stdout", "stderr")
 
