@@ -2,7 +2,7 @@
 
     pkb problems list [--json]
     pkb eval PROBLEM CANDIDATE|reference --world-size W --device cpu|cuda [--trials 5] [--seed S] [--json OUT]
-             [--hidden-shape] [--hidden-world-size W2] [--pairs K] [--shared-device]
+             [--hidden-shape] [--hidden-world-size W2|auto] [--pairs K] [--shared-device]
     pkb selfcheck [--problems 1-29] --device cpu --world-size W [--json OUT] [--shared-device]
     pkb submit DIR --model ... --protocol ... --attempts k --profile ... [--wait] [--json]   (the site's upload client)
     pkb publish ID [--yes]                                                 (list a submission on the leaderboard)
@@ -27,7 +27,9 @@ Hidden checks (docs/threat-model.md, "hard-coded W or shapes"; the site turns bo
 ``--hidden-shape`` adds one more correctness trial at a shape (M', N') the judge draws after the timed loop (the
 result's last trial carries ``hidden_shape``); ``--hidden-world-size W2`` adds a correctness-only run at world size W2
 when the main run is correct (the result's ``hidden_world_size`` says what happened there). A failure at either is
-the verdict. W2 must differ from W and be allowed by the problem's world-size rule, else exit 2.
+the verdict. W2 must differ from W and be allowed by the problem's world-size rule, else exit 2; ``auto`` has the
+judge draw W2 itself, from the OS's randomness, among the world sizes the problem allows and this host can run
+(evaluator/judge/hidden_world.py), and run none where there is no other.
 
 Shared-device worlds (``--device cuda --shared-device``, docs/site.md "Shared-device worlds"): every rank of both
 groups on the first GPU of the judge's device set, gloo with CUDA tensors; correctness only (it implies
@@ -180,13 +182,15 @@ def run_prebuild(request: contract.PrebuildRequest) -> int:
     return 0
 
 
-def _check_hidden_world_size(problem, world_size: int, hidden: int | None) -> None:
-    """``--hidden-world-size``: another world size that the problem's rule allows. (The judge itself only records a
-    disallowed one as skipped; on the command line it is a mistake, so it is refused before anything runs.)"""
+def _check_hidden_world_size(problem, world_size: int, hidden: int | str | None) -> None:
+    """``--hidden-world-size``: another world size that the problem's rule allows, or ``auto`` (the judge draws one).
+    (The judge itself only records a disallowed one as skipped; on the command line it is a mistake, so it is refused
+    before anything runs.)"""
     from evaluator import judge
 
-    if hidden is None:
+    if hidden is None or hidden == contract.HIDDEN_WORLD_AUTO:
         return
+    assert isinstance(hidden, int)  # the contract admits a number or auto
     if hidden < 1:
         raise judge.BadRequest(f"--hidden-world-size must be at least 1, not {hidden}")
     if hidden == world_size:

@@ -30,6 +30,8 @@ PREBUILD = "prebuild"
 DEVICES = ("cpu", "cuda")
 DTYPES = ("bfloat16", "float16", "float32")
 R = TypeVar("R", bound="_Request")
+# ``--hidden-world-size auto``: the judge draws the hidden world size itself (evaluator/judge/hidden_world.py).
+HIDDEN_WORLD_AUTO = "auto"
 
 
 def _option(
@@ -103,11 +105,22 @@ class _Request:
         return cls(**values)
 
 
+def world_size_or_auto(text: str) -> int | str:
+    """``--hidden-world-size``'s value: a world size, or ``auto`` (the judge draws one)."""
+    if text == HIDDEN_WORLD_AUTO:
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a world size or {HIDDEN_WORLD_AUTO!r}, not {text!r}") from None
+
+
 @dataclass(frozen=True)
 class JudgeRequest(_Request):
     """One ``pkb eval``: every option the judge's command line takes, with its default."""
 
     COMMAND: ClassVar[str] = EVAL
+    HIDDEN_WORLD_AUTO: ClassVar[str] = HIDDEN_WORLD_AUTO  # for the site, which imports the request alone (schema.py)
 
     problem: str = field(metadata=_option("problem", "problem id or stem", kind="positional"))
     candidate: str = field(
@@ -182,14 +195,14 @@ class JudgeRequest(_Request):
             kind="flag",
         ),
     )
-    hidden_world_size: int | None = field(
+    hidden_world_size: int | str | None = field(
         default=None,
         metadata=_option(
             "--hidden-world-size",
-            "a correctness-only run at another world size W2 allowed by the problem (ranked site "
-            "runs pick one the candidate cannot predict)",
-            type=int,
-            metavar="W2",
+            "a correctness-only run at another world size W2 allowed by the problem; auto: the judge draws one "
+            "the candidate cannot predict, among those this host can run (ranked site runs ask for auto)",
+            type=world_size_or_auto,
+            metavar="W2|auto",
         ),
     )
     pairs: int = field(
@@ -212,6 +225,8 @@ class JudgeRequest(_Request):
             object.__setattr__(self, "timing", False)
         if self.seeds is not None:  # any sequence in, a tuple kept (the request is frozen and compares by value)
             object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds) or None)
+        if isinstance(self.hidden_world_size, str) and self.hidden_world_size != HIDDEN_WORLD_AUTO:
+            raise ValueError(f"hidden_world_size is a number or {HIDDEN_WORLD_AUTO!r}, not {self.hidden_world_size!r}")
         super().__post_init__()
 
 

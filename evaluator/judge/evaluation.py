@@ -25,7 +25,7 @@ import torch
 
 import problems
 from evaluator import schema
-from evaluator.judge import policy, shared_device
+from evaluator.judge import hidden_world, policy, shared_device
 from evaluator.judge.attempt import (
     _devices,
     _run_once,
@@ -39,9 +39,15 @@ from problems.base import derive_seed
 
 def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool=None, **options) -> dict:
     """Judge ``candidate`` (a path, or "reference" for an A/A run) on ``problem`` (id or stem); see evaluator.schema.
-    ``pool``: an evaluator.process.warm.WarmPool whose started groups the first attempt uses (a retry starts cold)."""
+    ``pool``: an evaluator.process.warm.WarmPool whose started groups the first attempt uses (a retry starts cold).
+    ``hidden_world_size="auto"``: the judge draws it (evaluator/judge/hidden_world.py; none where there is no other)."""
+    hidden_auto = options.get("hidden_world_size") == hidden_world.AUTO
+    if hidden_auto:
+        options["hidden_world_size"] = None
     cfg = Config(world_size=world_size, device=device, **options)
     prob = _resolve(problem, cfg)
+    if hidden_auto:  # drawn here, from the OS: never from the seed, which the request (and so a candidate) may know
+        cfg.hidden_world_size = hidden_world.draw(prob, cfg.world_size, cfg.device, cfg.shared_device)
     source, digest = _read_candidate(candidate)
     if source is not None:
         candidate = os.path.abspath(candidate)  # ranks run in their own scratch directories
