@@ -371,9 +371,6 @@ PACKAGE_CYCLE_ALLOWED = {
     # for the site, which may import only evaluator.schema of the judge; timing/ builds its documents from the
     # contract's constants. Cut by moving the re-export's readers (leaderboard/scoring) onto a schema-side module.
     ("evaluator.schema", "evaluator.timing"): "the contract re-exports timing/verdict.py's faster_at for the site",
-    # Typing only (``if TYPE_CHECKING``): timing/rules.py reads a judge Config's fields; importing judge/config.py at
-    # run time would load the process plumbing. Cut by a Protocol of those fields in timing/.
-    ("evaluator.timing", "evaluator.judge"): "timing/rules.py names judge.config.Config for typing only",
 }
 
 

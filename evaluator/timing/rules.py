@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from evaluator import schema
 from evaluator.timing import pairs, physics, stats, verdict
@@ -25,8 +25,27 @@ from evaluator.timing.calibration import (
     SPIN_SHORT_BLOCK_SHARE,
 )
 
-if TYPE_CHECKING:  # the rules read a Config's fields only; importing it would load the judge's process plumbing
-    from evaluator.judge.config import Config
+
+class Config(Protocol):
+    """What the rules read of the judge's request (evaluator/judge/config.py's Config has these fields and more). A
+    protocol rather than the judge's class: timing/ is the judge's torch-free rulebook, and naming the judge's class
+    here, even for typing only, would make the two packages import each other."""
+
+    @property
+    def device(self) -> str: ...
+    @property
+    def world_size(self) -> int: ...
+    @property
+    def M(self) -> int: ...
+    @property
+    def N(self) -> int: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def pairs(self) -> int: ...
+    @property
+    def light_ceilings(self) -> dict[str, Any] | None: ...
+
 
 # A side's timed blocks (each block's per-call times, ms) and the judge's own wall clock per block and side.
 Blocks = Sequence[Sequence[float]]
