@@ -12,11 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from django.conf import settings
-
 from evaluator.schema import VERDICTS, JudgeRequest
 from leaderboard.feedback import conf, seeds, services
-from leaderboard.jobs import host_gate, judge_process, judge_service, workspace
+from leaderboard.jobs import host_gate, judge_process, judge_requests, judge_service, workspace
 
 log = logging.getLogger("leaderboard.feedback")
 TAIL = 8000
@@ -57,19 +55,16 @@ def judge_request(run, candidate_path: Path, out_path: Path, profile_dir: Path) 
         run.problem.stem,
         str(candidate_path),
         world_size=run.world_size,
-        device=run.device,
         trials=run.trials,
         seeds=tuple(run.seeds),
         M=run.M,
         N=run.N,
         json_out=str(out_path),
-        reduced=run.device == "cpu",
-        multicast_allowed=run.profile.multicast_allowed,
         timing=not profiled and not run.profile.shared_device,
-        shared_device=run.profile.shared_device,
         profile_dir=str(profile_dir) if profiled else None,
-        sandbox_required=not settings.PKB_SANDBOX_OFF,
-    )  # as every job: the whole sandbox or no run
+        # As every job's (jobs/judge_requests.py): the whole sandbox or no run; the run's own record of the device.
+        **judge_requests.profile_fields(run.profile, device=run.device),
+    )
 
 
 def judge_command(run, candidate_path: Path, out_path: Path, profile_dir: Path) -> list[str]:

@@ -42,6 +42,7 @@ from leaderboard.jobs import (
     actors,  # noqa: F401  (the jobs' part of a worker: the reaper, recovery at boot)
     build_routing,
     judge_process,
+    judge_requests,
     workspace,
 )
 from leaderboard.jobs import services as jobs_services
@@ -93,12 +94,13 @@ def run_build(job_id: int, worker: str = WORKER_ID) -> str:
 def prebuild_request(job, candidate_path: Path, out_path: Path) -> PrebuildRequest:
     """What the judge's build stage is asked for this job (evaluator/contract.py): builds for the profile's device,
     in the whole sandbox (as its judged run), bounded in compile processes, for the judged run's architecture."""
+    fields = judge_requests.profile_fields(job.profile)  # what its judged run's request takes of the profile
     return PrebuildRequest(
         job.candidate.problem.stem,
         str(candidate_path),
-        target_device=job.profile.device,
+        target_device=fields["device"],
         json_out=str(out_path),
-        sandbox_required=not settings.PKB_SANDBOX_OFF,
+        sandbox_required=fields["sandbox_required"],
         timeout_s=settings.PKB_BUILD_TIMEOUT_SECONDS / 2,
         arch=settings.PKB_BUILD_ARCH or None,
         max_jobs=settings.PKB_BUILD_MAX_JOBS,

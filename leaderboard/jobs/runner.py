@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import tempfile
 import threading
 import time
@@ -22,9 +21,10 @@ from django.conf import settings
 from django.db import connection
 
 from evaluator.schema import INFRA_ERROR, VERDICTS, JudgeRequest
-from leaderboard.jobs import host_gate, judge_process, judge_service, lease, workspace
+from leaderboard.jobs import host_gate, judge_process, judge_requests, judge_service, lease, workspace
 from leaderboard.jobs import services as jobs_services
 from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections
+from leaderboard.jobs.judge_requests import reduced_for  # noqa: F401 - the problem page reads what the runner asks
 
 log = logging.getLogger("leaderboard.jobs.runner")
 TAIL = 8000
@@ -59,29 +59,20 @@ def run_job(job_id: int, worker: str = WORKER_ID) -> str:
 
 
 def judge_request(job, candidate_path: Path, out_path: Path) -> JudgeRequest:
-    """What the judge is asked for this job (evaluator/contract.py): the profile's world, trials and pairs, the whole
-    sandbox (fail closed: a stranger's code never runs in a weaker one), and the hidden checks of a rankable run."""
+    """What the judge is asked for this job (evaluator/contract.py): the profile's world, trials and pairs, what every
+    request takes of a profile (jobs/judge_requests.py: the whole sandbox, fail closed: a stranger's code never runs in
+    a weaker one), and the hidden checks of a rankable run."""
     profile = job.profile
     return JudgeRequest(
         job.candidate.problem.stem,
         str(candidate_path),
         world_size=profile.world_size,
-        device=profile.device,
         trials=profile.trials,
         json_out=str(out_path),
-        reduced=reduced_for(profile),
         pairs=profile.timing_pairs if profile.timing_pairs > 1 else 1,
-        multicast_allowed=profile.multicast_allowed,
-        sandbox_required=not settings.PKB_SANDBOX_OFF,
-        shared_device=profile.shared_device,
+        **judge_requests.profile_fields(profile),
         **hidden_checks(job),
     )
-
-
-def reduced_for(profile) -> bool:
-    """Whether jobs on ``profile`` are judged at the CPU development shapes (``--reduced``: the problems whose spec
-    fixes sizes too large for a CPU world shrink them, their docstrings say how): CPU profiles only."""
-    return profile.device == "cpu"
 
 
 def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
@@ -89,41 +80,16 @@ def judge_command(job, candidate_path: Path, out_path: Path) -> list[str]:
     return judge_request(job, candidate_path, out_path).command()
 
 
-# World sizes a CPU profile may use for the hidden run: gloo ranks are processes, but more than 4 of them on a CI host
-# only costs time.
-CPU_HIDDEN_MAX_WORLD_SIZE = 4
-# The hidden world sizes of a shared-device profile (every rank on one GPU; docs/site.md, "Shared-device worlds").
-SHARED_HIDDEN_WORLD_SIZES = (2, 4)
-
-
 def hidden_checks(job) -> dict:
     """Hidden checks for a job whose result can rank (its profile is ranked; a private submission may still be
     published): a trial at a shape the judge draws, and a correctness-only run at a world size the candidate cannot
-    predict (drawn here from the OS, never from the job id). None with ``PKB_HIDDEN_CHECKS`` off or on unranked
-    profiles, and no hidden world size where the problem and the profile's devices leave no other one (W = 1 hosts)."""
+    predict, which the judge draws too (``auto``: among those the problem allows and its host can run, from the OS's
+    randomness; none where there is no other: evaluator/judge/hidden_world.py). None with ``PKB_HIDDEN_CHECKS`` off or
+    on unranked profiles: the site's policy."""
     profile = job.profile
     if not settings.PKB_HIDDEN_CHECKS or not (profile.ranked or profile.shared_device):
         return {}  # a shared-device profile never ranks, but its hidden world sizes are what it is for
-    checks = {"hidden_shape": True}
-    other = hidden_world_sizes(job.candidate.problem_id, profile)
-    if other:
-        checks["hidden_world_size"] = random.SystemRandom().choice(other)
-    return checks
-
-
-def hidden_world_sizes(problem_id: int, profile) -> list[int]:
-    """Every world size other than the profile's that the problem allows and the profile's host can run: up to its
-    GPUs (the profile's W) on CUDA, 1..4 on CPU."""
-    import problems
-
-    try:
-        problem = problems.get(problem_id)
-    except Exception:  # noqa: BLE001 - not implemented or broken here: the judge will say so; no hidden run
-        return []
-    if profile.shared_device:
-        return [w for w in SHARED_HIDDEN_WORLD_SIZES if w != profile.world_size and problem.allows_world_size(w)]
-    top = profile.world_size if profile.device == "cuda" else CPU_HIDDEN_MAX_WORLD_SIZE
-    return [w for w in range(1, top + 1) if w != profile.world_size and problem.allows_world_size(w)]
+    return {"hidden_shape": True, "hidden_world_size": JudgeRequest.HIDDEN_WORLD_AUTO}
 
 
 def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:

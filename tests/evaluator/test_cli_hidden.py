@@ -1,5 +1,6 @@
-"""``pkb eval --hidden-shape --hidden-world-size W2``: the hidden checks from the command line, end to end through
-the real judge (CPU gloo, problem 1, tiny shapes), and the refusal of a hidden world size the problem does not allow."""
+"""``pkb eval --hidden-shape --hidden-world-size W2|auto``: the hidden checks from the command line, end to end through
+the real judge (CPU gloo, problem 1, tiny shapes), the world size the judge draws for ``auto``
+(evaluator/judge/hidden_world.py), and the refusal of a hidden world size the problem does not allow."""
 
 import json
 import os
@@ -42,6 +43,68 @@ def test_hidden_checks_run_and_show_in_the_document(tmp_path):
     assert "hidden shape" in run.stdout and "hidden world size W=1: correct" in run.stdout
 
 
+def test_auto_has_the_judge_draw_another_world_size_the_problem_allows(tmp_path):
+    out = tmp_path / "out.json"
+    run = pkb_eval("1", "reference", "--world-size", "2", *TINY, "--hidden-world-size", "auto", "--json", out)
+    assert run.returncode == 0, run.stderr
+    document = json.loads(out.read_text())
+    assert document["verdict"] == "correct", document["message"]
+    assert document["hidden_world_size"]["world_size"] in (1, 3, 4)  # CPU: 1..4, never the run's own W
+    assert document["hidden_world_size"]["verdict"] == "correct"
+
+
+@pytest.mark.parametrize(
+    "problem, world_size, device, shared, others",
+    [
+        (1, 2, "cpu", False, [1, 3, 4]),
+        (49, 2, "cpu", False, [3, 4]),  # problem 49 needs W >= 2
+        (11, 2, "cpu", False, [1, 4]),  # W divides 512
+        (11, 4, "cuda", False, [1, 2]),  # up to the main run's GPUs
+        (1, 1, "cuda", False, []),  # one GPU: no other world size
+        (1, 8, "cuda", True, [2, 4]),  # a shared-device world
+        (1, 4, "cuda", True, [2]),
+    ],
+)
+def test_auto_draws_among_the_world_sizes_the_problem_and_the_host_allow(problem, world_size, device, shared, others):
+    import problems
+    from evaluator.judge import hidden_world
+
+    prob = problems.get(problem)
+    assert hidden_world.other_world_sizes(prob, world_size, device, shared) == others
+    drawn = {hidden_world.draw(prob, world_size, device, shared) for _ in range(60)}
+    assert drawn == (set(others) if others else {None})  # every one of them can come, and only they
+
+
+def test_auto_draws_from_the_os_never_from_the_seed(monkeypatch):
+    import random
+
+    import problems
+    from evaluator.judge import hidden_world
+
+    calls = []
+
+    class Recorded(random.SystemRandom):
+        def choice(self, seq):
+            calls.append(list(seq))
+            return super().choice(seq)
+
+    monkeypatch.setattr(hidden_world.random, "SystemRandom", Recorded)
+    monkeypatch.setattr(hidden_world.random, "Random", lambda *a: pytest.fail("a seeded draw"))
+    assert hidden_world.draw(problems.get(1), 2, "cpu") in (1, 3, 4) and calls == [[1, 3, 4]]
+
+
+def test_auto_runs_no_hidden_world_where_there_is_no_other(monkeypatch):
+    from evaluator import judge
+    from evaluator.judge import hidden_world
+
+    monkeypatch.setattr(hidden_world, "CPU_MAX_WORLD_SIZE", 1)  # a host of one rank: W = 1 is the run's own
+    result = judge.evaluate(
+        1, "reference", 1, "cpu", M=64, N=32, reduced=True, trials=1, timing=False, seed=5, hidden_world_size="auto"
+    )
+    assert result["verdict"] == "correct", result["message"]
+    assert "hidden_world_size" not in result
+
+
 def test_without_the_flags_no_hidden_check_runs(tmp_path):
     out = tmp_path / "out.json"
     run = pkb_eval("1", "reference", "--world-size", "2", *TINY, "--json", out)
@@ -58,6 +121,7 @@ def test_without_the_flags_no_hidden_check_runs(tmp_path):
         # Problem 49 needs W >= 2 (E = W experts, top-2): W2 = 1 is refused before anything runs.
         (["49", "reference", "-W", "2", "--hidden-world-size", "1"], "hidden world size 1 is not allowed by 49_"),
         (["11", "reference", "-W", "2", "--hidden-world-size", "3"], "rule: W divides 512"),
+        (["1", "reference", "-W", "2", "--hidden-world-size", "any"], "a world size or 'auto'"),
     ],
 )
 def test_a_bad_hidden_world_size_exits_2(argv, needle):

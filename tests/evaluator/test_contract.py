@@ -119,7 +119,7 @@ requests = st.builds(
     timeout_s=st.none() | st.floats(allow_nan=False, allow_infinity=False),
     seeds=st.none() | st.lists(ints, min_size=1, max_size=6).map(tuple),
     hidden_shape=st.booleans(),
-    hidden_world_size=st.none() | ints,
+    hidden_world_size=st.none() | ints | st.just(contract.HIDDEN_WORLD_AUTO),
     pairs=ints,
     profile_dir=st.none() | paths,
     shared_device=st.booleans(),
@@ -256,3 +256,18 @@ prebuilds = st.builds(
 @given(prebuilds)
 def test_any_prebuild_request_round_trips(request):
     assert contract.PrebuildRequest.from_argv(request.argv()) == request
+
+
+def test_the_hidden_world_size_is_a_number_or_auto():
+    """``auto``: the judge draws the hidden world size (evaluator/judge/hidden_world.py); a number still works."""
+    base = {"problem": "1", "candidate": "reference", "world_size": 2}
+    auto = JudgeRequest(**base, hidden_world_size="auto")
+    assert auto.argv()[-2:] == ["--hidden-world-size", "auto"] and JudgeRequest.HIDDEN_WORLD_AUTO == "auto"
+    assert JudgeRequest.from_argv(auto.argv()) == auto
+    assert (
+        JudgeRequest.from_argv(["eval", "1", "reference", "-W", "2", "--hidden-world-size", "3"]).hidden_world_size == 3
+    )
+    with pytest.raises(ValueError, match="a number or 'auto'"):
+        JudgeRequest(**base, hidden_world_size="any")
+    with pytest.raises(SystemExit):
+        JudgeRequest.from_argv(["eval", "1", "reference", "-W", "2", "--hidden-world-size", "any"])

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
+import problems
 from evaluator import schema
-from evaluator.judge import shared_device
+from evaluator.judge import hidden_world, shared_device
 from evaluator.timing import verdict
 from leaderboard.catalogue.models import HardwareProfile
 from leaderboard.jobs import judge_service, runner
@@ -58,15 +59,14 @@ def test_a_shared_profile_cannot_be_made_ranked(catalogue):
 
 def test_its_jobs_ask_the_judge_for_a_shared_world_never_timed_with_a_hidden_world_of_2_or_4(job, settings):
     settings.PKB_HIDDEN_CHECKS = True
-    drawn = set()
-    for _ in range(40):
-        request = runner.judge_request(job, Path("/tmp/c.py"), Path("/tmp/r.json"))
-        assert request.shared_device and not request.timing and request.pairs == 1
-        assert request.world_size == 8 and request.device == "cuda"
-        assert {"--shared-device", "--no-timing"} <= set(request.argv())
-        drawn.add(request.hidden_world_size)
+    request = runner.judge_request(job, Path("/tmp/c.py"), Path("/tmp/r.json"))
+    assert request.shared_device and not request.timing and request.pairs == 1
+    assert request.world_size == 8 and request.device == "cuda"
+    assert {"--shared-device", "--no-timing"} <= set(request.argv())
+    assert request.hidden_world_size == "auto"  # the judge draws it: 2 or 4 in a shared world
+    problem = problems.get(job.candidate.problem.stem)
+    drawn = {hidden_world.draw(problem, request.world_size, request.device, request.shared_device) for _ in range(40)}
     assert drawn == {2, 4}
-    assert runner.hidden_world_sizes(1, job.profile) == [2, 4]
 
 
 def test_its_jobs_never_go_to_the_warm_judge(job, monkeypatch):
