@@ -364,14 +364,9 @@ def package_cycles(sources: list[tuple[str, str, str]], allowed=()) -> list[str]
     return found
 
 
-# Package edges that close a circle and cannot be cut by this change, as (package, package it imports): each says why.
-# test_the_allowed_package_edges_are_still_there fails once one is gone, so the entry goes too.
-PACKAGE_CYCLE_ALLOWED = {
-    # The contract re-exports the timing rule's "faster at p" (BARS, bar_key, faster_at: evaluator/schema.py, its end)
-    # for the site, which may import only evaluator.schema of the judge; timing/ builds its documents from the
-    # contract's constants. Cut by moving the re-export's readers (leaderboard/scoring) onto a schema-side module.
-    ("evaluator.schema", "evaluator.timing"): "the contract re-exports timing/verdict.py's faster_at for the site",
-}
+# Edges allowed to close a cycle between packages: none now. An entry names an edge that cannot be cut yet and why;
+# test_the_allowed_package_edges_are_still_there fails once the edge is gone, so the entry goes too.
+PACKAGE_CYCLE_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def test_an_apps_insides_never_import_the_edges():

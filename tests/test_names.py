@@ -219,8 +219,8 @@ def stale_names(files=None) -> list[str]:
 def test_the_scan_tells_live_names_from_stale_ones(tmp_path):
     cited = tmp_path / "cites.md"
     cited.write_text(
-        "live: evaluator/timing/verdict.py, evaluator/judge/, leaderboard/jobs/{lease,services}.py,\n"
-        "leaderboard/<app>/selectors.py, evaluator.timing.verdict.decide, `python -m evaluator.rank.worker`,\n"
+        "live: evaluator/verdict.py, evaluator/judge/, leaderboard/jobs/{lease,services}.py,\n"
+        "leaderboard/<app>/selectors.py, evaluator.verdict.decide, `python -m evaluator.rank.worker`,\n"
         "evaluator/judge/evaluation.evaluate, evaluator.schema.CORRECT, tests/world.py, benchmarks/calibration/.\n"
         "stale: leaderboard/costs.py, leaderboard.broker, evaluator/judge/{pair,nothere}.py, evaluator.schema.NOPE\n"
         "tests/site/issue35/, benchmarks/nothere.py\n"

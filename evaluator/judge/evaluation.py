@@ -24,7 +24,7 @@ import time
 import torch
 
 import problems
-from evaluator import schema
+from evaluator import schema, verdict
 from evaluator.judge import hidden_world, policy, shared_device
 from evaluator.judge.attempt import (
     _devices,
@@ -32,7 +32,7 @@ from evaluator.judge.attempt import (
     attribute,  # noqa: F401 - the attribution rule, cited as evaluation.attribute
 )
 from evaluator.judge.config import BadRequest, Config
-from evaluator.timing import pairs, verdict
+from evaluator.timing import pairs
 from evaluator.timing.calibration import HOST_BOUND_NOISE_FLOOR
 from problems.base import derive_seed
 
@@ -114,7 +114,7 @@ def _flag_unsandboxed(result: dict) -> None:
 
 
 def _never_rank_flagged(result: dict) -> None:
-    """The evaluation's one decision of "faster" and "ranked" (evaluator/timing/verdict.py), made last, with every flag
+    """The evaluation's one decision of "faster" and "ranked" (evaluator/verdict.py), made last, with every flag
     the result carries: a flagged result is shown as such and never ranks, whatever its numbers say."""
     verdict.conclude(result, result.get("device"))
 

@@ -60,7 +60,7 @@ class Schedule:
 
     def run(self) -> dict:
         """Time every block and return the pair's timing document (with ``_kept`` and ``_flags`` for the judge): its
-        evidence only; "faster" and "ranked" are decided when the evaluation ends (evaluator/timing/verdict.py)."""
+        evidence only; "faster" and "ranked" are decided when the evaluation ends (evaluator/verdict.py)."""
         cfg, iters = self.cfg, self.iters
         for b in range(cfg.blocks):
             trusted = max(self.first_spin_us, self.wanted["ref"])

@@ -14,12 +14,11 @@ import time
 from typing import TypedDict
 
 import problems
-from evaluator import schema
+from evaluator import schema, verdict
 from evaluator.judge.config import Config
 from evaluator.judge.evaluation import _seeds
 from evaluator.judge.pair import Pair
 from evaluator.process.group import RankGroup, close_all
-from evaluator.timing import verdict
 
 NULLS = ("zeros", "inputs", "nocomm")
 

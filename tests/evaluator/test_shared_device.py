@@ -11,12 +11,11 @@ import os
 import pytest
 import torch
 
-from evaluator import cli, contract, judge, schema
+from evaluator import cli, contract, judge, schema, verdict
 from evaluator.judge import evaluation, hosts, shared_device
 from evaluator.judge.config import Config
 from evaluator.rank import shared_device as rank_shared
 from evaluator.rank import worker
-from evaluator.timing import verdict
 
 POLICY_VIOLATION = "import os\nos.environ['NCCL_NVLS_ENABLE'] = '1'\n\ndef solution(x):\n    return x\n"
 

@@ -1,10 +1,10 @@
 """THE decision of "faster" and "ranked": the one place that sets them on a timing record.
 
-Everything else only gathers evidence: rules.py one pair's interval, its flags (cross-check, probe, speed of light)
-and the reference blocks that timed its host; pairs.py the interval of K pairs and the pairs whose reference timed
-its host; the judge the result's flags (dtype, sandbox, the pairs' triage). The judge decides once, when an
-evaluation ends (evaluation.evaluate, selfcheck), with every flag the result carries; rules._timing_document and
-pairs.combine, read alone (tests, benchmarks), decide their own record with the flags they know of.
+Everything else only gathers evidence: timing/rules.py one pair's interval, its flags (cross-check, probe, speed of
+light) and the reference blocks that timed its host; timing/pairs.py the interval of K pairs and the pairs whose
+reference timed its host; the judge the result's flags (dtype, sandbox, the pairs' triage). The judge decides once,
+when an evaluation ends (evaluation.evaluate, selfcheck), with every flag the result carries; rules._timing_document
+and pairs.combine, read alone (tests, benchmarks), decide their own record with the flags they know of.
 
 The rule:
 - ``faster``: the whole widened interval lies above 1.0, the record carries no flag, and no reference block timed
@@ -12,7 +12,8 @@ The rule:
 - ``faster_at``: "faster at p" for each bar of :data:`BARS` (fast_p's bars): faster, and the lower bound above p
   (so never where ``faster`` is withheld: fast_p <= fast_1.0 always);
 - ``ranked``: timed on a GPU (CPU timings are wall clock on a shared host) and the record carries no flag.
-Torch-free, standard library only.
+Torch-free, standard library only: part of the contract (evaluator/schema.py re-exports ``faster_at`` and the bars
+for the site, which decides nothing itself), beside the timing rulebook (evaluator/timing/) that gathers its evidence.
 """
 
 from __future__ import annotations
