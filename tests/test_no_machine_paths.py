@@ -2,7 +2,9 @@
 /home or /root; the bare system directories /home and /root are no machine's): a reader of the repository has none
 of them, so what a document needs of such a place is written here, in the repository, or names the in-repo file.
 Two narrow exceptions, each a path that is not a development machine's: the image's own cache directory in the
-deployment files, and the host secrets that the red team's candidates try to read from inside the box."""
+deployment files, and the host secrets that the red team's candidates try to read from inside the box. Nor does a
+relative path climb out of the repository (``../shared/...`` from its top): what lies beside a checkout is no reader's
+either."""
 
 from __future__ import annotations
 
@@ -35,6 +37,21 @@ def machine_paths(rel: str, text: str) -> list[str]:
             if any(rel.startswith(where) and path == allowed for where, allowed in ALLOWED):
                 continue
             found.append(f"{rel}:{line_no}: {path}")
+    return found
+
+
+# A relative path that climbs (../name, ../../name): not the tail of a longer path, nor a shell expression's ($(x)/..).
+CLIMBING_PATH = re.compile(r"(?<![\w./$)}-])((?:\.\./)+)([\w.-]+)")
+
+
+def paths_outside(rel: str, text: str, root: Path = ROOT) -> list[str]:
+    """Relative paths in the file at ``rel`` that lead out of the repository (``../shared/spec/`` from its top)."""
+    found = []
+    for line_no, line in enumerate(text.splitlines(), 1):
+        for match in CLIMBING_PATH.finditer(line):
+            target = ((root / rel).parent / (match.group(1) + match.group(2))).resolve()
+            if not target.is_relative_to(root.resolve()):
+                found.append(f"{rel}:{line_no}: {match.group()}")
     return found
 
 
@@ -77,3 +94,19 @@ def test_the_scan_finds_machine_paths_and_keeps_the_narrow_exceptions():
         f"{root}/.cache/pkb-arena",
     ]
     assert [e.split(": ", 1)[1] for e in machine_paths("deploy/docker-compose.yml", text)][-1] == f"{root}/.bashrc"
+
+
+def test_no_tracked_file_points_outside_the_repository():
+    found = []
+    for rel in tracked_files():
+        path = ROOT / rel
+        if path.is_file() and rel != SELF:
+            found += paths_outside(rel, path.read_bytes().decode("utf-8", errors="replace"))
+    assert not found, "relative paths out of the repository (say it in the repository's words):\n" + "\n".join(found)
+
+
+def test_the_scan_finds_paths_that_climb_out_and_keeps_those_inside():
+    text = 'written from ../shared/spec/, see ../README.md, cd "$(dirname "$0")/..", a/../b, ../../x\n'
+    assert [e.split(": ", 1)[1] for e in paths_outside("README.md", text)] == ["../shared", "../README.md", "../../x"]
+    # One level down, ../shared and ../README.md are the repository's own top.
+    assert [e.split(": ", 1)[1] for e in paths_outside("docs/site.md", text)] == ["../../x"]
