@@ -26,7 +26,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from benchmarks.calibration_record import documents
-from evaluator import verdict
+from evaluator.contract import verdict
 from evaluator.timing import calibration, pairs
 from evaluator.timing import rules as timing_rules
 

@@ -27,8 +27,9 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import problems
-from evaluator import judge, schema
+from evaluator import judge
 from evaluator.cli import _parse_ids
+from evaluator.contract import schema
 from evaluator.judge import evaluation, selfcheck
 from evaluator.process import warm
 from evaluator.process.group import RankGroup

@@ -403,7 +403,7 @@ MUTATIONS = [
     M(
         "faster at p without the withholding (judge)",
         "session",
-        "evaluator/verdict.py",
+        "evaluator/contract/verdict.py",
         "    return low is not None and is_faster(low, flagged, reference_timed_its_host) and low > p",
         "    return low is not None and low > p",
         ("tests/test_one_decision.py::test_faster_at_each_bar_is_faster_and_the_bound_above_the_bar",),

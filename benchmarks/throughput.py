@@ -52,7 +52,7 @@ from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from evaluator.contract import has_compile_call
+from evaluator.contract.requests import has_compile_call
 
 PHASES = ("stage", "build", "reference", "candidate", "timing", "other")
 

@@ -44,7 +44,9 @@ import json
 import os
 import sys
 
-from evaluator import contract, host_commands, schema  # the judge itself (torch) only for the commands that judge
+from evaluator import host_commands  # the judge itself (torch) only for the commands that judge
+from evaluator.contract import requests as contract
+from evaluator.contract import schema
 from evaluator.result_text import summary
 from pkb_client import cli as client_cli
 
@@ -286,7 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
     plist.add_argument("--json", action="store_true", help="print the list as JSON")
     plist.set_defaults(func=_problems_list)
 
-    # eval's options are the judge request's (evaluator/contract.py): the command line reads what a request writes.
+    # eval's options are the judge request's (evaluator/contract/requests.py): the command line reads what a request
+    # writes.
     pev = sub.add_parser("eval", help="judge one candidate on one problem")
     contract.add_arguments(pev)
     pev.set_defaults(func=_eval)
@@ -303,7 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     phost = sub.add_parser("host", help="this host's record for a worker's GPUs, and whether it serves a profile")
     phost.add_argument("--gpus", help="the worker's devices, e.g. 0-3 (default: all)")
-    # Not --world-size: that option is the judge request's alone (evaluator/contract.py); this one names a profile's.
+    # Not --world-size: that option is the judge request's alone (evaluator/contract/requests.py); this one names a
+    # profile's.
     phost.add_argument("--ranks", type=int, default=0, help="check a profile of this many ranks (its world size)")
     phost.add_argument("--gpu-model", help="the profile's GPU model, e.g. H200")
     phost.add_argument("--nvlink", action="store_true", help="the profile needs its GPUs linked by NVLink")
@@ -315,7 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     phost.add_argument("--json", action="store_true", help="print the record as JSON")
     phost.set_defaults(func=host_commands.host_record)
 
-    # prebuild's options are its request's (evaluator/contract.py, PrebuildRequest), as eval's are JudgeRequest's.
+    # prebuild's options are its request's (evaluator/contract/requests.py, PrebuildRequest), as eval's are
+    # JudgeRequest's.
     ppb = sub.add_parser("prebuild", help="the build stage: a file's extensions built on CPU cores before its GPU job")
     contract.add_arguments(ppb, request=contract.PrebuildRequest)
     ppb.set_defaults(func=_prebuild)

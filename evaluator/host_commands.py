@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from evaluator import contract
+from evaluator.contract import requests as contract
 
 
 def sandbox_check(args) -> int:

@@ -1,10 +1,10 @@
-"""The result document (evaluator/schema.py) as the lines ``pkb eval`` prints: the verdict, each trial with its worst
-error, the hidden world size, the timing and its interval, the flags, the failing ranks' stderr, the wall time.
+"""The result document (evaluator/contract/schema.py) as the lines ``pkb eval`` prints: the verdict, each trial with its
+worst error, the hidden world size, the timing and its interval, the flags, the failing ranks' stderr, the wall time.
 """
 
 from __future__ import annotations
 
-from evaluator import schema
+from evaluator.contract import schema
 
 
 def summary(result: dict) -> str:

@@ -1,9 +1,9 @@
 """A long-lived judge for one worker: ``python -m evaluator.serve --world-size W --device D --warm N --reply-fd FD``.
 
 It holds a WarmPool (evaluator/process/warm.py) and runs, one after another, the judge requests it reads on stdin as
-JSON lines ``{"id": ..., "argv": JudgeRequest.argv(), "log": PATH}`` (evaluator/contract.py: the request's own command
-line, read back by JudgeRequest.from_argv): exactly what ``python -m evaluator.cli`` would do with that request (the
-result goes where its ``json_out`` says), except that the job's rank groups come from the pool. What
+JSON lines ``{"id": ..., "argv": JudgeRequest.argv(), "log": PATH}`` (evaluator/contract/requests.py: the request's own
+command line, read back by JudgeRequest.from_argv): exactly what ``python -m evaluator.cli`` would do with that request
+(the result goes where its ``json_out`` says), except that the job's rank groups come from the pool. What
 the command prints goes to ``log``; when it is done, ``{"id": ..., "status": EXIT_STATUS}`` is written to the reply fd.
 
 It runs no candidate code itself (that only ever runs in rank processes), so one crashed or killed job does not
@@ -18,7 +18,8 @@ import os
 import sys
 import traceback
 
-from evaluator import cli, contract
+from evaluator import cli
+from evaluator.contract import requests as contract
 from evaluator.process import warm
 
 

@@ -210,8 +210,10 @@ def device_seconds(base: str, slug: str, meter: dict, timeout: float) -> str:
 
 
 def render(feedback: dict) -> str:
-    """The same text as the site's run page (evaluator/feedback_text.py renders both)."""
-    from evaluator.feedback_text import text  # the judge's torch-free contract: the site's run page says the same
+    """The same text as the site's run page (evaluator/contract/feedback_text.py renders both)."""
+    from evaluator.contract.feedback_text import (
+        text,  # the judge's torch-free contract: the site's run page says the same
+    )
 
     return text(feedback)
 

@@ -140,7 +140,7 @@ def test_the_client_installed_alone_submits_without_torch(tmp_path):
     assert "pkb feedback" in _run([str(venv / "bin" / "pkb"), "feedback", "--help"], tmp_path, 60, env).stdout
     # The feedback text is the contract's, as on the site's run page.
     text = _run(
-        [str(python), "-c", "from evaluator.feedback_text import text; print(text({'verdict': 'correct'}))"],
+        [str(python), "-c", "from evaluator.contract.feedback_text import text; print(text({'verdict': 'correct'}))"],
         tmp_path,
         60,
         env,

@@ -3,19 +3,20 @@ with ``ast`` (lazy imports inside functions included). A failure names file:line
 
 - problems/ never imports the judge (evaluator), the site (leaderboard), the client or Django;
 - evaluator/ never imports the site or Django (the judge runs without them);
-- the site (leaderboard/) takes from the judge only ``evaluator.schema``, the torch-free contract; what else it needs
-  of the judge it asks the judge's command line (leaderboard/jobs/runner.py, leaderboard/jobs/judge_commands.py);
-- evaluator/schema.py, and every judge module it imports (the contract's closure), import the standard library only:
-  the site loads it without torch;
+- the site (leaderboard/) takes from the judge only the torch-free contract, ``evaluator.contract``; what else it
+  needs of the judge it asks the judge's command line (leaderboard/jobs/runner.py, leaderboard/jobs/judge_commands.py);
+- evaluator/contract/schema.py, and every judge module it imports (the contract's closure), import the standard library
+  only: the site loads it without torch;
 - pkb_client/ (the ``pkb`` command's site client) is standard library (rich, lazily) and the contract's modules (the
-  feedback text: evaluator/feedback_text.py), and talks HTTP only: it installs without torch (client/pyproject.toml);
+  feedback text: evaluator/contract/feedback_text.py), and talks HTTP only: it installs without torch
+  (client/pyproject.toml);
 - selectors (reads: selectors.py, and a family's problem_selectors.py ...) never import services (writes): services
   may read through selectors, not the other way;
 - services take plain values: no ``request`` parameter, no request attributes (FILES, POST, GET, META, COOKIES,
   a QueryDict's getlist);
 - neither the site nor the judge has an import cycle, between modules or between packages (a sub-package such as
-  leaderboard.jobs or evaluator.rank, or a top module such as evaluator.schema, as one node); PACKAGE_CYCLE_ALLOWED
-  names each edge that still closes one, and why.
+  leaderboard.jobs, evaluator.rank or evaluator.contract, or a top module such as evaluator.cli, as one node);
+  PACKAGE_CYCLE_ALLOWED names each edge that still closes one, and why.
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("evaluator", "problems", "leaderboard", "pkb_client")
 THIRD_PARTY_ALLOWED_IN_CLIENT = {"rich"}
-CONTRACT_ROOT = "evaluator/schema.py"
+CONTRACT_ROOT = "evaluator/contract/schema.py"
 
 
 def contract_closure(read=lambda rel: (ROOT / rel).read_text()) -> set[str]:
-    """evaluator/schema.py and the judge modules it imports, transitively (the files the site loads of the judge)."""
+    """evaluator/contract/schema.py and the judge modules it imports, transitively (the files the site loads of the
+    judge)."""
     closure, todo = set(), [CONTRACT_ROOT, "evaluator/__init__.py"]  # importing a module runs its package's too
     while todo:
         rel = todo.pop()
@@ -90,7 +92,7 @@ def _under(module: str, *prefixes: str) -> bool:
 
 
 def _in_contract(target: str) -> bool:
-    """A module of the contract's closure, or a name in one (``from evaluator.schema import JudgeRequest``)."""
+    """A module of the contract's closure, or a name in one (``from evaluator.contract.schema import JudgeRequest``)."""
     parent = target.rpartition(".")[0]
     return target in CONTRACT_MODULES or (parent in CONTRACT_MODULES and parent != "evaluator")
 
@@ -122,14 +124,18 @@ def violations_of(rel: str, source: str) -> list[str]:
         ):
             bad(
                 line,
-                f"{rel} imports {target} (the contract, evaluator/schema.py and what it imports, is standard "
+                f"{rel} imports {target} (the contract, evaluator/contract/schema.py and what it imports, is standard "
                 f"library only)",
             )
-        if rel.startswith("leaderboard/") and top == "evaluator" and not _under(target, "evaluator.schema"):
-            if target != "evaluator":  # ``from evaluator import schema`` also yields the bare package
-                bad(line, f"the site imports {target} (it takes only evaluator.schema from the judge)")
+        if rel.startswith("leaderboard/") and top == "evaluator" and not _under(target, "evaluator.contract"):
+            if target != "evaluator":  # ``from evaluator import contract`` also yields the bare package
+                bad(line, f"the site imports {target} (it takes only the contract, evaluator.contract, from the judge)")
             elif not isinstance(_node_at(tree, line), ast.ImportFrom):
-                bad(line, "the site imports the evaluator package (it takes only evaluator.schema from the judge)")
+                bad(
+                    line,
+                    "the site imports the evaluator package (it takes only the contract, evaluator.contract, from the "
+                    "judge)",
+                )
         if (
             rel.startswith("pkb_client/")
             and top not in sys.stdlib_module_names
@@ -181,7 +187,7 @@ def test_every_import_follows_the_layers():
         ("problems/p99_x.py", "from leaderboard import models\n", "problems/p99_x.py:1"),
         ("evaluator/x.py", "import django.conf\n", "evaluator/x.py:1"),
         ("evaluator/x.py", "from leaderboard.client import send\n", "evaluator/x.py:1"),
-        ("evaluator/schema.py", "import torch\n", "evaluator/schema.py:1"),
+        ("evaluator/contract/schema.py", "import torch\n", "evaluator/contract/schema.py:1"),
         ("leaderboard/x.py", "from evaluator.pairs import MAX_PAIRS\n", "leaderboard/x.py:1"),
         ("leaderboard/x.py", "from evaluator import processes\n", "leaderboard/x.py:1"),
         ("leaderboard/x.py", "import evaluator\n", "leaderboard/x.py:1"),
@@ -206,18 +212,21 @@ def test_the_walk_names_file_and_line_of_a_forbidden_import(rel, source, expecte
 
 
 def test_the_contract_is_what_the_site_loads_of_the_judge():
-    assert {"evaluator/__init__.py", "evaluator/schema.py"} <= CONTRACT
+    assert {"evaluator/__init__.py", "evaluator/contract/schema.py"} <= CONTRACT
     assert "evaluator/judge/evaluation.py" not in CONTRACT and "evaluator/timing/pairs.py" not in CONTRACT
 
 
 @pytest.mark.parametrize(
     "rel, source",
     [
-        ("leaderboard/x.py", "from evaluator import schema\nfrom evaluator.schema import VERDICTS\n"),
+        ("leaderboard/x.py", "from evaluator.contract import schema\nfrom evaluator.contract.schema import VERDICTS\n"),
         ("leaderboard/selectors.py", "from leaderboard.models import Submission\n"),
         ("evaluator/cli.py", "from pkb_client import submit\nimport problems\n"),
         ("pkb_client/x.py", "import json\nfrom rich.progress import Progress\nfrom pkb_client.submit import send\n"),
-        ("pkb_client/x.py", "from evaluator.feedback_text import text\nfrom evaluator import schema\n"),
+        (
+            "pkb_client/x.py",
+            "from evaluator.contract.feedback_text import text\nfrom evaluator.contract import schema\n",
+        ),
     ],
 )
 def test_the_walk_allows_what_the_layers_allow(rel, source):
@@ -227,7 +236,10 @@ def test_the_walk_allows_what_the_layers_allow(rel, source):
 def test_the_site_loads_the_contract_without_torch():
     import subprocess
 
-    code = "import sys, evaluator.schema; print(sorted(m for m in ('torch', 'django', 'numpy') if m in sys.modules))"
+    code = (
+        "import sys, evaluator.contract.schema; "
+        "print(sorted(m for m in ('torch', 'django', 'numpy') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
 
@@ -331,8 +343,8 @@ def import_cycles(package: str) -> list[list[str]]:
 
 def package_of(module: str) -> str:
     """A module's node in the graph of packages: a sub-package (leaderboard.jobs, evaluator.rank) stands for every
-    module under it, its own sub-packages included; a module at the top (leaderboard.urls, evaluator.schema) for
-    itself."""
+    module under it, its own sub-packages included; a module at the top (leaderboard.urls, evaluator.contract.schema)
+    for itself."""
     return ".".join(module.split(".")[:2])
 
 
@@ -403,8 +415,8 @@ def test_the_judge_has_no_import_cycle():
 @pytest.mark.parametrize("package", ["leaderboard", "evaluator"])
 def test_no_import_cycle_between_sub_packages(package):
     """One level up: each sub-package (leaderboard.jobs, evaluator.rank) or top module (leaderboard.urls,
-    evaluator.schema) is a node, and no two reach each other (leaderboard.jobs <-> leaderboard.ops, evaluator.process
-    <-> evaluator.rank), lazy imports included."""
+    evaluator.contract.schema) is a node, and no two reach each other (leaderboard.jobs <-> leaderboard.ops,
+    evaluator.process <-> evaluator.rank), lazy imports included."""
     found = package_cycles(_sources(package), PACKAGE_CYCLE_ALLOWED)
     assert not found, "import cycles between packages:\n" + "\n".join(found)
 

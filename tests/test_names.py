@@ -3,7 +3,7 @@ dotted ``leaderboard.<module>`` / ``evaluator.<module>`` name, and every name ci
 (``evaluator/judge/pair.py `Pair.judge```) in the code, the docs (*.md), the Dockerfile, deploy/, the scripts and the
 Makefile exists: a path as a file or directory (``{a,b}`` alternatives, ``<placeholder>`` and ``*`` as globs), a
 dotted name as a module or package, or as a module's top-level name where it reads ``module.attr``
-(``evaluator.schema.CORRECT``, ``evaluator/judge/evaluation.evaluate``), a name after a path as that module's
+(``evaluator.contract.schema.CORRECT``, ``evaluator/judge/evaluation.evaluate``), a name after a path as that module's
 top-level name (its first part). A template name (``leaderboard/code.html``) is looked up under templates/; a URL
 route (``leaderboard/<slug:profile>/``) is no file. A failure names file:line and the name.
 
@@ -219,10 +219,12 @@ def stale_names(files=None) -> list[str]:
 def test_the_scan_tells_live_names_from_stale_ones(tmp_path):
     cited = tmp_path / "cites.md"
     cited.write_text(
-        "live: evaluator/verdict.py, evaluator/judge/, leaderboard/jobs/{lease,services}.py,\n"
-        "leaderboard/<app>/selectors.py, evaluator.verdict.decide, `python -m evaluator.rank.worker`,\n"
-        "evaluator/judge/evaluation.evaluate, evaluator.schema.CORRECT, tests/world.py, benchmarks/calibration/.\n"
-        "stale: leaderboard/costs.py, leaderboard.broker, evaluator/judge/{pair,nothere}.py, evaluator.schema.NOPE\n"
+        "live: evaluator/contract/verdict.py, evaluator/judge/, leaderboard/jobs/{lease,services}.py,\n"
+        "leaderboard/<app>/selectors.py, evaluator.contract.verdict.decide, `python -m evaluator.rank.worker`,\n"
+        "evaluator/judge/evaluation.evaluate, evaluator.contract.schema.CORRECT, tests/world.py,\n"
+        "benchmarks/calibration/.\n"
+        "stale: leaderboard/costs.py, leaderboard.broker, evaluator/judge/{pair,nothere}.py,\n"
+        "evaluator.contract.schema.NOPE\n"
         "tests/site/issue35/, benchmarks/nothere.py\n"
         "evaluator/judge/pair.py `Pair.judge`, problems/tolerance.py `compare`; evaluator/judge/pair.py `nothere`\n"
         'labels: getLogger("leaderboard.gone"), dispatch_uid="leaderboard.ops.gone"\n'
@@ -232,7 +234,7 @@ def test_the_scan_tells_live_names_from_stale_ones(tmp_path):
         "leaderboard/costs.py",
         "evaluator/judge/{pair,nothere}.py",
         "leaderboard.broker",
-        "evaluator.schema.NOPE",
+        "evaluator.contract.schema.NOPE",
         "tests/site/issue35/",
         "benchmarks/nothere.py",
         "evaluator/judge/pair.py `nothere`",

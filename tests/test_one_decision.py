@@ -1,4 +1,4 @@
-"""One place decides "faster", "faster at p" and "ranked": evaluator/verdict.py. Its rule branch by branch, the
+"""One place decides "faster", "faster at p" and "ranked": evaluator/contract/verdict.py. Its rule branch by branch, the
 judge's evidence-only records (no verdict before the evaluation ends), and an ``ast`` scan that fails naming file:line
 where any other module of the judge (or the benchmarks that re-judge its runs) sets one of the keys; and a scan of the
 site (leaderboard/) that fails naming file:line where it compares a speedup bound with a constant (fast_p is the
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import schema, verdict
+from evaluator.contract import schema, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 DECIDED = ("faster", "ranked", "faster_at")
-THE_PLACE = "evaluator/verdict.py"
+THE_PLACE = "evaluator/contract/verdict.py"
 
 
 def scanned() -> list[Path]:
@@ -199,7 +199,7 @@ def test_only_the_verdict_module_sets_faster_or_ranked():
         rel = path.relative_to(ROOT).as_posix()
         if rel != THE_PLACE:
             offenders += [f"{rel}:{line}: {what}" for line, what in setters(ast.parse(path.read_text(), rel))]
-    assert not offenders, "only evaluator/verdict.py decides faster/ranked:\n" + "\n".join(offenders)
+    assert not offenders, "only evaluator/contract/verdict.py decides faster/ranked:\n" + "\n".join(offenders)
     assert setters(ast.parse((ROOT / THE_PLACE).read_text())), "the scan must see the one place that does"
 
 

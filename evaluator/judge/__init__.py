@@ -1,5 +1,5 @@
 """The trusted judge, in the judge's own process: evaluates one candidate for one problem and returns the result
-document (evaluator/schema.py).
+document (evaluator/contract/schema.py).
 
 evaluation.py: ``evaluate`` (one job: attempts and retries, more timing pairs, the hidden checks); attempt.py:
 one attempt (its two groups started or taken warm, judged, closed; whose fault a failure is); config.py: the

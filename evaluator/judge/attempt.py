@@ -13,7 +13,7 @@ import tempfile
 import time
 from typing import Any
 
-from evaluator import schema
+from evaluator.contract import schema
 from evaluator.judge.config import Config
 from evaluator.judge.pair import Pair
 from evaluator.process import removal, sandbox, warm

@@ -24,7 +24,7 @@ import time
 import torch
 
 import problems
-from evaluator import schema, verdict
+from evaluator.contract import schema, verdict
 from evaluator.judge import hidden_world, policy, shared_device
 from evaluator.judge.attempt import (
     _devices,
@@ -38,9 +38,10 @@ from problems.base import derive_seed
 
 
 def evaluate(problem, candidate: str, world_size: int, device: str = "cpu", pool=None, **options) -> dict:
-    """Judge ``candidate`` (a path, or "reference" for an A/A run) on ``problem`` (id or stem); see evaluator.schema.
-    ``pool``: an evaluator.process.warm.WarmPool whose started groups the first attempt uses (a retry starts cold).
-    ``hidden_world_size="auto"``: the judge draws it (evaluator/judge/hidden_world.py; none where there is no other)."""
+    """Judge ``candidate`` (a path, or "reference" for an A/A run) on ``problem`` (id or stem); see
+    evaluator.contract.schema. ``pool``: an evaluator.process.warm.WarmPool whose started groups the first attempt uses
+    (a retry starts cold). ``hidden_world_size="auto"``: the judge draws it (evaluator/judge/hidden_world.py; none where
+    there is no other)."""
     hidden_auto = options.get("hidden_world_size") == hidden_world.AUTO
     if hidden_auto:
         options["hidden_world_size"] = None
@@ -114,8 +115,8 @@ def _flag_unsandboxed(result: dict) -> None:
 
 
 def _never_rank_flagged(result: dict) -> None:
-    """The evaluation's one decision of "faster" and "ranked" (evaluator/verdict.py), made last, with every flag
-    the result carries: a flagged result is shown as such and never ranks, whatever its numbers say."""
+    """The evaluation's one decision of "faster" and "ranked" (evaluator/contract/verdict.py), made last, with every
+    flag the result carries: a flagged result is shown as such and never ranks, whatever its numbers say."""
     verdict.conclude(result, result.get("device"))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from evaluator.contract import HIDDEN_WORLD_AUTO
+from evaluator.contract.requests import HIDDEN_WORLD_AUTO
 
 AUTO = HIDDEN_WORLD_AUTO
 # A CPU run's hidden world sizes: gloo ranks are processes, but more than 4 of them on a CI host only costs time.

@@ -9,7 +9,7 @@ import random
 import time
 from typing import cast
 
-from evaluator import schema
+from evaluator.contract import schema
 from evaluator.judge.config import Config
 from evaluator.judge.replies import _call_ms, _Stop
 from evaluator.judge.schedule import Schedule

@@ -48,5 +48,5 @@ def scan(source: str, multicast_allowed: bool) -> Violation | None:
     return None
 
 
-# Backends the judge cannot build (evaluator/backends.py; the site checks uploads with the same function).
-from evaluator.backends import SUPPORTED_BACKENDS, UNSUPPORTED_BACKENDS, unsupported_backend  # noqa: E402,F401
+# Backends the judge cannot build (evaluator/contract/backends.py; the site checks uploads with the same function).
+from evaluator.contract.backends import SUPPORTED_BACKENDS, UNSUPPORTED_BACKENDS, unsupported_backend  # noqa: E402,F401

@@ -18,8 +18,8 @@ Outcomes (``status``):
   lacks, ...): its GPU job builds as it does without a stage, so nothing can become wrong because of it.
 Run the stage with ``CUDA_VISIBLE_DEVICES`` empty and ``TORCH_CUDA_ARCH_LIST`` set to the GPU job's architecture
 (a CPU-only process cannot read it from a device): ``pkb prebuild`` (evaluator/cli.py, its PrebuildRequest in
-evaluator/contract.py) does both. A ``compile_error`` comes with the file's result document (:func:`result_document`),
-which the site stores as the job's verdict without a GPU job.
+evaluator/contract/requests.py) does both. A ``compile_error`` comes with the file's result document
+(:func:`result_document`), which the site stores as the job's verdict without a GPU job.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import time
 from typing import TypedDict
 
 import problems
-from evaluator import schema
+from evaluator.contract import schema
 from evaluator.process import builds, removal, sandbox, warm
 from evaluator.process.group import RankGroup, close_all
 from evaluator.process.protocol import GroupFailure
@@ -127,8 +127,8 @@ def prebuild(
 
 def result_document(report: dict) -> dict:
     """The file's result when the stage found its build broken: a ``compile_error`` document shaped as the judge's
-    (evaluator/schema.py), marked as the build stage's (``build_stage``), from CPU cores: no GPU was held, so it
-    carries no wall time to count as device time."""
+    (evaluator/contract/schema.py), marked as the build stage's (``build_stage``), from CPU cores: no GPU was held, so
+    it carries no wall time to count as device time."""
     import torch
 
     stage = {k: report.get(k) for k in ("status", "target_device", "arch", "seconds", "world_size")}

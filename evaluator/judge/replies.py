@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evaluator import schema
+from evaluator.contract import schema
 from evaluator.timing.calibration import SPIN_MAX_US
 
 

@@ -9,7 +9,7 @@ import os
 import statistics
 import time
 
-from evaluator import schema
+from evaluator.contract import schema
 from evaluator.judge.replies import _host_share, _samples, _share, _spin_wanted, _Stop
 from evaluator.rank import outputs
 from evaluator.rank.timed import timing_set_seed
@@ -60,7 +60,7 @@ class Schedule:
 
     def run(self) -> dict:
         """Time every block and return the pair's timing document (with ``_kept`` and ``_flags`` for the judge): its
-        evidence only; "faster" and "ranked" are decided when the evaluation ends (evaluator/verdict.py)."""
+        evidence only; "faster" and "ranked" are decided when the evaluation ends (evaluator/contract/verdict.py)."""
         cfg, iters = self.cfg, self.iters
         for b in range(cfg.blocks):
             trusted = max(self.first_spin_us, self.wanted["ref"])

@@ -14,7 +14,7 @@ import time
 from typing import TypedDict
 
 import problems
-from evaluator import schema, verdict
+from evaluator.contract import schema, verdict
 from evaluator.judge.config import Config
 from evaluator.judge.evaluation import _seeds
 from evaluator.judge.pair import Pair

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from evaluator import schema
+from evaluator.contract import schema
 
 ENVIRONMENT_KEY = "shared_device"
 

@@ -18,7 +18,7 @@ import subprocess
 import time
 from typing import IO, cast
 
-from evaluator import schema
+from evaluator.contract import schema
 from evaluator.process import builds, processes, protocol, sandbox, spawn
 from evaluator.process.protocol import CandidateFault, Rank
 

@@ -1,6 +1,6 @@
 """Every calibrated constant of the judge's timing rules and of the timed loop, each with a one-line reason; the
 measurements behind them are in docs/calibration.md, under each constant's name. The contract's limits (PAIR_OFFSET_SD,
-PAIR_Z, HOST_PACED_FLOOR, ONE_PAIR_FLOOR, MAX_PAIRS) live in evaluator/schema.py, which the site reads too.
+PAIR_Z, HOST_PACED_FLOOR, ONE_PAIR_FLOOR, MAX_PAIRS) live in evaluator/contract/schema.py, which the site reads too.
 
 Torch-free and standard library only: read by the judge (evaluator/timing/, evaluator/judge/) and by the rank
 processes' timed loop (evaluator/rank/).
@@ -8,7 +8,7 @@ processes' timed loop (evaluator/rank/).
 
 from __future__ import annotations
 
-from evaluator.schema import HOST_PACED_FLOOR, ONE_PAIR_FLOOR
+from evaluator.contract.schema import HOST_PACED_FLOOR, ONE_PAIR_FLOOR
 
 # --- the schedule of timing blocks (evaluator/judge/schedule.py) ----------------------------------------------------
 

@@ -25,8 +25,8 @@ import math
 import statistics
 from typing import Any
 
-from evaluator import verdict
-from evaluator.schema import HOST_PACED_FLOOR, MAX_PAIRS, ONE_PAIR_FLOOR, PAIR_OFFSET_SD, PAIR_Z  # noqa: F401
+from evaluator.contract import verdict
+from evaluator.contract.schema import HOST_PACED_FLOOR, MAX_PAIRS, ONE_PAIR_FLOOR, PAIR_OFFSET_SD, PAIR_Z  # noqa: F401
 from evaluator.timing.calibration import MAX_SUSPECT_SHARE, PROBE_POOLED_FLOOR_MS
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 # The NVIDIA H200 SXM peaks (their sources beside them): the contract's, which the feedback text states too.
-from evaluator.hardware import H200_CEILINGS as H200
+from evaluator.contract.hardware import H200_CEILINGS as H200
 
 DEFAULTS = {"M": 1024, "N": 1024, "W": 8, "dtype": "bfloat16"}
 _DTYPES = ("bfloat16", "float16", "float32")  # the dtypes a problem's estimate is asked at; any other: bfloat16

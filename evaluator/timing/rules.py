@@ -1,6 +1,6 @@
 """The timing rules, judge side: from both sides' timed blocks to the timing document (speedup, interval, flags):
 the noise floors, the spun blocks' cross-check and the probe check. They gather evidence; "faster" and "ranked" are
-decided from it in evaluator/verdict.py alone. Constants in calibration.py."""
+decided from it in evaluator/contract/verdict.py alone. Constants in calibration.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from evaluator import schema, verdict
+from evaluator.contract import schema, verdict
 from evaluator.timing import pairs, physics, stats
 from evaluator.timing.calibration import (
     CROSSCHECK_BLOCK_MS,

@@ -7,7 +7,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
 
-from evaluator.schema import MAX_PAIRS
+from evaluator.contract.schema import MAX_PAIRS
 
 
 class Problem(models.Model):

@@ -22,11 +22,11 @@ formula). Reference logs are never included.
 
 from __future__ import annotations
 
-from evaluator import schema
-from evaluator.schema import feedback_text, hardware
+from evaluator.contract import schema
+from evaluator.contract.schema import feedback_text, hardware
 
-# The text renderers and the ceilings are the contract's (evaluator/feedback_text.py), so the site's run page and
-# ``pkb feedback`` agree.
+# The text renderers and the ceilings are the contract's (evaluator/contract/feedback_text.py), so the site's run page
+# and ``pkb feedback`` agree.
 text, withheld_line, crosscheck_line, first_line = (
     feedback_text.text,
     feedback_text.withheld_line,

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evaluator.schema import VERDICTS, JudgeRequest
+from evaluator.contract.schema import VERDICTS, JudgeRequest
 from leaderboard.feedback import conf, seeds, services
 from leaderboard.jobs import host_gate, judge_process, judge_requests, judge_service, workspace
 

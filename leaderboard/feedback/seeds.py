@@ -1,7 +1,7 @@
 """Public seeds: the fixed, published trial seeds of feedback runs, and why they never mix with ranking seeds.
 
-Every public seed has bit 62 set (``evaluator.schema.PUBLIC_SEED_BIT``) and is derived from the problem id alone, so
-anyone can recompute the list (``GET /api/v1/feedback/seeds/<problem>/``, ``pkb feedback seeds PROBLEM``) and
+Every public seed has bit 62 set (``evaluator.contract.schema.PUBLIC_SEED_BIT``) and is derived from the problem id
+alone, so anyone can recompute the list (``GET /api/v1/feedback/seeds/<problem>/``, ``pkb feedback seeds PROBLEM``) and
 reproduce a feedback run locally with ``pkb eval ... --seeds a,b,c``. The seeds of leaderboard jobs are drawn by the
 judge itself from the operating system's randomness (``random.SystemRandom().getrandbits(62)``): a secret, fresh per
 job, and never with bit 62 set. The judge refuses explicit seeds without the bit, and the leaderboard's runner never
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 
-from evaluator.schema import PUBLIC_SEED_BIT
+from evaluator.contract.schema import PUBLIC_SEED_BIT
 
 COUNT = 8  # per problem: up to 7 trials and the re-check after timing
 NAMESPACE = "pkb-arena/feedback/public-seeds/v1"

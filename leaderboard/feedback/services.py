@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from evaluator import schema
+from evaluator.contract import schema
 from leaderboard.accounts.models import Submitter
 from leaderboard.accounts.services import NotAllowed, QuotaExceeded
 from leaderboard.catalogue.models import HardwareProfile, Problem

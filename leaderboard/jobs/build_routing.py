@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from evaluator.schema import has_compile_call
+from evaluator.contract.schema import has_compile_call
 
 BUILD_QUEUE_PREFIX = "build-"
 STAGE_MODES = ("cuda", "all", "off")

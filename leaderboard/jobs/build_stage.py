@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import connection
 from dramatiq.middleware import Middleware
 
-from evaluator.schema import COMPILE_ERROR, PrebuildRequest
+from evaluator.contract.schema import COMPILE_ERROR, PrebuildRequest
 from leaderboard.jobs import (
     actors,  # noqa: F401  (the jobs' part of a worker: the reaper, recovery at boot)
     build_routing,
@@ -92,8 +92,9 @@ def run_build(job_id: int, worker: str = WORKER_ID) -> str:
 
 
 def prebuild_request(job, candidate_path: Path, out_path: Path) -> PrebuildRequest:
-    """What the judge's build stage is asked for this job (evaluator/contract.py): builds for the profile's device,
-    in the whole sandbox (as its judged run), bounded in compile processes, for the judged run's architecture."""
+    """What the judge's build stage is asked for this job (evaluator/contract/requests.py): builds for the profile's
+    device, in the whole sandbox (as its judged run), bounded in compile processes, for the judged run's
+    architecture."""
     fields = judge_requests.profile_fields(job.profile)  # what its judged run's request takes of the profile
     return PrebuildRequest(
         job.candidate.problem.stem,

@@ -22,7 +22,7 @@ from pathlib import Path
 from django.conf import settings
 from dramatiq.middleware import MiddlewareError
 
-from evaluator import schema
+from evaluator.contract import schema
 
 
 # Both are MiddlewareErrors: dramatiq's before_worker_boot logs any other exception and boots the worker anyway.
@@ -36,7 +36,7 @@ class GpusTaken(RuntimeError, MiddlewareError):
 
 def parse(spec: str) -> list[int]:
     """``"0-3"`` -> [0, 1, 2, 3], ``"0,2,4-5"`` -> [0, 2, 4, 5], ``""`` -> [] (unpinned): the judge's own syntax
-    (evaluator/contract.py, device_set)."""
+    (evaluator/contract/requests.py, device_set)."""
     if not (spec or "").strip():
         return []
     try:

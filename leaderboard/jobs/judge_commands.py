@@ -1,5 +1,5 @@
 """The judge's helper commands, run as subprocesses like its ``eval`` (leaderboard/jobs/runner.py): the site imports
-nothing of the judge but ``evaluator.schema`` (tests/test_layers.py), so what the worker needs from the judge's
+nothing of the judge but ``evaluator.contract.schema`` (tests/test_layers.py), so what the worker needs from the judge's
 process plumbing it asks the judge's command line for, as JSON.
 
     host_support()      ``python -m evaluator.cli sandbox-check --json`` (evaluator/process/sandbox.py, host_support)
@@ -17,7 +17,7 @@ import subprocess
 
 from django.conf import settings
 
-from evaluator.schema import JUDGE
+from evaluator.contract.schema import JUDGE
 from leaderboard.jobs import gpus
 
 TIMEOUT_S = 120

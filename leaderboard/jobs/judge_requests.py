@@ -1,6 +1,7 @@
 """What every request the site sends the judge takes from a hardware profile and the settings: one place for the job
 runner (jobs/runner.py), the feedback runner (feedback/runner.py) and the build stage (jobs/build_stage.py), so a
-profile is judged the same way whichever of them asks (evaluator/contract.py, JudgeRequest and PrebuildRequest).
+profile is judged the same way whichever of them asks (evaluator/contract/requests.py, JudgeRequest and
+PrebuildRequest).
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 
 A fresh ``python -m evaluator.cli eval`` per job starts its rank groups from nothing: on a GPU host that is most of
 the job's wall time. ``evaluator.serve`` keeps a pool of groups started ahead of the jobs (evaluator/process/warm.py)
-and runs the same judge requests (evaluator/contract.py, JudgeRequest); this module owns one such process per worker
-thread and gives each job the same guarantees as judge_process.supervise: the job's log in its own directory, the lease
-renewed while it runs, and on the deadline or a lost lease the judge is killed (with every job of its pool) and started
-again for the next job. A judge that died or answered nothing readable is an infra_error, as with a per-job judge.
+and runs the same judge requests (evaluator/contract/requests.py, JudgeRequest); this module owns one such process per
+worker thread and gives each job the same guarantees as judge_process.supervise: the job's log in its own directory, the
+lease renewed while it runs, and on the deadline or a lost lease the judge is killed (with every job of its pool) and
+started again for the next job. A judge that died or answered nothing readable is an infra_error, as with a per-job
+judge.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from evaluator.schema import JudgeRequest, serve_command
+from evaluator.contract.schema import JudgeRequest, serve_command
 from leaderboard.jobs import judge_process
 
 _local = threading.local()

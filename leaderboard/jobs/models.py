@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from evaluator.schema import INFRA_ERROR, VERDICTS
+from evaluator.contract.schema import INFRA_ERROR, VERDICTS
 
 VERDICT_CHOICES = [(v, v.replace("_", " ")) for v in VERDICTS]
 

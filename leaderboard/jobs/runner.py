@@ -1,9 +1,9 @@
 """What a worker does with one job id: claim, run the judge in a subprocess, heartbeat, store the document.
 
 The candidate's code never enters this process: it is written to a private directory and handed to
-``python -m evaluator.cli eval`` (the trusted judge; the job's JudgeRequest, evaluator/contract.py), which runs it in
-its own rank processes. A judge that exits non-zero, writes unreadable JSON, hangs past the job's timeout, or dies with
-this worker is an ``infra_error``: retried, never scored against the candidate, refunded when retries run out. With
+``python -m evaluator.cli eval`` (the trusted judge; the job's JudgeRequest, evaluator/contract/requests.py), which runs
+it in its own rank processes. A judge that exits non-zero, writes unreadable JSON, hangs past the job's timeout, or dies
+with this worker is an ``infra_error``: retried, never scored against the candidate, refunded when retries run out. With
 ``PKB_WARM_SPARES`` the same request goes to this thread's long-lived judge instead (leaderboard/jobs/judge_service.py),
 under the same rules.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
-from evaluator.schema import INFRA_ERROR, VERDICTS, JudgeRequest
+from evaluator.contract.schema import INFRA_ERROR, VERDICTS, JudgeRequest
 from leaderboard.jobs import host_gate, judge_process, judge_requests, judge_service, lease, workspace
 from leaderboard.jobs import services as jobs_services
 from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections
@@ -59,9 +59,9 @@ def run_job(job_id: int, worker: str = WORKER_ID) -> str:
 
 
 def judge_request(job, candidate_path: Path, out_path: Path) -> JudgeRequest:
-    """What the judge is asked for this job (evaluator/contract.py): the profile's world, trials and pairs, what every
-    request takes of a profile (jobs/judge_requests.py: the whole sandbox, fail closed: a stranger's code never runs in
-    a weaker one), and the hidden checks of a rankable run."""
+    """What the judge is asked for this job (evaluator/contract/requests.py): the profile's world, trials and pairs,
+    what every request takes of a profile (jobs/judge_requests.py: the whole sandbox, fail closed: a stranger's code
+    never runs in a weaker one), and the hidden checks of a rankable run."""
     profile = job.profile
     return JudgeRequest(
         job.candidate.problem.stem,

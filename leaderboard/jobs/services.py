@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from evaluator.schema import INFRA_ERROR
+from evaluator.contract.schema import INFRA_ERROR
 from leaderboard.accounts.models import QuotaCharge, Submitter
 from leaderboard.accounts.services import quota_refund, quota_reserve
 from leaderboard.jobs import build_routing

@@ -76,12 +76,12 @@ def problem_detail(request, key):
 
 
 def _judged_at(profiles) -> list[dict]:
-    """What each profile judges a candidate at: the judge's default shape and dtype (evaluator/contract.py), the
-    reduced CPU shapes where the runner asks for them (jobs/runner.reduced_for), W, and the hidden checks of a
+    """What each profile judges a candidate at: the judge's default shape and dtype (evaluator/contract/requests.py),
+    the reduced CPU shapes where the runner asks for them (jobs/runner.reduced_for), W, and the hidden checks of a
     rankable run (jobs/runner.hidden_checks)."""
     from dataclasses import fields
 
-    from evaluator.schema import JudgeRequest
+    from evaluator.contract.schema import JudgeRequest
     from leaderboard.jobs import runner
 
     defaults = {f.name: f.default for f in fields(JudgeRequest) if f.name in ("M", "N", "dtype")}

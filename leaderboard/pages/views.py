@@ -14,7 +14,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from evaluator.schema import ONE_PAIR_FLOOR
+from evaluator.contract.schema import ONE_PAIR_FLOOR
 from leaderboard.accounts import selectors as accounts_selectors
 from leaderboard.accounts import services as accounts_services
 from leaderboard.accounts import throttle

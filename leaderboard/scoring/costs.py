@@ -19,7 +19,7 @@ import dataclasses
 
 from django.db.models import Count, F, Q, Sum
 
-from evaluator.schema import INFRA_ERROR
+from evaluator.contract.schema import INFRA_ERROR
 from leaderboard.catalogue.units import GPU_UNIT, RANK_UNIT, SHORT_UNIT, unit  # noqa: F401 (read here too)
 from leaderboard.feedback.models import FeedbackRun, FeedbackSession
 from leaderboard.jobs.models import Result

@@ -22,7 +22,7 @@ class ProblemScore(models.Model):
     result = models.ForeignKey("jobs.Result", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     correct = models.BooleanField(default=False, help_text="correct and not flagged")
     faster = models.BooleanField(default=False)
-    # "Faster at 1.5x / 2x" as the judge decided them (evaluator/verdict.py faster_at, via schema): fast_1.5
+    # "Faster at 1.5x / 2x" as the judge decided them (evaluator/contract/verdict.py faster_at, via schema): fast_1.5
     # and fast_2.0 count these, never a bound compared here, so they can never count a result "faster" withheld.
     faster_1_5 = models.BooleanField(default=False)
     faster_2_0 = models.BooleanField(default=False)

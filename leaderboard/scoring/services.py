@@ -7,8 +7,8 @@ import math
 from django.db import transaction
 from django.utils import timezone
 
-from evaluator import schema
-from evaluator.schema import CORRECT, INFRA_ERROR
+from evaluator.contract import schema
+from evaluator.contract.schema import CORRECT, INFRA_ERROR
 from leaderboard.catalogue.models import HardwareProfile, Problem
 from leaderboard.jobs.models import EvaluationJob, Result
 from leaderboard.scoring import costs
@@ -130,7 +130,7 @@ def _score_fill(score: ProblemScore, submission: Submission, attempts: list[dict
     score.status = _status(chosen)
     score.flagged = bool(result and result.flags)
     score.correct = bool(result and _counts_correct(result, ranked))
-    # "faster" is the judge's decision (evaluator/verdict.py: already false when the result carries any flag),
+    # "faster" is the judge's decision (evaluator/contract/verdict.py: already false when the result carries any flag),
     # taken as stored; the site only withholds it from a result that does not count as correct.
     score.faster = bool(score.correct and result.faster)
     # fast_p's bars likewise: what the judge decided for each (older documents: its stored "faster" and interval).

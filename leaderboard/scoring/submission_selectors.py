@@ -8,8 +8,8 @@ from collections import defaultdict
 
 from django.db.models import Count
 
-from evaluator import schema
-from evaluator.schema import INFRA_ERROR
+from evaluator.contract import schema
+from evaluator.contract.schema import INFRA_ERROR
 from leaderboard.catalogue.models import Problem
 from leaderboard.feedback import report
 from leaderboard.jobs.models import EvaluationJob, Result

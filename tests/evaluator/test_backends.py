@@ -1,5 +1,5 @@
-"""evaluator.backends.unsupported_backend: a ParallelKittens kernel is recognised (an import of its runtime, or the
-ThunderKittens header in an inline source) and told apart from one that only mentions it in a comment."""
+"""evaluator.contract.backends.unsupported_backend: a ParallelKittens kernel is recognised (an import of its runtime, or
+the ThunderKittens header in an inline source) and told apart from one that only mentions it in a comment."""
 
 from evaluator.judge import policy
 

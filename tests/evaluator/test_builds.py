@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from evaluator.process import builds
 
 CANDIDATE = pathlib.Path(__file__).parent / "candidates" / "light_cpp_extension.py"

@@ -1,6 +1,6 @@
-"""The judge request (evaluator/contract.py): one writer of ``pkb eval``'s command line (JudgeRequest.argv), one reader
-(JudgeRequest.from_argv, and the command line's own ``eval`` parser, built from the contract). Round trips for every
-field, hand-picked and Hypothesis-drawn; the command line parses exactly what a request writes."""
+"""The judge request (evaluator/contract/requests.py): one writer of ``pkb eval``'s command line (JudgeRequest.argv),
+one reader (JudgeRequest.from_argv, and the command line's own ``eval`` parser, built from the contract). Round trips
+for every field, hand-picked and Hypothesis-drawn; the command line parses exactly what a request writes."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluator import cli, contract, schema
-from evaluator.contract import JUDGE, JudgeRequest
+from evaluator import cli
+from evaluator.contract import requests as contract
+from evaluator.contract import schema
+from evaluator.contract.requests import JUDGE, JudgeRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = [f.name for f in dataclasses.fields(JudgeRequest)]
@@ -160,9 +162,11 @@ def test_the_world_size_is_read_in_one_place():
     """``--world-size`` is spelled once in the judge's command lines (eval, selfcheck, serve): the contract. (The rank
     processes' own command line, evaluator/process and evaluator/rank, is the judge's inside.)"""
     hits = [
-        p.relative_to(ROOT).as_posix() for p in (ROOT / "evaluator").glob("*.py") if '"--world-size"' in p.read_text()
+        p.relative_to(ROOT).as_posix()
+        for p in [*(ROOT / "evaluator").glob("*.py"), *(ROOT / "evaluator" / "contract").glob("*.py")]
+        if '"--world-size"' in p.read_text()
     ]
-    assert hits == ["evaluator/contract.py"], hits
+    assert hits == ["evaluator/contract/requests.py"], hits
     site = [
         p.relative_to(ROOT).as_posix()
         for p in (ROOT / "leaderboard").rglob("*.py")

@@ -6,7 +6,8 @@ import pathlib
 import torch
 
 import problems
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from problems.tolerance import compare
 
 COMPAT = pathlib.Path(__file__).parent / "compat" / "candidates"

@@ -187,7 +187,8 @@ def test_ranks_lost_with_their_server_are_the_platforms_failure(forks_on, tmp_pa
 
 def test_a_judgement_with_fresh_reference_ranks_still_judges(monkeypatch):
     """The path GPU hosts take by default (and every host after a server failure), end to end on a CPU world."""
-    from evaluator import judge, schema
+    from evaluator import judge
+    from evaluator.contract import schema
 
     monkeypatch.setenv(forkserver.SWITCH, "0")
     monkeypatch.setattr(forkserver, "server", lambda: pytest.fail("a rank was forked with the switch off"))

@@ -11,7 +11,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from evaluator.rank import gloo_compat, gloo_staging
 from tests.evaluator.test_judge_e2e import CANDIDATES
 

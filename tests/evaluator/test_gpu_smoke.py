@@ -9,7 +9,8 @@ import pathlib
 import pytest
 import torch
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 CANDIDATES = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "candidates"

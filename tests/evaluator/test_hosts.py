@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from evaluator import contract
+from evaluator.contract import requests as contract
 from evaluator.judge import hosts
 
 FAKE = pathlib.Path(__file__).parent / "fake_smi" / "nvidia-smi"

@@ -11,7 +11,8 @@ import tempfile
 
 import pytest
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from tests.evaluator import psutil_free
 
 HERE = pathlib.Path(__file__).parent

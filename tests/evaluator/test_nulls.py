@@ -7,7 +7,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from evaluator import judge, nulls, schema
+from evaluator import judge, nulls
+from evaluator.contract import schema
 
 
 @pytest.fixture

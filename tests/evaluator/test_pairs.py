@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import problems
-from evaluator import cli, judge, schema
+from evaluator import cli, judge
+from evaluator.contract import schema
 from evaluator.judge import replies
 from evaluator.rank import timed
 from evaluator.timing import calibration, pairs

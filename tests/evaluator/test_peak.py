@@ -5,7 +5,8 @@ import statistics
 
 import pytest
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from evaluator.timing import pairs, peak
 
 LIGHT = {"applies": True, "floor_ms": 0.5, "link_ms": 0.5, "compute_ms": 0.1, "ceilings": "test"}

@@ -10,7 +10,9 @@ import subprocess
 
 import pytest
 
-from evaluator import contract, judge, schema
+from evaluator import judge
+from evaluator.contract import requests as contract
+from evaluator.contract import schema
 from evaluator.judge.prebuild import prebuild
 
 HERE = pathlib.Path(__file__).parent

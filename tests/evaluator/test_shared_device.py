@@ -11,7 +11,9 @@ import os
 import pytest
 import torch
 
-from evaluator import cli, contract, judge, schema, verdict
+from evaluator import cli, judge
+from evaluator.contract import requests as contract
+from evaluator.contract import schema, verdict
 from evaluator.judge import evaluation, hosts, shared_device
 from evaluator.judge.config import Config
 from evaluator.rank import shared_device as rank_shared

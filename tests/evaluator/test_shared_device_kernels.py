@@ -10,7 +10,8 @@ import pathlib
 
 import pytest
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 
 KERNELS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "shared_device"
 SMALL = dict(M=64, N=32, trials=1, seed=5, timing=False)

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from evaluator.judge import replies
 from evaluator.process.group import RankGroup, close_all
 from evaluator.timing import calibration

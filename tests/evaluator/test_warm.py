@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from evaluator.process import warm
 
 CANDIDATES = pathlib.Path(__file__).parent / "candidates"

@@ -108,9 +108,9 @@ def test_faster_withheld_when_the_references_blocks_timed_its_host():
 
 
 def test_the_site_states_the_ceilings_with_the_contracts_text():
-    """The run page's ceilings line and renderers are the contract's (evaluator/feedback_text.py, which ``pkb
+    """The run page's ceilings line and renderers are the contract's (evaluator/contract/feedback_text.py, which ``pkb
     feedback`` uses too), in units a reader knows."""
-    from evaluator import feedback_text
+    from evaluator.contract import feedback_text
 
     assert report.CEILINGS_TEXT == "H200: NVLink 450 GB/s per direction, HBM 4.3 TB/s, 790 TFLOP/s dense bf16"
     assert report.text is feedback_text.text and report.crosscheck_line is feedback_text.crosscheck_line
@@ -118,7 +118,7 @@ def test_the_site_states_the_ceilings_with_the_contracts_text():
 
 def test_a_feedback_that_ended_before_judging_prints_no_python_none():
     # A run refused or lost before the judge answered has no problem, W, shape or metering: the text leaves them out.
-    from evaluator import feedback_text
+    from evaluator.contract import feedback_text
 
     text = feedback_text.text(
         {

@@ -62,7 +62,7 @@ def test_public_seeds_endpoint(client, catalogue):
 
 
 def test_feedback_runs_ask_the_judge_through_a_request(owner, session, settings):
-    from evaluator.schema import JudgeRequest
+    from evaluator.contract.schema import JudgeRequest
 
     settings.PKB_SANDBOX_OFF = False
     run = services.run_create(owner.submitter, session.pk, "1", source("good_1.py"), "good.py", 64, 64)

@@ -17,7 +17,8 @@ import uuid
 
 import pytest
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from evaluator.process import sandbox
 
 HERE = pathlib.Path(__file__).parent

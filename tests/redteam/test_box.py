@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from evaluator import schema
+from evaluator.contract import schema
 from evaluator.judge.pair import Pair
 from evaluator.process import boxes, processes, removal
 from tests.redteam.harness import (

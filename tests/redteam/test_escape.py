@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 
-from evaluator import schema
+from evaluator.contract import schema
 from evaluator.judge import policy
 from evaluator.process import sandbox
 from tests.redteam.harness import (

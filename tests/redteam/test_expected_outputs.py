@@ -1,7 +1,7 @@
 """Reading or reusing expected outputs: stale memory, gc scans, the reference's files, the reference module, other
 ranks' results. See docs/threat-model.md, section A."""
 
-from evaluator import schema
+from evaluator.contract import schema
 from tests.redteam.harness import TIMED, assert_never_correct_and_faster, logs, notes, run, separate_uid
 
 

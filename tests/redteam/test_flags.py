@@ -3,7 +3,8 @@
 import pytest
 
 import problems
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from evaluator.judge import evaluation
 from evaluator.timing import calibration, pairs, physics
 from evaluator.timing import rules as timing_rules

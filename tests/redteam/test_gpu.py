@@ -8,7 +8,8 @@ CUDA events, side-stream work the events miss, GPU memory exhaustion, and the sa
 import pytest
 import torch
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from tests.redteam.harness import CANDIDATES, assert_never_correct_and_faster, logs, notes
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the lent H200)")

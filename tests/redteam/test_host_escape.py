@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from evaluator import schema
+from evaluator.contract import schema
 from evaluator.process import sandbox
 from tests.redteam.harness import (
     CANDIDATES,

@@ -1,7 +1,7 @@
 """Input tricks: mutating inputs, returning inputs or views of them, caches keyed by pointer, id or content,
 telling timed calls from the others, right-then-wrong. See docs/threat-model.md, section B."""
 
-from evaluator import schema
+from evaluator.contract import schema
 from tests.redteam.harness import TIMED, assert_never_correct_and_faster, logs, run
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from evaluator import schema
+from evaluator.contract import schema
 from evaluator.judge import evaluation
 from evaluator.process import processes
 from evaluator.process.protocol import CandidateFault

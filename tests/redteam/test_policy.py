@@ -2,7 +2,8 @@
 
 import pathlib
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from evaluator.judge import policy
 
 CANDIDATES = pathlib.Path(__file__).parent / "candidates"

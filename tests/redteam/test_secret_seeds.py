@@ -2,7 +2,8 @@
 in every mode (evaluator/judge/pair.py, Pair._secret_seed): never derived from the trial seeds, which are public in
 feedback runs and given on the command line with ``--seed``."""
 
-from evaluator import judge, schema
+from evaluator import judge
+from evaluator.contract import schema
 from evaluator.judge import pair as pair_module
 from evaluator.judge.schedule import Schedule
 from problems.base import derive_seed

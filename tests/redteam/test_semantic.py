@@ -1,7 +1,7 @@
 """Semantic shortcuts: zeros and constants, precision below tolerance, assuming alike inputs, hard-coded world size
 and shapes, lazy tensor subclasses. See docs/threat-model.md, section D."""
 
-from evaluator import schema
+from evaluator.contract import schema
 from tests.redteam.harness import run
 
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from evaluator import schema
+from evaluator.contract import schema
 from tests.redteam.harness import CANDIDATES, TIMED, assert_never_correct_and_faster, logs, run
 
 

@@ -113,7 +113,7 @@ def judge_document(verdict="correct", speedup=1.3, lo=1.1, hi=1.5, faster=True, 
     """A document shaped like the judge's, for tests of storage and aggregation only (never shown as a verdict of a
     real candidate: the tests that judge code run the real judge)."""
     timing = None
-    if verdict == "correct":  # "faster" as the judge decides it (evaluator/verdict.py): never with a flag
+    if verdict == "correct":  # "faster" as the judge decides it (evaluator/contract/verdict.py): never with a flag
         timing = {
             "reference_ms": 1.3,
             "candidate_ms": 1.0,

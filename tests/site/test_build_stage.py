@@ -14,7 +14,7 @@ import dramatiq
 import pytest
 from dramatiq.brokers.stub import StubBroker
 
-from evaluator.schema import JudgeRequest, PrebuildRequest
+from evaluator.contract.schema import JudgeRequest, PrebuildRequest
 from leaderboard.jobs import broker as jobs_broker
 from leaderboard.jobs import build_stage, judge_process, lease, runner
 from leaderboard.jobs import services as jobs_services

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from evaluator.schema import JudgeRequest
+from evaluator.contract.schema import JudgeRequest
 from leaderboard.jobs import judge_service, runner
 from leaderboard.jobs.models import Result
 
@@ -16,7 +16,7 @@ CANDIDATES = pathlib.Path(__file__).resolve().parent.parent / "evaluator" / "can
 
 
 def eval_argv(candidate: str, out: pathlib.Path, *extra: str) -> JudgeRequest:
-    """The request (evaluator/contract.py) that this eval command line says."""
+    """The request (evaluator/contract/requests.py) that this eval command line says."""
     return JudgeRequest.from_argv(
         [
             "eval",

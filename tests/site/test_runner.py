@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from evaluator.schema import JudgeRequest
+from evaluator.contract.schema import JudgeRequest
 from leaderboard.accounts.models import QuotaCharge
 from leaderboard.jobs import judge_process, runner
 from leaderboard.jobs.models import EvaluationJob, Result
@@ -253,8 +253,8 @@ def test_reaper_thread_runs_its_pass_again_after_a_failure(caplog):
 
 
 def test_the_runner_builds_a_judge_request_not_an_argv(owner, submit, gpu, cpu, settings, tmp_path):
-    """leaderboard/jobs/runner.py asks the judge through the contract (evaluator/contract.py): a JudgeRequest whose
-    command is the only command line of the job."""
+    """leaderboard/jobs/runner.py asks the judge through the contract (evaluator/contract/requests.py): a JudgeRequest
+    whose command is the only command line of the job."""
     settings.PKB_SANDBOX_OFF = False
     job = submit(owner, profile="gpu-h200x8").jobs.get()
     request = runner.judge_request(job, tmp_path / "c.py", tmp_path / "o.json")

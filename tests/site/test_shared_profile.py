@@ -11,7 +11,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 import problems
-from evaluator import schema, verdict
+from evaluator.contract import schema, verdict
 from evaluator.judge import hidden_world, shared_device
 from leaderboard.catalogue.models import HardwareProfile
 from leaderboard.jobs import judge_service, runner
@@ -87,7 +87,7 @@ def test_a_worker_pinned_to_one_gpu_serves_it_and_not_the_eight_gpu_profile(boot
 
 def _judged_shared_document() -> dict:
     """What the judge's own ending makes of a shared world's correct attempt whose ranks reported a timing that would
-    rank: its label, then THE decision (evaluator/judge/shared_device.py, evaluator/verdict.py)."""
+    rank: its label, then THE decision (evaluator/judge/shared_device.py, evaluator/contract/verdict.py)."""
     document = {
         "schema": 1,
         "verdict": schema.CORRECT,

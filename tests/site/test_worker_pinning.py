@@ -15,7 +15,7 @@ import dramatiq
 import pytest
 from dramatiq.brokers.stub import StubBroker
 
-from evaluator.schema import JudgeRequest
+from evaluator.contract.schema import JudgeRequest
 from leaderboard.catalogue.models import HardwareProfile
 from leaderboard.jobs import gpus, host_gate, judge_process, judge_service, runner, sandbox_gate
 from leaderboard.jobs import worker_boot as bootstrap

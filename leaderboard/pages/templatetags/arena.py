@@ -2,7 +2,7 @@ import re
 
 from django import template
 
-from evaluator import schema
+from evaluator.contract import schema
 from leaderboard.feedback import plots as feedback_plots
 from leaderboard.scoring import pareto
 

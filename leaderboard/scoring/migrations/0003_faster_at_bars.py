@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 def fill(apps, schema_editor):
-    from evaluator import schema
+    from evaluator.contract import schema
 
     ProblemScore = apps.get_model("scoring", "ProblemScore")
     LeaderboardEntry = apps.get_model("scoring", "LeaderboardEntry")

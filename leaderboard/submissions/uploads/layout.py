@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 
-from evaluator import schema
+from evaluator.contract import schema
 from leaderboard.submissions.uploads import transcripts as transcript_files
 from leaderboard.submissions.uploads.archives import _path_error, _too_big
 from leaderboard.submissions.uploads.types import CandidateFile, Limits, ParsedUpload, UploadError, UploadRejected

@@ -11,7 +11,8 @@ import pathlib
 import pytest
 import torch
 
-from evaluator import cli, judge, schema
+from evaluator import cli, judge
+from evaluator.contract import schema
 
 CANDIDATES = pathlib.Path(__file__).parent / "candidates"
 SMALL = dict(M=64, N=32, trials=2, seed=3, timing=False, timeout_s=120)

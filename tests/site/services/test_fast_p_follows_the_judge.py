@@ -1,9 +1,9 @@
-"""fast_1.5 and fast_2.0 count what the judge decided ("faster at p", evaluator/verdict.py), never a bound the
+"""fast_1.5 and fast_2.0 count what the judge decided ("faster at p", evaluator/contract/verdict.py), never a bound the
 site compares itself: a result whose "faster" the judge withheld counts at no bar, and fast_p <= fast_1.0 always."""
 
 import itertools
 
-from evaluator import schema, verdict
+from evaluator.contract import schema, verdict
 from leaderboard.scoring.models import LeaderboardEntry
 from tests.site.conftest import judge_document
 

@@ -165,7 +165,7 @@ def test_unknown_flag_on_an_unranked_profile_still_never_counts(owner, submit, f
 
 
 def test_faster_is_the_judges_decision_taken_as_stored(owner, submit, finish):
-    """The judge decides "faster" once (evaluator/verdict.py): an interval above 1.0 that the judge withheld
+    """The judge decides "faster" once (evaluator/contract/verdict.py): an interval above 1.0 that the judge withheld
     (here: a reference block that timed its host) stays not faster, and a flagged result arrives not faster."""
     withheld = submit(owner)
     document = judge_document(speedup=2.0, lo=1.8, hi=2.2, faster=False)

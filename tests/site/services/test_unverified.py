@@ -5,7 +5,7 @@ not correct, not faster, not retried, and the quota not refunded as it is for a 
 import json
 import sys
 
-from evaluator.schema import JudgeRequest
+from evaluator.contract.schema import JudgeRequest
 from leaderboard.accounts.models import QuotaCharge
 from leaderboard.jobs import runner
 from leaderboard.jobs.models import Result

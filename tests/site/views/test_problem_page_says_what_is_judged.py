@@ -5,7 +5,7 @@ profile never reads in GPU-seconds."""
 import html as html_lib
 import re
 
-from evaluator import feedback_text
+from evaluator.contract import feedback_text
 from leaderboard.jobs import runner
 
 

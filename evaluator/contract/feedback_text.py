@@ -1,13 +1,14 @@
 """The feedback as text, shared by the site's run page (leaderboard/feedback/report.py) and ``pkb feedback``
 (pkb_client/feedback.py): pure functions over the feedback document the site builds; the peak rates its speed of
-light is measured against are evaluator/hardware.py's. Part of the judge's torch-free contract (evaluator/schema.py
-re-exports it): standard library only, installed with the client alone (client/pyproject.toml)."""
+light is measured against are evaluator/contract/hardware.py's. Part of the judge's torch-free contract
+(evaluator/contract/schema.py re-exports it): standard library only, installed with the client alone
+(client/pyproject.toml)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from evaluator.hardware import H200_CEILINGS
+from evaluator.contract.hardware import H200_CEILINGS
 
 
 def ceilings_text(ceilings: dict[str, Any] = H200_CEILINGS) -> str:

@@ -12,8 +12,9 @@ The rule:
 - ``faster_at``: "faster at p" for each bar of :data:`BARS` (fast_p's bars): faster, and the lower bound above p
   (so never where ``faster`` is withheld: fast_p <= fast_1.0 always);
 - ``ranked``: timed on a GPU (CPU timings are wall clock on a shared host) and the record carries no flag.
-Torch-free, standard library only: part of the contract (evaluator/schema.py re-exports ``faster_at`` and the bars
-for the site, which decides nothing itself), beside the timing rulebook (evaluator/timing/) that gathers its evidence.
+Torch-free, standard library only: part of the contract (evaluator/contract/schema.py re-exports ``faster_at`` and the
+bars for the site, which decides nothing itself), beside the timing rulebook (evaluator/timing/) that gathers its
+evidence.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The hardware the ranked profiles run on, as numbers: the peak rates of one NVIDIA H200 SXM and its links. Part of
-the judge's torch-free contract (evaluator/schema.py's closure): the judge's speed-of-light floor
-(evaluator/timing/physics.py), the feedback text (evaluator/feedback_text.py) and the site's run page
+the judge's torch-free contract (evaluator/contract/schema.py's closure): the judge's speed-of-light floor
+(evaluator/timing/physics.py), the feedback text (evaluator/contract/feedback_text.py) and the site's run page
 (leaderboard/feedback/report.py) all read them here, so no text states rates the floor did not use. Standard library
 only, installed with the client alone (client/pyproject.toml)."""
 

@@ -15,7 +15,7 @@ Example (abridged) of what ``pkb eval ... --json OUT`` writes::
                              "where": null, "message": null, "first_mismatch_index": null}]}],
       "timing": {"reference_ms": 1.2, "candidate_ms": 1.0, "speedup": 1.2, "speedup_ci": [1.1, 1.3],
                  "faster": true, "samples": 120, "ranked": false, "method": "cuda_events|wall_clock",
-                 "faster_at": {"1.0": true, "1.5": false, "2.0": false},  # fast_p's bars (evaluator/verdict.py)
+                 "faster_at": {"1.0": true, "1.5": false, "2.0": false},  # fast_p's bars (contract/verdict.py)
                  "crosscheck": {"unexplained_ms", "allowance_ms", "noise_ms", "suspect", "blocks_ms", ...,
                                 "probe": {"excess_ms", "allowance_ms", "suspect", ...}},  # probe: GPU, 4b
                  "reference_blocks_spun_short": [],   # blocks that timed the reference's host: "faster" withheld
@@ -100,13 +100,13 @@ ONE_PAIR_FLOOR = {"cuda": round(math.exp(PAIR_Z * PAIR_OFFSET_SD["cuda"]) - 1.0,
 MAX_PAIRS = 16  # the most timing pairs: Config.pairs and HardwareProfile.timing_pairs
 
 # Which backends the judge can build: the same test for the judge's static checks and the site's uploads.
-# The feedback as text (the site's run page and ``pkb feedback``): evaluator/feedback_text.py; the peak rates behind
-# it and the judge's speed-of-light floor: evaluator/hardware.py.
-from evaluator import feedback_text, hardware  # noqa: E402,F401
-from evaluator.backends import SUPPORTED_BACKENDS, unsupported_backend  # noqa: E402,F401
+# The feedback as text (the site's run page and ``pkb feedback``): evaluator/contract/feedback_text.py; the peak rates
+# behind it and the judge's speed-of-light floor: evaluator/contract/hardware.py.
+from evaluator.contract import feedback_text, hardware  # noqa: E402,F401
+from evaluator.contract.backends import SUPPORTED_BACKENDS, unsupported_backend  # noqa: E402,F401
 
-# The request a worker sends the judge (``pkb eval``'s command line as a type): evaluator/contract.py.
-from evaluator.contract import (  # noqa: E402,F401
+# The request a worker sends the judge (``pkb eval``'s command line as a type): evaluator/contract/requests.py.
+from evaluator.contract.requests import (  # noqa: E402,F401
     JUDGE,
     BadDeviceSet,
     JudgeRequest,
@@ -117,6 +117,6 @@ from evaluator.contract import (  # noqa: E402,F401
 )
 
 # "Faster at p" (fast_p's bars) as the judge decided it, read from a timing record (older records: from their stored
-# "faster" and interval): evaluator/verdict.py, the one place that decides it; the site counts what it returns.
-from evaluator.verdict import BARS as SPEEDUP_BARS  # noqa: E402,F401
-from evaluator.verdict import bar_key, faster_at  # noqa: E402,F401  (read by leaderboard/scoring/services.py)
+# "faster" and interval): evaluator/contract/verdict.py, the one place that decides it; the site counts what it returns.
+from evaluator.contract.verdict import BARS as SPEEDUP_BARS  # noqa: E402,F401
+from evaluator.contract.verdict import bar_key, faster_at  # noqa: E402,F401  (read by leaderboard/scoring/services.py)

@@ -11,7 +11,7 @@ Every caller builds a :class:`JudgeRequest` (the site's job runner, the feedback
 command line itself, evaluator/cli.py, whose ``eval`` parser is :func:`add_arguments`) the only place it is read.
 :class:`PrebuildRequest` is the same for the build stage (evaluator/judge/prebuild.py), which the site's build worker
 (leaderboard/jobs/build_stage.py) runs before a file's GPU job.
-Standard library only (tests/test_layers.py): the site loads it through evaluator/schema.py, without torch.
+Standard library only (tests/test_layers.py): the site loads it through evaluator/contract/schema.py, without torch.
 """
 
 from __future__ import annotations

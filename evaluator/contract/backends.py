@@ -1,7 +1,8 @@
 """Backends a candidate may use here, and the one test of a source for a backend this judge cannot build.
 
 Torch-free and standard-library only: the judge's static checks (evaluator/judge/policy.py, verdict ``compile_error``)
-and the site's upload parser (through evaluator/schema.py, which refuses such a file at once) use the same function.
+and the site's upload parser (through evaluator/contract/schema.py, which refuses such a file at once) use the same
+function.
 """
 
 from __future__ import annotations
