@@ -12,6 +12,7 @@ import secrets
 from datetime import timedelta
 from pathlib import Path
 
+from evaluator.contract.schema import sandbox_mode
 from leaderboard.env import broker_from_url, database_from_url, env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -263,8 +264,8 @@ PKB_GPU_LOCK_DIR = Path(env_str("PKB_GPU_LOCK_DIR", "/run/pkb-arena/gpus"))
 # requires the whole sandbox: a worker on a host that cannot give every layer refuses to start, and is never
 # re-decided per job. Only "off" (an operator's explicit choice: logged loudly at start, every result flagged
 # unsandboxed and never ranked) runs strangers' code without it.
-PKB_SANDBOX = env_str("PKB_SANDBOX", "required").strip().lower()
-PKB_SANDBOX_OFF = PKB_SANDBOX in ("0", "off", "false", "no")
+PKB_SANDBOX = sandbox_mode(env_str("PKB_SANDBOX", ""), default="required")  # the judge's own reading of it
+PKB_SANDBOX_OFF = PKB_SANDBOX == "off"
 
 # --- broker (django_dramatiq) -------------------------------------------------------------------------------------
 BROKER_URL = env_str("BROKER_URL", "stub://")

@@ -99,6 +99,22 @@ HOST_PACED_FLOOR = 0.50
 ONE_PAIR_FLOOR = {"cuda": round(math.exp(PAIR_Z * PAIR_OFFSET_SD["cuda"]) - 1.0, 4), "cpu": HOST_PACED_FLOOR}
 MAX_PAIRS = 16  # the most timing pairs: Config.pairs and HardwareProfile.timing_pairs
 
+# The candidate sandbox's switch, PKB_SANDBOX, as both sides read it.
+
+
+def sandbox_mode(value: str | None, default: str) -> str:
+    """``PKB_SANDBOX`` read one way on both sides (the judge's evaluator/process/sandbox.py, the site's settings):
+    ``required`` (also ``require``, ``strict``: fail closed), ``off`` (also ``0``, ``false``, ``no``: an operator's
+    explicit choice, every result flagged), ``auto``; unset or empty: ``default`` (the judge's ``auto`` for ``pkb
+    eval`` on one's own machine, the site's ``required``); any other word: ``auto``."""
+    word = (value or "").strip().lower() or default
+    if word in ("0", "off", "false", "no"):
+        return "off"
+    if word in ("required", "require", "strict"):
+        return "required"
+    return "auto"
+
+
 # Which backends the judge can build: the same test for the judge's static checks and the site's uploads.
 # The feedback as text (the site's run page and ``pkb feedback``): evaluator/contract/feedback_text.py; the peak rates
 # behind it and the judge's speed-of-light floor: evaluator/contract/hardware.py.

@@ -38,6 +38,7 @@ import subprocess
 import sys
 from typing import IO, cast
 
+from evaluator.contract.schema import sandbox_mode
 from evaluator.process import boxes, cgroups, devices, limits, probes, processes, seccomp
 from evaluator.process.box_control import BoxControl
 from evaluator.process.box_entry import BoxEntry
@@ -59,12 +60,7 @@ def mode() -> str:
     """``PKB_SANDBOX`` in the judge's environment: ``required`` (fail closed), ``auto`` (the default of ``pkb eval``
     on one's own machine: every layer the host allows, results flagged when one is missing) or ``off`` (``0``: an
     operator's explicit choice, logged, every result flagged)."""
-    value = os.environ.get("PKB_SANDBOX", "auto").strip().lower()
-    if value in ("0", "off", "false", "no"):
-        return "off"
-    if value in ("required", "require", "strict"):
-        return "required"
-    return "auto"
+    return sandbox_mode(os.environ.get("PKB_SANDBOX"), default="auto")
 
 
 def enabled_by_default() -> bool:

@@ -275,3 +275,45 @@ def test_the_hidden_world_size_is_a_number_or_auto():
         JudgeRequest(**base, hidden_world_size="any")
     with pytest.raises(SystemExit):
         JudgeRequest.from_argv(["eval", "1", "reference", "-W", "2", "--hidden-world-size", "any"])
+
+
+@pytest.mark.parametrize(
+    "value, judge, site",
+    [
+        (None, "auto", "required"),
+        ("", "auto", "required"),
+        ("required", "required", "required"),
+        (" Strict ", "required", "required"),
+        ("0", "off", "off"),
+        ("OFF", "off", "off"),
+        ("no", "off", "off"),
+        ("auto", "auto", "auto"),
+        ("yes please", "auto", "auto"),
+    ],
+)
+def test_pkb_sandbox_is_read_one_way_by_the_judge_and_the_site(monkeypatch, value, judge, site):
+    """One reader of PKB_SANDBOX (schema.sandbox_mode): the judge's mode (evaluator/process/sandbox.py) and the site's
+    setting (leaderboard/settings.py) differ only in the default when it is unset; "off" means off on both sides."""
+    from evaluator.process import sandbox
+
+    if value is None:
+        monkeypatch.delenv("PKB_SANDBOX", raising=False)
+    else:
+        monkeypatch.setenv("PKB_SANDBOX", value)
+    assert sandbox.mode() == judge
+    assert schema.sandbox_mode(value, default="required") == site
+
+
+def test_the_sites_setting_is_that_reading():
+    """leaderboard/settings.py itself, loaded fresh under three values of PKB_SANDBOX."""
+    code = (
+        "import importlib, os, sys\n"
+        "for value in ('', '0', ' Strict ', 'auto'):\n"
+        "    os.environ['PKB_SANDBOX'] = value\n"
+        "    sys.modules.pop('leaderboard.settings', None)\n"
+        "    settings = importlib.import_module('leaderboard.settings')\n"
+        "    print(settings.PKB_SANDBOX, settings.PKB_SANDBOX_OFF)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:4] == ["required False", "off True", "required False", "auto False"]
