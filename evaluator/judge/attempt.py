@@ -11,7 +11,6 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Any
 
 from evaluator.contract import schema
 from evaluator.judge.config import Config
@@ -41,15 +40,7 @@ def _run_once(prob, candidate: str, cfg: Config, seeds: list[int], base: dict, p
         if spare:
             ref, cand = spare.ref, spare.cand
         else:
-            common: dict[str, Any] = dict(
-                world_size=cfg.world_size,
-                device=cfg.device,
-                problem=str(prob.id),
-                M=cfg.M,
-                N=cfg.N,
-                dtype=cfg.dtype,
-                reduced=cfg.reduced,
-            )
+            common = cfg.group_shape(str(prob.id))
             ref = RankGroup("ref", candidate="reference", workdir=os.path.join(workdir, "ref"), trusted=True, **common)
             cand = RankGroup(
                 "cand",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from evaluator.process import sandbox
+from evaluator.process.group import GroupShape
 
 
 class BadRequest(ValueError):
@@ -93,3 +94,15 @@ class Config:
 
     def budget_ms(self) -> float:
         return self.timing_budget_ms or (2000.0 if self.device == "cuda" else 600.0)
+
+    def group_shape(self, problem: str) -> GroupShape:
+        """What this request's two rank groups share (evaluator/process/group.py): its world, ``problem``'s shape."""
+        return GroupShape(
+            world_size=self.world_size,
+            device=self.device,
+            problem=problem,
+            M=self.M,
+            N=self.N,
+            dtype=self.dtype,
+            reduced=self.reduced,
+        )

@@ -11,7 +11,6 @@ import dataclasses
 import os
 import tempfile
 import time
-from typing import TypedDict
 
 import problems
 from evaluator.contract import schema, verdict
@@ -100,19 +99,6 @@ def run(
     }
 
 
-class _Shared(TypedDict):
-    """The keyword arguments of :class:`RankGroup` that the session's two groups share."""
-
-    world_size: int
-    device: str
-    problem: str
-    M: int
-    N: int
-    dtype: str
-    reduced: bool
-    trusted: bool
-
-
 class _Session:
     def __init__(self, prob, cfg: Config):
         self.cfg = cfg
@@ -122,18 +108,10 @@ class _Session:
         """Fresh groups for ``prob``, both holding the reference, in a new working directory."""
         cfg = self.cfg
         self.workdir = tempfile.mkdtemp(prefix="pkb-selfcheck-")
-        common = _Shared(
-            world_size=cfg.world_size,
-            device=cfg.device,
-            problem=str(prob.id),
-            M=cfg.M,
-            N=cfg.N,
-            dtype=cfg.dtype,
-            reduced=cfg.reduced,
-            trusted=True,
-        )
-        self.ref = RankGroup("ref", candidate="reference", workdir=os.path.join(self.workdir, "ref"), **common)
-        self.cand = RankGroup("cand", candidate="reference", workdir=os.path.join(self.workdir, "cand"), **common)
+        common = cfg.group_shape(str(prob.id))
+        where = os.path.join(self.workdir, "ref"), os.path.join(self.workdir, "cand")
+        self.ref = RankGroup("ref", candidate="reference", workdir=where[0], trusted=True, **common)
+        self.cand = RankGroup("cand", candidate="reference", workdir=where[1], trusted=True, **common)
         self.fresh = True
         self.holding = (prob.id, "reference")  # what the groups were launched with
 

@@ -16,7 +16,7 @@ import socket
 import stat
 import subprocess
 import time
-from typing import IO, cast
+from typing import IO, TypedDict, cast
 
 from evaluator.contract import schema
 from evaluator.process import builds, processes, protocol, sandbox, spawn
@@ -29,6 +29,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class GroupShape(TypedDict):
+    """The keyword arguments of :class:`RankGroup` that a pair's two groups share: their world and the problem's
+    shape (a warm spare's, a self-check session's)."""
+
+    world_size: int
+    device: str
+    problem: str
+    M: int
+    N: int
+    dtype: str
+    reduced: bool
 
 
 class RankGroup:

@@ -23,24 +23,11 @@ import collections
 import dataclasses
 import os
 import tempfile
-from typing import TypedDict
 
 from evaluator.process import removal
 from evaluator.process import sandbox as sandboxing
-from evaluator.process.group import RankGroup, close_all
+from evaluator.process.group import GroupShape, RankGroup, close_all
 from evaluator.process.protocol import DEFERRED
-
-
-class _Shared(TypedDict):
-    """The keyword arguments of :class:`RankGroup` that the two groups of a spare share."""
-
-    world_size: int
-    device: str
-    problem: str
-    M: int
-    N: int
-    dtype: str
-    reduced: bool
 
 
 @dataclasses.dataclass
@@ -134,7 +121,7 @@ class WarmPool:
     def _start(self) -> Spare:
         workdir = make_workdir()
         # The shape given here is a placeholder: the job's own arrives with its load.
-        common = _Shared(
+        common = GroupShape(
             world_size=self.world_size, device=self.device, problem=DEFERRED, M=1, N=1, dtype="bfloat16", reduced=False
         )
         ref = cand = None
