@@ -416,12 +416,21 @@ def _spawn(target, world: int, args: tuple, stall_s: float, progress: str | None
             return "stalled"
 
 
-def _ids(spec: str) -> list:
-    ids = []
-    for part in spec.split(","):
-        low, _, high = part.partition("-")
-        ids += list(range(int(low), int(high or low) + 1))
-    return ids
+def _resumable(target, world: int, items: list, out: str, stall_s: float, progress: str, jsonl, lost) -> None:
+    """Run ``target`` over ``items`` in one world of W ranks. The world names the item it is on in ``progress``; if it
+    hangs or crashes there, ``lost(item)`` (what names the item) is recorded in ``jsonl`` with W and the verdict
+    "hang" or "crash", and a fresh world goes on with the items after it."""
+    while items:
+        status = _spawn(target, world, (out, items, progress), stall_s, progress)
+        if status == "done":
+            return
+        current = pathlib.Path(progress).read_text() if os.path.exists(progress) else ""
+        names = [str(item) for item in items]
+        if current not in names:
+            return
+        verdict = "hang" if status == "stalled" else "crash"
+        _emit(jsonl, {**lost(items[names.index(current)]), "W": world, "verdict": verdict})
+        items = items[names.index(current) + 1 :]
 
 
 def main() -> None:
@@ -452,44 +461,34 @@ def main() -> None:
             continue
         progress = str(out / f"progress_{world}")
         if args.mode == "references":
-            ids = _ids(args.problems)
-            while ids:
-                status = _spawn(references_rank, world, (str(out), ids, progress), args.stall, progress)
-                if status == "done":
-                    break
-                current = pathlib.Path(progress).read_text() if os.path.exists(progress) else ""
-                if not current.isdigit() or int(current) not in ids:
-                    break
-                _emit(
-                    out / "references.jsonl",
-                    {
-                        "what": "reference",
-                        "problem": int(current),
-                        "W": world,
-                        "verdict": "hang" if status == "stalled" else "crash",
-                    },
-                )
-                ids = ids[ids.index(int(current)) + 1 :]
-            continue
-        files = [str(pathlib.Path(f).resolve()) for f in args.files]
-        while files:
-            status = _spawn(kernels_rank, world, (str(out), files, progress), args.stall, progress)
-            if status == "done":
-                break
-            current = pathlib.Path(progress).read_text() if os.path.exists(progress) else ""
-            if current not in files:
-                break
-            _emit(
-                out / "kernels.jsonl",
-                {
-                    "what": "kernel",
-                    "file": os.path.relpath(current, ROOT),
-                    "W": world,
-                    "problem": int(pathlib.Path(current).name.split("_")[0]),
-                    "verdict": "hang" if status == "stalled" else "crash",
-                },
+            sys.path.insert(0, str(ROOT))
+            from evaluator.cli import _parse_ids  # pkb selfcheck's --problems syntax
+
+            _resumable(
+                references_rank,
+                world,
+                _parse_ids(args.problems),
+                str(out),
+                args.stall,
+                progress,
+                out / "references.jsonl",
+                lambda pid: {"what": "reference", "problem": pid},
             )
-            files = files[files.index(current) + 1 :]
+            continue
+        _resumable(
+            kernels_rank,
+            world,
+            [str(pathlib.Path(f).resolve()) for f in args.files],
+            str(out),
+            args.stall,
+            progress,
+            out / "kernels.jsonl",
+            lambda path: {
+                "what": "kernel",
+                "file": os.path.relpath(path, ROOT),
+                "problem": int(pathlib.Path(path).name.split("_")[0]),
+            },
+        )
         _emit(
             out / "kernels.jsonl",
             {"what": "kernels_world", "W": world, "wall_s": round(time.perf_counter() - began, 1)},
