@@ -45,9 +45,10 @@ SITE=(tests/test_installs.py tests/site tests/feedback
 TIMED=(tests --ignore=tests/test_installs.py --ignore=tests/site --ignore=tests/feedback
        --ignore-glob='tests/problems/test_p*.py' "${BUILDS[@]/#/--ignore=}")
 
-# The gates (ruff, then mypy: `make lint`), beside phase 1: a few CPU-seconds, its output printed when phase 1 ends.
+# The gates (`make lint`: ruff, then mypy; the Makefile holds their one definition), beside phase 1: a few
+# CPU-seconds, its output printed when phase 1 ends.
 started=$SECONDS
-{ "$BIN/ruff" check . && "$BIN/ruff" format --check . && "$BIN/mypy"; } >test-output/lint.log 2>&1 &
+make --no-print-directory lint >test-output/lint.log 2>&1 &
 lint_pid=$!
 
 # The two lanes of phase 1 use PostgreSQL test databases of their own.
