@@ -24,7 +24,6 @@ from evaluator.contract.schema import INFRA_ERROR, VERDICTS, JudgeRequest
 from leaderboard.jobs import host_gate, judge_process, judge_requests, judge_service, lease, workspace
 from leaderboard.jobs import services as jobs_services
 from leaderboard.jobs.judge_process import WORKER_ID, close_old_connections
-from leaderboard.jobs.judge_requests import reduced_for  # noqa: F401 - the problem page reads what the runner asks
 
 log = logging.getLogger("leaderboard.jobs.runner")
 TAIL = 8000
@@ -86,10 +85,15 @@ def hidden_checks(job) -> dict:
     predict, which the judge draws too (``auto``: among those the problem allows and its host can run, from the OS's
     randomness; none where there is no other: evaluator/judge/hidden_world.py). None with ``PKB_HIDDEN_CHECKS`` off or
     on unranked profiles: the site's policy."""
-    profile = job.profile
-    if not settings.PKB_HIDDEN_CHECKS or not (profile.ranked or profile.shared_device):
-        return {}  # a shared-device profile never ranks, but its hidden world sizes are what it is for
+    if not hidden_checks_apply(job.profile):
+        return {}
     return {"hidden_shape": True, "hidden_world_size": JudgeRequest.HIDDEN_WORLD_AUTO}
+
+
+def hidden_checks_apply(profile) -> bool:
+    """Whether jobs on ``profile`` get the hidden checks (the problem page says so from here too)."""
+    # A shared-device profile never ranks, but its hidden world sizes are what it is for.
+    return bool(settings.PKB_HIDDEN_CHECKS and (profile.ranked or profile.shared_device))
 
 
 def _judge(job, workdir: Path, worker: str) -> tuple[dict | None, dict | None]:

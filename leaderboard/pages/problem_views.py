@@ -3,7 +3,6 @@ judges it at, its speed-of-light line) and its reference offered as a starting c
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -77,21 +76,16 @@ def problem_detail(request, key):
 
 def _judged_at(profiles) -> list[dict]:
     """What each profile judges a candidate at: the judge's default shape and dtype (evaluator/contract/requests.py),
-    the reduced CPU shapes where the runner asks for them (jobs/runner.reduced_for), W, and the hidden checks of a
-    rankable run (jobs/runner.hidden_checks)."""
+    the reduced CPU shapes where the runner asks for them (jobs/judge_requests.reduced_for), W, and the hidden checks
+    of a rankable run (jobs/runner.hidden_checks_apply)."""
     from dataclasses import fields
 
     from evaluator.contract.schema import JudgeRequest
-    from leaderboard.jobs import runner
+    from leaderboard.jobs import judge_requests, runner
 
     defaults = {f.name: f.default for f in fields(JudgeRequest) if f.name in ("M", "N", "dtype")}
     return [
-        dict(
-            defaults,
-            profile=p,
-            reduced=runner.reduced_for(p),
-            hidden=bool(settings.PKB_HIDDEN_CHECKS and (p.ranked or p.shared_device)),
-        )
+        dict(defaults, profile=p, reduced=judge_requests.reduced_for(p), hidden=runner.hidden_checks_apply(p))
         for p in profiles
     ]
 

@@ -6,7 +6,7 @@ import html as html_lib
 import re
 
 from evaluator.contract import feedback_text
-from leaderboard.jobs import runner
+from leaderboard.jobs import judge_requests
 
 
 def page(client, profile="cpu-gloo"):
@@ -24,7 +24,7 @@ def test_each_profile_states_its_w_shape_dtype_and_reduction(client, cpu, gpu):
     assert f"W = {cpu.world_size}, M = 1024, N = 1024, bfloat16 inputs, reduced" in cpu_line
     assert f"W = {gpu.world_size}, M = 1024, N = 1024, bfloat16 inputs, the specification's full sizes" in gpu_line
     assert "a shape the judge draws" in gpu_line and "a shape the judge draws" not in cpu_line
-    assert runner.reduced_for(cpu) and not runner.reduced_for(gpu)  # the page says what the runner asks
+    assert judge_requests.reduced_for(cpu) and not judge_requests.reduced_for(gpu)  # what the runner asks
 
 
 def test_output_and_speed_of_light_read_as_sentences(client, cpu):
